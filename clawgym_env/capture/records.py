@@ -1,0 +1,41 @@
+"""One captured model call: the unit everything downstream (trees, trainers, reports) reads."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["CallRecord", "TokenSource"]
+
+TokenSource = Literal["sampled", "tokenized", "none"]
+
+
+class CallRecord(BaseModel):
+    """A model call as the proxy saw and answered it; one JSONL line in the episode's capture."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(description="Episode (proxy session) the call belongs to.")
+    call_index: int = Field(description="0-based order of arrival within the session.")
+    dialect: str = Field(description='"anthropic", "openai-chat" or "openai-responses".')
+    path: str = Field(default="", description="HTTP path the harness called.")
+    stream: bool = Field(default=False, description="Whether the harness asked for SSE.")
+    model: str = Field(default="", description="Model name the harness asked for.")
+    messages: list[dict[str, Any]] = Field(default_factory=list, description="Normalised neutral messages.")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="Normalised neutral tools.")
+    prompt_ids: list[int] | None = Field(default=None, description="Exact prompt ids sent to the policy.")
+    completion_ids: list[int] | None = Field(default=None, description="Exact sampled ids.")
+    logprobs: list[float] | None = Field(default=None, description="Rollout logprob of each completion id.")
+    completion_text: str = Field(default="", description="Decoded completion.")
+    response: dict[str, Any] | None = Field(default=None, description="Parsed assistant message returned.")
+    finish_reason: str = Field(default="stop", description='"stop", "length", "tool_calls" or "error".')
+    token_source: TokenSource = Field(default="sampled", description="Where completion ids came from.")
+    reused_prompt_tokens: int = Field(default=0, description="Prompt ids spliced from earlier calls (TITO hits).")
+    policy_version: int | None = Field(default=None, description="Weights version that sampled the call.")
+    started_at: float = Field(default=0.0, description="Unix time the request arrived.")
+    latency_s: float = Field(default=0.0, description="Arrival to last byte sent.")
+    backend_s: float = Field(default=0.0, description="Time spent inside the policy backend.")
+    status: int = Field(default=200, description="HTTP status returned to the harness.")
+    error: str | None = Field(default=None, description="Error returned instead of a completion.")
+    meta: dict[str, Any] = Field(default_factory=dict, description="Branch hints etc. (e.g. subagent, compaction).")

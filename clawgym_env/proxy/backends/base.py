@@ -1,0 +1,82 @@
+"""The policy-backend contract, shaped like an httpx transport: one async method plus aclose().
+
+The proxy owns the prompt tokens (it renders the chat template and splices exact ids), so a
+token backend receives ``prompt_ids`` and must return the sampled ``completion_ids`` with their
+``logprobs``. Message-level backends (API passthrough, scripted) set ``TOKEN_LEVEL = False``,
+read ``messages``/``tools`` instead and return text; their captures are marked evaluation-only.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = ["Completion", "CompletionRequest", "PolicyBackend"]
+
+
+@dataclass
+class CompletionRequest:
+    """One model call as the backend sees it."""
+
+    session_id: str
+    call_index: int
+    prompt_ids: list[int] | None
+    """Exact prompt token ids (token-level backends)."""
+    messages: list[dict[str, Any]]
+    """Neutral (HF chat-template shaped) messages: OpenAI-style tool_calls, role "tool"."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """Neutral tools: [{"type": "function", "function": {"name", "description", "parameters"}}]."""
+    max_tokens: int = 1024
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+    dialect: str = "openai-chat"
+    """Which API the harness spoke: "anthropic", "openai-chat" or "openai-responses"."""
+    raw: dict[str, Any] | None = None
+    """The harness's request body as received (for passthrough and scripted matching)."""
+
+
+@dataclass
+class Completion:
+    """What the policy produced for one call."""
+
+    completion_ids: list[int] | None
+    """Sampled token ids; None for message-level backends."""
+    logprobs: list[float] | None
+    """Log-probability of each sampled id under the sampling policy."""
+    text: str | None = None
+    """Decoded text; required for message-level backends."""
+    finish_reason: str = "stop"
+    """"stop" (EOS or stop string), "length", or "error"."""
+    policy_version: int | None = None
+    structured: dict[str, Any] | None = None
+    """Message-level backends may return an already-structured assistant message
+    ({"content", "tool_calls", "reasoning_content"}) instead of raw text."""
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class PolicyBackend(abc.ABC):
+    """Answers model calls. Subclasses implement ``handle``; ``aclose`` frees resources."""
+
+    TOKEN_LEVEL: ClassVar[bool] = True
+    """True if the backend consumes prompt ids and returns completion ids + logprobs."""
+
+    name: str = "base"
+
+    @abc.abstractmethod
+    async def handle(self, request: CompletionRequest) -> Completion:
+        """Answer one call."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Free resources; idempotent."""
+
+    @property
+    def tokenizer(self) -> Any | None:
+        """The HF tokenizer whose chat template renders prompts (token-level backends)."""
+        return None
+
+    @property
+    def model_name(self) -> str:
+        return self.name

@@ -1,0 +1,125 @@
+"""The sandbox contract: one throwaway, isolated environment per episode.
+
+A sandbox holds one workspace (seeded from the task) that every process of the episode sees
+at ``config.workspace_mount``: the harness, the commands it runs, and the verifier afterwards.
+Its only way out is the model proxy, reachable inside at ``http://127.0.0.1:{config.proxy_port}``.
+Hidden verifier files stay on the host until ``upload`` copies them in after the agent is done.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ExecResult", "Mount", "Sandbox", "SandboxConfig", "SandboxState"]
+
+OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
+"""Called with (stream name "stdout"/"stderr", chunk) as a process writes."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible inside the sandbox (read-only unless ``writable``)."""
+
+    host: Path
+    inside: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """How to build a sandbox; the same config works on every backend."""
+
+    workspace_mount: str = "/workspace"
+    """Absolute path of the workspace inside the sandbox (ClawGym tasks use /root/.openclaw/workspace)."""
+    workspace_src: Path | None = None
+    """Host folder whose contents seed the workspace (copy-on-write; never modified)."""
+    proxy_socket: Path | None = None
+    """Host unix socket of the model proxy; forwarded to 127.0.0.1:proxy_port inside. None: no way out."""
+    proxy_port: int = 8787
+    mounts: tuple[Mount, ...] = ()
+    """Extra read-only binds, e.g. a harness install or a Node runtime."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    memory_mb: int | None = 4096
+    pids: int | None = 512
+    cpus: float | None = None
+    wall_time_s: float | None = None
+    """Default wall-clock limit for each exec (per-call timeout overrides)."""
+    rootfs: Path | None = None
+    """A root filesystem to use instead of the host's system folders (bwrap) or the image (docker)."""
+    image: str | None = None
+    """Docker image (docker backend only)."""
+    user: str = "root"
+    """"root" (uid 0 inside a user namespace) or "user" (an unprivileged uid inside)."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a finished process left: its exit code and captured output."""
+
+    return_code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+    killed_by_limit: str | None = None
+    """"memory", "pids" or "wall_time" when a limit ended the process."""
+
+
+class SandboxState(enum.Enum):
+    CREATED = "created"
+    STARTED = "started"
+    CLOSED = "closed"
+
+
+class Sandbox(abc.ABC):
+    """One episode's isolated environment. Use as ``async with backend_cls(config) as sb:``.
+
+    ``close()`` is idempotent and leaves nothing behind: processes, mounts, cgroups, temp dirs.
+    """
+
+    name: str = "base"
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self.state = SandboxState.CREATED
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Create the sandbox and seed its workspace."""
+
+    @abc.abstractmethod
+    async def exec(
+        self,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        on_output: OutputCallback | None = None,
+        max_output_bytes: int = 16 * 1024 * 1024,
+    ) -> ExecResult:
+        """Run ``cmd`` inside; on timeout kill its whole process tree and return timed_out=True."""
+
+    @abc.abstractmethod
+    async def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder to ``dest`` inside (absolute, or relative to the workspace)."""
+
+    @abc.abstractmethod
+    async def download(self, src: str, dest: Path) -> None:
+        """Copy ``src`` inside (absolute, or relative to the workspace) to the host path ``dest``."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Kill everything and remove every trace; idempotent."""
+
+    async def __aenter__(self) -> Sandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
