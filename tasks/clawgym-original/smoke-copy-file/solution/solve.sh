@@ -1,0 +1,3 @@
+set -e
+mkdir -p output
+cp input/quote.txt output/quote.txt

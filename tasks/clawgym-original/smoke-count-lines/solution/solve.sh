@@ -1,0 +1,2 @@
+set -e
+wc -l < input/words.txt | tr -d ' ' > count.txt

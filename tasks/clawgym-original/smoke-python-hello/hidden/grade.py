@@ -1,0 +1,28 @@
+"""Grader for smoke-python-hello: runs the named script and compares stdout with the instruction's message."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _expected(transcript):
+    m = re.search(r"script named (\S+) in the workspace root that prints exactly: (.+)",
+                  str(transcript.get("instruction", "")))
+    return (m.group(1), m.group(2).strip()) if m else ("hello.py", "Hello from ClawGym")
+
+
+def grade(transcript, workspace_path):
+    scores = {"script_exists": 0.0, "prints_message": 0.0}
+    name, message = _expected(transcript)
+    script = Path(workspace_path) / name
+    if not script.is_file():
+        return scores
+    scores["script_exists"] = 1.0
+    try:
+        out = subprocess.run([sys.executable, str(script)], cwd=workspace_path,
+                             capture_output=True, text=True, timeout=20)
+        if out.returncode == 0 and out.stdout.strip() == message:
+            scores["prints_message"] = 1.0
+    except Exception:
+        pass
+    return scores
