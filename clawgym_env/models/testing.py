@@ -1,0 +1,23 @@
+"""Test helpers other packages import: the shared tiny model, built once per process.
+
+Use ``tiny_model_path()`` directly, or wrap it in a session fixture::
+
+    @pytest.fixture(scope="session")
+    def tiny_model_dir() -> Path:
+        return tiny_model_path()
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from clawgym_env.models.tiny import build_tiny_model
+
+__all__ = ["tiny_model_path"]
+
+
+@functools.cache
+def tiny_model_path() -> Path:
+    """The default tiny model folder (built on first use, then cached on disk and in memory)."""
+    return build_tiny_model()
