@@ -1,0 +1,119 @@
+"""The LLM judge behind ``kind: rubric`` verifiers: prompt building and verdict parsing.
+
+One judge call per rubric item. The judge answers with a JSON object
+``{"reasoning": "...", "verdict": "<one option label>"}``; its reasoning is kept in the result.
+Any policy backend works: message-level backends get messages, token-level backends get the
+prompt rendered with their own chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from clawgym_env.proxy.backends.base import CompletionRequest, PolicyBackend
+from clawgym_env.task.spec import RubricItem
+
+__all__ = ["JudgeVerdict", "ask_judge", "build_judge_messages", "parse_verdict"]
+
+_SYSTEM = (
+    "You are a strict, fair grader. You check one criterion against an AI agent's work: its final "
+    "message and the files it produced. Judge only what is shown. Answer with a single JSON object "
+    'and nothing after it: {"reasoning": "<one or two sentences>", "verdict": "<one of the allowed labels>"}.'
+)
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """One item's outcome: the chosen label, its score, the judge's reasoning, or the error."""
+
+    score: float
+    verdict: str | None
+    reasoning: str
+    error: str | None = None
+    raw: str = ""
+
+
+def build_judge_messages(
+    item: RubricItem, instruction: str, final_message: str, files: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """The chat messages for judging one item."""
+    parts = [f"## Task given to the agent\n{instruction.strip()}", f"## Agent's final message\n{final_message.strip() or '(empty)'}"]
+    for name, text in files.items():
+        parts.append(f"## File {name}\n" + ("(missing)" if text is None else text))
+    labels = ", ".join(f'"{label}"' for label in item.options)
+    parts.append(f"## Criterion\n{item.criterion.strip()}\n\nAllowed verdict labels: {labels}.")
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    found = []
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
+def parse_verdict(text: str, item: RubricItem) -> JudgeVerdict:
+    """Read the judge's answer; an unreadable answer or an unknown label scores 0 with the error kept."""
+    clean = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
+    labels = {label.lower().strip(): label for label in item.options}
+    for obj in reversed(_json_objects(clean)):
+        if "verdict" not in obj:
+            continue
+        verdict = str(obj.get("verdict", "")).strip()
+        reasoning = str(obj.get("reasoning", ""))
+        label = labels.get(verdict.lower())
+        if label is None:
+            return JudgeVerdict(0.0, verdict, reasoning, f"verdict {verdict!r} is not one of {list(item.options)}", text)
+        return JudgeVerdict(item.options[label], label, reasoning, None, text)
+    m = re.search(r'"verdict"\s*:\s*"([^"]*)"', clean)
+    if m and m.group(1).lower().strip() in labels:
+        label = labels[m.group(1).lower().strip()]
+        return JudgeVerdict(item.options[label], label, clean.strip()[:2000], None, text)
+    return JudgeVerdict(0.0, None, "", "judge answer holds no JSON verdict", text)
+
+
+def _prompt_ids(judge: PolicyBackend, messages: list[dict[str, Any]]) -> list[int] | None:
+    if not judge.TOKEN_LEVEL:
+        return None
+    tok = judge.tokenizer
+    if tok is None:
+        return None
+    out = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if hasattr(out, "keys") and "input_ids" in out:
+        out = out["input_ids"]
+    return [int(i) for i in out]
+
+
+async def ask_judge(
+    judge: PolicyBackend, messages: list[dict[str, Any]], item: RubricItem, *, session_id: str, call_index: int
+) -> JudgeVerdict:
+    """Ask the judge about one item; a failing backend scores the item 0 and records why."""
+    try:
+        request = CompletionRequest(
+            session_id=session_id,
+            call_index=call_index,
+            prompt_ids=_prompt_ids(judge, messages),
+            messages=messages,
+            max_tokens=768,
+            temperature=0.0,
+        )
+        completion = await judge.handle(request)
+        text = completion.text
+        if text is None and completion.structured:
+            text = str(completion.structured.get("content") or "")
+        if text is None and completion.completion_ids is not None and judge.tokenizer is not None:
+            text = judge.tokenizer.decode(completion.completion_ids, skip_special_tokens=True)
+    except Exception as exc:  # noqa: BLE001 - a judge failure is recorded, the item scores 0
+        return JudgeVerdict(0.0, None, "", f"judge call failed: {type(exc).__name__}: {exc}")
+    if not text:
+        return JudgeVerdict(0.0, None, "", "judge returned no text")
+    return parse_verdict(text, item)

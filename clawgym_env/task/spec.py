@@ -1,0 +1,261 @@
+"""Task and suite specs: the validated, frozen form of ``task.yaml`` and ``suite.yaml``.
+
+The YAML is data only. ``TaskFile`` mirrors one ``task.yaml`` as written; the loader
+(``clawgym_env.task.loader``) checks its paths, renders its instruction once per ``params``
+entry and produces one ``TaskSpec`` per variant, which is what the rest of ClawGym uses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "DIFFICULTIES",
+    "ID_PATTERN",
+    "SUITE_PATTERN",
+    "VERIFIER_KINDS",
+    "AnswerVerifier",
+    "CodeVerifier",
+    "Limits",
+    "RubricItem",
+    "RubricVerifier",
+    "ScriptVerifier",
+    "SuiteSpec",
+    "TaskFile",
+    "TaskSpec",
+    "VerifierSpec",
+]
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+SUITE_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+DIFFICULTIES = ("easy", "medium", "hard")
+VERIFIER_KINDS = ("code", "script", "rubric", "answer")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class Limits(_Frozen):
+    """Budgets for one episode; the runner enforces them."""
+
+    wall_time_s: float = Field(600.0, gt=0, description="Wall-clock limit of the whole episode.")
+    model_calls: int = Field(40, ge=1, description="Most model calls the harness may make.")
+    memory_mb: int = Field(4096, ge=64, description="Memory limit of the sandbox.")
+
+    _check_wall = field_validator("wall_time_s")(_finite)
+
+
+class RubricItem(_Frozen):
+    """One criterion the judge scores by picking one of ``options``."""
+
+    criterion: str = Field(min_length=1, description="What the judge checks, as one sentence.")
+    weight: float = Field(1.0, ge=0, description="Relative weight among the verifier's items.")
+    options: dict[str, float] = Field(
+        default_factory=lambda: {"yes": 1.0, "no": 0.0},
+        description="Verdict label -> score in [0, 1]; the judge must answer with one label.",
+    )
+    name: str | None = Field(None, description="Sub-score name; defaults to item<N>.")
+
+    _check_weight = field_validator("weight")(_finite)
+
+    @field_validator("options")
+    @classmethod
+    def _options_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value:
+            raise ValueError("needs at least one option, e.g. {yes: 1.0, no: 0.0}")
+        for label, score in value.items():
+            if not label.strip():
+                raise ValueError("option labels must be non-empty")
+            if not (math.isfinite(score) and 0.0 <= score <= 1.0):
+                raise ValueError(f"option {label!r} has score {score}; scores must lie in [0, 1]")
+        return value
+
+
+class _VerifierBase(_Frozen):
+    name: str | None = Field(None, description="Prefix of this verifier's sub-scores; defaults to its kind.")
+    weight: float = Field(1.0, ge=0, description="Relative weight; weights are normalised over the task.")
+
+    _check_weight = field_validator("weight")(_finite)
+
+
+class CodeVerifier(_VerifierBase):
+    """A python file defining ``grade(transcript, workspace_path) -> dict[str, float]``; runs in the sandbox."""
+
+    kind: Literal["code"] = "code"
+    file: str = Field(description="Path of the python file, relative to the task folder.")
+    timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit of the grading process.")
+
+
+class ScriptVerifier(_VerifierBase):
+    """A shell script run with bash in the sandbox; its last stdout line is the score."""
+
+    kind: Literal["script"] = "script"
+    file: str = Field(description="Path of the script, relative to the task folder.")
+    timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit of the script.")
+
+
+class RubricVerifier(_VerifierBase):
+    """An LLM judge scores each item from the final message and the listed workspace files."""
+
+    kind: Literal["rubric"] = "rubric"
+    items: list[RubricItem] = Field(min_length=1, description="The criteria.")
+    files: list[str] = Field(default_factory=list, description="Workspace files shown to the judge.")
+    max_file_chars: int = Field(20_000, ge=100, description="Each file is cut to this many characters.")
+
+
+class AnswerVerifier(_VerifierBase):
+    """Extract a tagged answer and compare it with ``expected`` (numbers within tolerance)."""
+
+    kind: Literal["answer"] = "answer"
+    expected: list[str] = Field(min_length=1, description="Accepted answers (a single value is allowed).")
+    tolerance: float = Field(0.05, ge=0, description="Relative tolerance for numeric answers.")
+    tag: str | None = Field("answer", description="Answer tag (<answer>...</answer>); null: the whole text.")
+    source: str = Field("final_message", description='"final_message" or "file:<workspace path>".')
+
+    @field_validator("expected", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("expected must be text or a number, not a boolean")
+        if isinstance(value, (str, int, float)):
+            return [str(value)]
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _source_form(cls, value: str) -> str:
+        if value != "final_message" and not (value.startswith("file:") and len(value) > 5):
+            raise ValueError('must be "final_message" or "file:<path relative to the workspace>"')
+        return value
+
+    @field_validator("tag")
+    @classmethod
+    def _tag_form(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", value):
+            raise ValueError("must be a plain tag name such as answer")
+        return value
+
+    _check_tol = field_validator("tolerance")(_finite)
+
+
+VerifierSpec = Annotated[
+    CodeVerifier | ScriptVerifier | RubricVerifier | AnswerVerifier,
+    Field(discriminator="kind"),
+]
+
+
+class SuiteSpec(_Frozen):
+    """``suite.yaml``: what a suite is and when an attempt passes."""
+
+    name: str = Field(pattern=SUITE_PATTERN, description="Equals the suite's folder name.")
+    description: str = ""
+    pass_threshold: float = Field(1.0, ge=0, le=1, description="An attempt passes iff score >= this.")
+    default_harness: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskFile(_Frozen):
+    """One ``task.yaml`` exactly as written (paths still relative, instruction still a template)."""
+
+    id: str = Field(pattern=ID_PATTERN, description="Equals the task's folder name.")
+    suite: str | None = Field(None, description="Optional; must equal the suite folder name when given.")
+    version: int = Field(1, ge=1)
+    category: str = ""
+    difficulty: Literal["easy", "medium", "hard"] = "medium"
+    instruction: str = Field(min_length=1, description="jinja2 template rendered with one params entry.")
+    params: list[dict[str, Any]] = Field(default_factory=list)
+    workspace: str | None = None
+    workspace_mount: str = "/workspace"
+    hidden: str | None = None
+    hidden_mount: str = "/verifier"
+    verifiers: list[VerifierSpec] = Field(min_length=1)
+    limits: Limits = Field(default_factory=Limits)
+    solution: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("workspace_mount")
+    @classmethod
+    def _absolute_mount(cls, value: str) -> str:
+        if not value.startswith("/") or ".." in value.split("/"):
+            raise ValueError("must be an absolute path without '..', e.g. /workspace")
+        return value.rstrip("/") or "/"
+
+    @field_validator("hidden_mount")
+    @classmethod
+    def _hidden_mount(cls, value: str) -> str:
+        if not value.strip() or ".." in value.split("/"):
+            raise ValueError("must be an absolute path or one relative to workspace_mount, without '..'")
+        return value
+
+    @model_validator(mode="after")
+    def _expected_noop(self) -> TaskFile:
+        noop = self.metadata.get("expected_noop_score")
+        if noop is not None and (
+            isinstance(noop, bool) or not isinstance(noop, (int, float)) or not 0 <= noop <= 1
+        ):
+            raise ValueError("metadata.expected_noop_score must be a number in [0, 1]")
+        return self
+
+
+class TaskSpec(_Frozen):
+    """One runnable task (one variant of a ``task.yaml``), with absolute host paths and a rendered instruction."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    suite: str = Field(description="Suite name.")
+    id: str = Field(description='Task id within the suite; "<id>-p<N>" for a params variant.')
+    base_id: str = Field(description="The id in task.yaml (same as id when there are no params).")
+    variant: int | None = Field(None, description="Index into params, or None.")
+    params: dict[str, Any] = Field(default_factory=dict, description="The params entry rendered in.")
+    version: int = 1
+    category: str = ""
+    difficulty: str = "medium"
+    instruction: str = Field(description="The rendered instruction the agent receives.")
+    task_dir: Path = Field(description="Absolute folder holding task.yaml.")
+    workspace_dir: Path | None = Field(None, description="Host folder seeding the workspace.")
+    workspace_mount: str = Field("/workspace", description="Absolute workspace path inside the sandbox.")
+    hidden_dir: Path | None = Field(None, description="Host folder of verifier material; never shown to the agent.")
+    hidden_mount: str = Field("/verifier", description="Absolute path the hidden files are copied to, after the agent.")
+    verifiers: tuple[VerifierSpec, ...] = Field(description="Verifiers, each with a unique name.")
+    limits: Limits = Field(default_factory=Limits)
+    solution_path: Path | None = Field(None, description="Reference solution: solve.sh or final_message.txt.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def full_id(self) -> str:
+        """``"<suite>/<id>"``, unique across suites."""
+        return f"{self.suite}/{self.id}"
+
+    @property
+    def expected_noop_score(self) -> float:
+        """Score a do-nothing agent legitimately gets (0.0 unless the spec declares otherwise)."""
+        return float(self.metadata.get("expected_noop_score", 0.0))
+
+    def host_path(self, rel: str) -> Path:
+        """Host path of a file named relative to the task folder (already checked by the loader)."""
+        return self.task_dir / rel
+
+    def sandbox_path_of(self, rel: str) -> str | None:
+        """Where a task-folder file appears inside the sandbox once hidden files are copied in, if it does."""
+        if self.hidden_dir is None:
+            return None
+        host = (self.task_dir / rel).resolve()
+        try:
+            inner = host.relative_to(self.hidden_dir.resolve())
+        except ValueError:
+            return None
+        return f"{self.hidden_mount.rstrip('/')}/{inner.as_posix()}"
