@@ -1,0 +1,327 @@
+"""In-process transformers policy: exact prompt ids in, sampled ids + logprobs out, batched.
+
+Concurrent ``handle`` calls are queued; one worker thread takes up to ``max_batch`` of them
+(waiting ``batch_wait_s`` for company), left-pads the prompts and decodes them together with a
+KV cache, each row with its own sampling parameters, stop conditions and random generator.
+A batch runs to completion before the next starts (no continuous batching: this backend is for
+CPU tests, small models and single-GPU runs; use vLLM for throughput).
+
+Logprobs: each returned logprob is ``log_softmax(logits)[id]`` of the *raw* model distribution
+(temperature 1, no top-p), whatever temperature/top-p sampled the id. That is the same quantity
+a trainer recomputes with a forward pass of the policy, and what vLLM returns by default
+(``logprobs_mode="raw_logprobs"``), so captures from both backends mean the same thing.
+``logprobs_mode="tempered"`` returns ``log_softmax(logits / temperature)[id]`` instead (what
+TRL recomputes when its ``temperature`` is set), still without the top-p mask.
+
+Randomness: a request's ``seed`` (or the backend's ``seed`` plus a call counter) seeds a
+generator private to that row, and tokens are drawn by inverse CDF from one uniform per step,
+so a seeded request samples the same ids alone or in any batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from clawgym_env.errors import ConfigError, PolicyBackendError
+from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+
+__all__ = ["HFBackend"]
+
+LogprobsMode = Literal["raw", "tempered"]
+
+
+@dataclass
+class _Job:
+    request: CompletionRequest
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Completion]
+
+
+class HFBackend(PolicyBackend):
+    """A Hugging Face causal LM served in this process (CPU or GPU)."""
+
+    TOKEN_LEVEL = True
+    name = "hf"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        device: str = "cpu",
+        dtype: str | Any | None = None,
+        max_batch: int = 8,
+        seed: int | None = None,
+        logprobs_mode: LogprobsMode = "raw",
+        batch_wait_s: float = 0.005,
+        eos_token_ids: list[int] | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if max_batch < 1:
+            raise ConfigError(f"HFBackend: max_batch must be >= 1, got {max_batch}")
+        if logprobs_mode not in ("raw", "tempered"):
+            raise ConfigError(f"HFBackend: logprobs_mode must be 'raw' or 'tempered', got {logprobs_mode!r}")
+        path = Path(model_path)
+        if not (path / "config.json").exists():
+            raise ConfigError(f"{path}: not a Hugging Face model folder (no config.json); pass hf:PATH to one")
+        torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+        self.model_path = path
+        self._tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or "auto").to(device).eval()
+        self.device = device
+        self.max_batch = max_batch
+        self.batch_wait_s = batch_wait_s
+        self.logprobs_mode: LogprobsMode = logprobs_mode
+        self.seed = seed
+        self.policy_version = 0
+        self.eos_token_ids = set(eos_token_ids if eos_token_ids is not None else self._default_eos())
+        self._pad_id = self._tokenizer.pad_token_id if self._tokenizer.pad_token_id is not None else 0
+        self._vocab = self.model.get_output_embeddings().weight.shape[0]
+        self._max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
+        self._calls = itertools.count()
+        # transformers >= 5.2x renamed the KV-cache argument and output field to ``cache``
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._weights_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.stats = {"batches": 0, "calls": 0, "max_rows": 0}
+        """Counters: batches run, calls answered, the largest batch seen (for tests and benchmarks)."""
+
+    # -- public surface ---------------------------------------------------------------------
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    @property
+    def model_name(self) -> str:
+        return self.model_path.name
+
+    async def handle(self, request: CompletionRequest) -> Completion:
+        """Queue the request for the next batch and wait for its completion."""
+        if self._closed:
+            raise PolicyBackendError("HFBackend is closed; create a new backend")
+        self._check_prompt(request.prompt_ids)
+        loop = asyncio.get_running_loop()
+        job = _Job(request, loop, loop.create_future())
+        self._ensure_worker()
+        self._queue.put(job)
+        return await job.future
+
+    def update_weights(self, weights: Any, version: int, *, strict: bool = True) -> None:
+        """Copy new weights (a state dict or a module) in between batches; later calls carry ``version``."""
+        state = weights.state_dict() if hasattr(weights, "state_dict") else weights
+        with self._weights_lock:
+            try:
+                self.model.load_state_dict(state, strict=strict)
+            except RuntimeError as exc:
+                raise PolicyBackendError(f"update_weights: state dict does not fit {self.model_path}: {exc}") from exc
+            self.policy_version = version
+
+    async def aclose(self) -> None:
+        """Stop the worker; queued calls fail with PolicyBackendError. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+
+    # -- worker -----------------------------------------------------------------------------
+
+    def _default_eos(self) -> list[int]:
+        ids: list[int] = []
+        gen = getattr(self.model, "generation_config", None)
+        eos = getattr(gen, "eos_token_id", None)
+        ids.extend(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if self._tokenizer.eos_token_id is not None:
+            ids.append(self._tokenizer.eos_token_id)
+        return ids
+
+    def _check_prompt(self, ids: list[int] | None) -> None:
+        if not ids:
+            raise PolicyBackendError("HFBackend is token-level: CompletionRequest.prompt_ids must be a non-empty list")
+        bad = [i for i in ids if not 0 <= i < self._vocab]
+        if bad:
+            raise PolicyBackendError(f"prompt_ids hold ids outside the vocabulary [0, {self._vocab}): {bad[:5]}")
+        if len(ids) >= self._max_positions:
+            raise PolicyBackendError(f"prompt of {len(ids)} tokens exceeds the model's {self._max_positions} positions")
+
+    def _ensure_worker(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="clawgym-hf-backend", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                break
+            jobs, stop = self._gather(job)
+            jobs = [j for j in jobs if not j.future.done()]
+            if jobs:
+                try:
+                    results: list[Completion | BaseException] = list(self._generate([j.request for j in jobs]))
+                except Exception as exc:  # delivered to every caller of the batch, never swallowed
+                    err = PolicyBackendError(f"HFBackend generation failed: {type(exc).__name__}: {exc}")
+                    err.__cause__ = exc
+                    results = [err] * len(jobs)
+                for j, r in zip(jobs, results, strict=True):
+                    j.loop.call_soon_threadsafe(_deliver, j.future, r)
+            if stop:
+                break
+        self._fail_pending()
+
+    def _gather(self, first: _Job) -> tuple[list[_Job], bool]:
+        jobs = [first]
+        deadline = time.monotonic() + self.batch_wait_s
+        while len(jobs) < self.max_batch:
+            remaining = deadline - time.monotonic()
+            try:
+                nxt = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                return jobs, True
+            jobs.append(nxt)
+        return jobs, False
+
+    def _fail_pending(self) -> None:
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                err = PolicyBackendError("HFBackend was closed before this call ran")
+                job.loop.call_soon_threadsafe(_deliver, job.future, err)
+
+    def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
+        import torch
+
+        with self._weights_lock, torch.inference_mode():
+            version = self.policy_version
+            self.stats["batches"] += 1
+            self.stats["calls"] += len(requests)
+            self.stats["max_rows"] = max(self.stats["max_rows"], len(requests))
+            rows = [_Row(self, r) for r in requests]
+            width = max(len(r.prompt) for r in rows)
+            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for i, r in enumerate(rows):
+                ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
+                mask[i, width - len(r.prompt) :] = 1
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+            while True:
+                logits = out.logits[:, -1, :].float().cpu()
+                step = [r.step(logits[i]) for i, r in enumerate(rows)]
+                if all(r.done for r in rows):
+                    break
+                nxt = torch.tensor([[t if t is not None else self._pad_id] for t in step], device=self.device)
+                mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)
+                positions = positions[:, -1:] + 1
+                cache = {self._cache_arg: getattr(out, self._cache_arg)}
+                out = self.model(input_ids=nxt, attention_mask=mask, position_ids=positions, use_cache=True, **cache)
+            return [r.result(version) for r in rows]
+
+    def _next_seed(self, request: CompletionRequest) -> int:
+        if request.seed is not None:
+            return request.seed
+        n = next(self._calls)
+        return (self.seed + n) if self.seed is not None else random.getrandbits(63)
+
+
+def _deliver(future: asyncio.Future[Completion], result: Completion | BaseException) -> None:
+    if future.done():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
+
+
+class _Row:
+    """One request's decoding state inside a batch."""
+
+    def __init__(self, backend: HFBackend, request: CompletionRequest) -> None:
+        import torch
+
+        self.backend = backend
+        self.request = request
+        self.prompt = list(request.prompt_ids or [])
+        self.budget = max(0, min(request.max_tokens, backend._max_positions - len(self.prompt)))
+        self.generator = torch.Generator().manual_seed(backend._next_seed(request))
+        self.ids: list[int] = []
+        self.logprobs: list[float] = []
+        self.text_end: int | None = None
+        self.finish = "length"
+        self.done = self.budget == 0
+
+    def step(self, logits: Any) -> int | None:
+        """Sample one token from this row's logits; None once the row is finished."""
+        import torch
+
+        if self.done:
+            return None
+        req = self.request
+        raw = torch.log_softmax(logits, dim=-1)
+        if req.temperature <= 0:
+            token = int(torch.argmax(logits))
+            scaled = raw
+        else:
+            scaled = torch.log_softmax(logits / req.temperature, dim=-1)
+            probs = scaled.exp()
+            if req.top_p < 1.0:
+                sorted_p, order = torch.sort(probs, descending=True)
+                drop = (sorted_p.cumsum(-1) - sorted_p) >= req.top_p
+                probs = probs.clone()
+                probs[order[drop]] = 0.0
+            cdf = probs.cumsum(-1)
+            u = torch.rand(1, generator=self.generator, dtype=torch.float64).item() * float(cdf[-1])
+            # side="right": the first id whose CDF exceeds u, so an id of probability 0 is never drawn
+            token = min(int(torch.searchsorted(cdf, torch.tensor([u], dtype=cdf.dtype), right=True)), len(cdf) - 1)
+            while probs[token] == 0.0 and token > 0:  # u rounded up to the total: step back to a real id
+                token -= 1
+        lp = raw[token] if self.backend.logprobs_mode == "raw" or req.temperature <= 0 else scaled[token]
+        self.ids.append(token)
+        self.logprobs.append(float(lp))
+        self._check_finished(token)
+        return token
+
+    def _check_finished(self, token: int) -> None:
+        if token in self.backend.eos_token_ids:
+            self.done, self.finish = True, "stop"
+        elif self.request.stop:
+            text = self.backend.tokenizer.decode(self.ids, skip_special_tokens=True)
+            hits = [text.find(s) for s in self.request.stop if s and s in text]
+            if hits:
+                self.done, self.finish, self.text_end = True, "stop", min(hits)
+        if not self.done and len(self.ids) >= self.budget:
+            self.done, self.finish = True, "length"
+
+    def result(self, version: int) -> Completion:
+        text = self.backend.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if self.text_end is not None:
+            text = text[: self.text_end]
+        return Completion(
+            completion_ids=self.ids,
+            logprobs=self.logprobs,
+            text=text,
+            finish_reason=self.finish,
+            policy_version=version,
+            usage={"prompt_tokens": len(self.prompt), "completion_tokens": len(self.ids)},
+        )

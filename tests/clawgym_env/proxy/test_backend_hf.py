@@ -1,0 +1,169 @@
+"""HFBackend: exact logprobs, batch-invariant sampling, stops, weight updates, clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from clawgym_env.errors import ConfigError, PolicyBackendError
+from clawgym_env.models.smollm2 import default_model_path
+from clawgym_env.models.testing import tiny_model_path
+from clawgym_env.models.tiny import build_tiny_model
+from clawgym_env.proxy.backends.base import CompletionRequest
+from clawgym_env.proxy.backends.hf import HFBackend
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir() -> Path:
+    return tiny_model_path()
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_model_dir: Path) -> Iterator[HFBackend]:
+    b = HFBackend(tiny_model_dir, seed=1)
+    yield b
+    asyncio.run(b.aclose())
+
+
+def prompt(b: HFBackend, text: str = "list the files please") -> list[int]:
+    rendered = b.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)
+    return b.tokenizer.encode(rendered, add_special_tokens=False)
+
+
+def req(ids: list[int], **kw) -> CompletionRequest:
+    return CompletionRequest(session_id="s", call_index=0, prompt_ids=ids, messages=[], **kw)
+
+
+def forward_logprobs(model, ids: list[int], completion: list[int], temperature: float = 1.0) -> list[float]:
+    with torch.no_grad():
+        logits = model(torch.tensor([ids + completion])).logits[0].float()
+    lp = torch.log_softmax(logits / temperature, dim=-1)
+    return [lp[len(ids) - 1 + i, t].item() for i, t in enumerate(completion)]
+
+
+async def test_logprobs_match_a_separate_forward_pass(backend: HFBackend, tiny_model_dir: Path) -> None:
+    ids = prompt(backend)
+    out = await backend.handle(req(ids, max_tokens=24, temperature=0.7, top_p=0.9, seed=5))
+    assert out.finish_reason == "length" and len(out.completion_ids) == 24 == len(out.logprobs)
+    assert out.usage == {"prompt_tokens": len(ids), "completion_tokens": 24}
+    fresh = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()  # an independent copy of the policy
+    ref = forward_logprobs(fresh, ids, out.completion_ids)
+    assert max(abs(a - b) for a, b in zip(ref, out.logprobs, strict=True)) < 1e-4
+    assert out.text == backend.tokenizer.decode(out.completion_ids, skip_special_tokens=True)
+
+
+async def test_tempered_logprobs_mode(tiny_model_dir: Path) -> None:
+    b = HFBackend(tiny_model_dir, logprobs_mode="tempered")
+    try:
+        ids = prompt(b)
+        out = await b.handle(req(ids, max_tokens=8, temperature=0.5, seed=2))
+        ref = forward_logprobs(b.model, ids, out.completion_ids, temperature=0.5)
+        assert max(abs(a - b) for a, b in zip(ref, out.logprobs, strict=True)) < 1e-4
+    finally:
+        await b.aclose()
+
+
+async def test_concurrent_requests_batch_and_match_running_alone(backend: HFBackend) -> None:
+    ids = prompt(backend, "write a python script that counts lines in data.json")
+    reqs = [
+        req(ids[: len(ids) - 4 * i], max_tokens=12 + 3 * i, temperature=0.0 if i % 2 == 0 else 1.0, seed=100 + i)
+        for i in range(4)
+    ]
+    alone = [await backend.handle(r) for r in reqs]
+    before = dict(backend.stats)
+    together = await asyncio.gather(*(backend.handle(r) for r in reqs))
+    assert backend.stats["batches"] - before["batches"] < 4  # they really shared a batch
+    assert backend.stats["max_rows"] >= 2
+    for a, t in zip(alone, together, strict=True):
+        assert a.completion_ids == t.completion_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs, t.logprobs, strict=True)) < 1e-4
+    assert [len(a.completion_ids) for a in alone] == [12, 15, 18, 21]
+
+
+async def test_seeds_control_sampling(backend: HFBackend) -> None:
+    ids = prompt(backend)
+    a = await backend.handle(req(ids, max_tokens=16, seed=7))
+    b = await backend.handle(req(ids, max_tokens=16, seed=7))
+    c = await backend.handle(req(ids, max_tokens=16, seed=8))
+    assert a.completion_ids == b.completion_ids != c.completion_ids
+
+
+async def test_top_p_restricts_to_the_nucleus(backend: HFBackend) -> None:
+    ids = prompt(backend)
+    for seed in range(5):
+        out = await backend.handle(req(ids, max_tokens=1, top_p=1e-6, seed=seed))  # nucleus = the argmax
+        greedy = await backend.handle(req(ids, max_tokens=1, temperature=0.0))
+        assert out.completion_ids == greedy.completion_ids
+
+
+async def test_stop_string_and_eos_end_the_completion(backend: HFBackend, tiny_model_dir: Path) -> None:
+    ids = prompt(backend)
+    base = await backend.handle(req(ids, max_tokens=20, seed=11))
+    stop = base.text[5:8]
+    assert stop
+    cut = await backend.handle(req(ids, max_tokens=20, seed=11, stop=[stop]))
+    assert cut.finish_reason == "stop"
+    assert base.completion_ids[: len(cut.completion_ids)] == cut.completion_ids
+    assert len(cut.completion_ids) < 20
+    assert stop not in cut.text and base.text.startswith(cut.text)
+
+    first = base.completion_ids[0]
+    eos_backend = HFBackend(tiny_model_dir, eos_token_ids=[first])
+    try:
+        out = await eos_backend.handle(req(ids, max_tokens=20, seed=11))
+        assert out.completion_ids == [first] and out.finish_reason == "stop"  # the EOS id is kept: it is trained on
+    finally:
+        await eos_backend.aclose()
+
+
+async def test_update_weights_changes_policy_and_version(tiny_model_dir: Path, tmp_path: Path) -> None:
+    b = HFBackend(tiny_model_dir)
+    try:
+        ids = prompt(b)
+        before = await b.handle(req(ids, max_tokens=10, temperature=0.0))
+        assert before.policy_version == 0
+        other = AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path, seed=9))
+        b.update_weights(other, version=3)
+        after = await b.handle(req(ids, max_tokens=10, temperature=0.0))
+        assert after.policy_version == 3
+        assert after.logprobs != before.logprobs
+        ref = forward_logprobs(other, ids, after.completion_ids)
+        assert max(abs(x - y) for x, y in zip(ref, after.logprobs, strict=True)) < 1e-4
+        with pytest.raises(PolicyBackendError, match="does not fit"):
+            b.update_weights({"nope": torch.zeros(1)}, version=4)
+        assert b.policy_version == 3
+    finally:
+        await b.aclose()
+
+
+async def test_bad_requests_and_lifecycle(tiny_model_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config.json"):
+        HFBackend(tmp_path)
+    b = HFBackend(tiny_model_dir)
+    with pytest.raises(PolicyBackendError, match="prompt_ids"):
+        await b.handle(req([]))
+    with pytest.raises(PolicyBackendError, match="outside the vocabulary"):
+        await b.handle(req([1, 10**7]))
+    ok = await b.handle(req(prompt(b), max_tokens=2))
+    assert len(ok.completion_ids) == 2
+    await b.aclose()
+    await b.aclose()  # idempotent
+    with pytest.raises(PolicyBackendError, match="closed"):
+        await b.handle(req(prompt(b), max_tokens=2))
+
+
+async def test_smollm2_answers_through_the_backend_with_exact_logprobs() -> None:
+    b = HFBackend(default_model_path(), max_batch=2)
+    try:
+        ids = prompt(b, "What is the capital of France? Answer in one word.")
+        out = await b.handle(req(ids, max_tokens=8, temperature=0.0))
+        assert "Paris" in out.text
+        ref = forward_logprobs(b.model, ids, out.completion_ids)
+        assert max(abs(x - y) for x, y in zip(ref, out.logprobs, strict=True)) < 1e-4
+    finally:
+        await b.aclose()
