@@ -1,0 +1,42 @@
+"""The `clawgym leaderboard` commands end to end: admin, submit over HTTP, offline bundle, static export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from clawgym_env.cli.main import app
+from leaderboard.app import export_site
+from tests.leaderboard.conftest import write_results
+
+runner = CliRunner()
+
+
+def test_submit_command_uploads_and_export_writes_a_static_site(server, tmp_path: Path) -> None:
+    url, token, store = server
+    results = write_results(tmp_path / "run")
+    r = runner.invoke(app, ["leaderboard", "submit", str(results), "--server", url, "--token", token])
+    assert r.exit_code == 0, r.output
+    assert "accepted" in r.output and "Pass@1 50.0%" in r.output
+    bad = runner.invoke(app, ["leaderboard", "submit", str(results), "--server", url, "--token", token])
+    assert bad.exit_code == 1 and "already submitted" in bad.output
+    files = export_site(store, tmp_path / "site")
+    names = {f.name for f in files}
+    assert {"index.html", "board-lb-suite.html"} <= names
+    assert sum(n.startswith("trajectory-") for n in names) == 12
+    board = (tmp_path / "site" / "board-lb-suite.html").read_text()
+    assert "submission-" in board and "/submission/" not in board  # relative links only
+
+
+def test_offline_bundle_and_admin_commands(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    out = tmp_path / "bundle.tar.gz"
+    r = runner.invoke(app, ["leaderboard", "submit", str(write_results(tmp_path / "run")), "--out", str(out)])
+    assert r.exit_code == 0 and out.stat().st_size > 0
+    r = runner.invoke(app, ["leaderboard", "add-submitter", "carol", "--db", db])
+    assert r.exit_code == 0 and r.output.strip().startswith("cgl_")
+    r = runner.invoke(app, ["leaderboard", "export", "--db", db, "--out", str(tmp_path / "site")])
+    assert r.exit_code == 0 and (tmp_path / "site" / "index.html").exists()
+    missing = runner.invoke(app, ["leaderboard", "submit", str(tmp_path / "nothing"), "--out", str(out)])
+    assert missing.exit_code != 0 and "manifest.json" in str(missing.exception or missing.output)
