@@ -108,7 +108,7 @@ class Metrics:
 def _default_ks(counts: Iterable[int]) -> list[int]:
     counts = list(counts)
     n_max = max(counts, default=1)
-    return sorted({k for k in (1, 2, 4, 5, 8, 10, 16, 32, 64, 100) if k <= n_max} | {1})
+    return sorted({k for k in (1, 2, 4, 5, 8, 10, 16, 32, 64, 100) if k <= n_max} | {1, n_max})
 
 
 def _group(attempts: Sequence[AttemptResult], pass_threshold: float, ks: Sequence[int]) -> GroupMetrics:

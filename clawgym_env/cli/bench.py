@@ -1,7 +1,116 @@
-"""`clawgym bench` commands."""
+"""`clawgym bench`: run a model through harnesses on a suite, resume, report, compare."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="bench commands.", no_args_is_help=True)
+app = typer.Typer(help="Evaluate a model through agent harnesses on a task suite.", no_args_is_help=True)
+
+
+def _fail(exc: Exception) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"[red]error:[/] {exc}")
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    model: Annotated[str, typer.Option("--model", "-m", help="default | hf:PATH | vllm:URL | openai:URL#MODEL | "
+                                       "anthropic:URL#MODEL | scripted:FILE")] = "default",
+    harness: Annotated[str, typer.Option("--harness", help="Harness name(s), comma-separated.")] = "custom",
+    suite: Annotated[str, typer.Option("--suite", help="Suite name or folder.")] = "clawgym-original",
+    tasks: Annotated[str | None, typer.Option("--tasks", help="fnmatch pattern over task ids "
+                                              "(default 'smoke-*' for the default suite, else all).")] = None,
+    attempts: Annotated[int, typer.Option("-k", "--attempts", "-n", help="Attempts per (task, harness).")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Episodes in flight (per node).")] = 4,
+    sandbox: Annotated[str, typer.Option("--sandbox", help="bwrap | docker")] = "bwrap",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Results folder (default runs/<timestamp>).")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster address (ray executor).")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model call.")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
+    top_p: Annotated[float | None, typer.Option("--top-p")] = None,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Backend spec for rubric verifiers.")] = None,
+    save_workspaces: Annotated[bool, typer.Option("--save-workspaces", help="Keep final workspaces.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write the HTML report here.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display.")] = False,
+    worker: Annotated[str, typer.Option("--worker", hidden=True)] = "clawgym_env.runner:EpisodeWorker",
+) -> None:
+    """Run every (task x harness x attempt) episode and print a results table."""
+    from clawgym_env._sync import run_sync
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.report import print_report, write_html
+    from clawgym_env.runner import RunConfig, run_benchmark
+
+    if tasks is None and suite == "clawgym-original" and model == "default":
+        tasks = "smoke-*"
+    try:
+        config = RunConfig(model=model, harnesses=[h.strip() for h in harness.split(",") if h.strip()], suite=suite,
+                           tasks=tasks, attempts=attempts, concurrency=concurrency, sandbox=sandbox,
+                           out=str(out) if out else None, executor=executor, ray_address=ray_address,
+                           max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, judge=judge,
+                           save_workspaces=save_workspaces, worker=worker)
+        summary = run_sync(run_benchmark(config, progress=not no_progress))
+        print_report(summary.out_dir)
+        if html:
+            write_html(summary.out_dir, html)
+    except ClawGymError as exc:
+        _fail(exc)
+    typer.echo(f"results: {summary.out_dir}  ({summary.ran} attempts run, {summary.elapsed_s:.0f}s)")
+
+
+@app.command()
+def resume(
+    out: Annotated[Path, typer.Argument(help="Results folder of an interrupted run.")],
+    executor: Annotated[str | None, typer.Option("--executor", help="Override: local | ray")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
+) -> None:
+    """Rerun only the attempts of DIR that have not finished, then print the table."""
+    from clawgym_env._sync import run_sync
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.report import print_report
+    from clawgym_env.runner import resume as resume_run
+
+    try:
+        summary = run_sync(resume_run(out, progress=not no_progress, executor=executor))
+        print_report(summary.out_dir)
+    except ClawGymError as exc:
+        _fail(exc)
+    typer.echo(f"results: {summary.out_dir}  ({summary.ran} attempts run)")
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Argument(help="Results folder.")],
+    html: Annotated[Path | None, typer.Option("--html", help="Write the self-contained HTML report here.")] = None,
+) -> None:
+    """Print the results table of DIR (recomputed from its attempt records); optionally write HTML."""
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.report import print_report, write_html
+
+    try:
+        print_report(out)
+        if html:
+            typer.echo(f"html report: {write_html(out, html)}")
+    except ClawGymError as exc:
+        _fail(exc)
+
+
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="First results folder.")],
+    b: Annotated[Path, typer.Argument(help="Second results folder.")],
+) -> None:
+    """Two runs side by side: score and Pass@k overall, per harness, per category."""
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.report import print_compare
+
+    try:
+        print_compare(a, b)
+    except ClawGymError as exc:
+        _fail(exc)
