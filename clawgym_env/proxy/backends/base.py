@@ -55,6 +55,9 @@ class Completion:
     """Message-level backends may return an already-structured assistant message
     ({"content", "tool_calls", "reasoning_content"}) instead of raw text."""
     usage: dict[str, int] = field(default_factory=dict)
+    token_source: str | None = None
+    """"sampled", "tokenized" (ids made by tokenizing text, e.g. scripted) or "none"; None lets the
+    proxy decide ("sampled" when completion_ids are given, else "none")."""
 
 
 class PolicyBackend(abc.ABC):

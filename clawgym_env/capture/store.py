@@ -1,0 +1,83 @@
+"""Append-only JSONL capture of one episode: one CallRecord per line.
+
+Each line is written, flushed and (optionally off the event loop) fsynced as soon as its call
+ends, so a crash loses at most the call in flight. The reader tolerates a torn last line,
+which is exactly what such a crash leaves behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.errors import CaptureError
+
+__all__ = ["CaptureWriter", "read_capture"]
+
+
+class CaptureWriter:
+    """Appends call records to ``path``; one writer per session, opened lazily, closed idempotently."""
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the session
+        self._closed = False
+
+    def write(self, record: CallRecord | dict[str, Any]) -> None:
+        """Append one record and hand it to the OS (survives a process crash)."""
+        if self._closed:
+            raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
+        data = record if isinstance(record, dict) else record.__dict__
+        self._fh.write(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS) + b"\n")
+
+    def sync(self) -> None:
+        """Flush to disk (survives a machine crash)."""
+        if not self._closed and self.fsync:
+            os.fsync(self._fh.fileno())
+
+    async def write_async(self, record: CallRecord | dict[str, Any]) -> None:
+        """Append one record; fsync in a worker thread so the event loop keeps serving."""
+        self.write(record)
+        if self.fsync:
+            await asyncio.to_thread(self.sync)
+
+    def close(self) -> None:
+        """Sync and close; idempotent."""
+        if self._closed:
+            return
+        try:
+            self.sync()
+        finally:
+            self._closed = True
+            self._fh.close()
+
+
+def read_capture(path: Path | str, *, strict: bool = False) -> list[CallRecord]:
+    """Read a capture file. A torn last line (crash mid-write) is dropped unless ``strict``.
+
+    Raises CaptureError for a missing file or a corrupt line that is not the last one.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise CaptureError(f"capture file {p} does not exist; check the session id or the results folder")
+    raw = p.read_bytes()
+    lines = raw.split(b"\n")
+    records: list[CallRecord] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        last = i >= len(lines) - 1 or not any(x.strip() for x in lines[i + 1 :])
+        try:
+            records.append(CallRecord.model_validate(orjson.loads(line)))
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            if last and not strict and not raw.endswith(b"\n"):
+                break
+            raise CaptureError(f"{p}: line {i + 1} is not a valid CallRecord ({exc}); the file is corrupt") from exc
+    return records

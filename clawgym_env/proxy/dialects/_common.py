@@ -1,0 +1,63 @@
+"""Types shared by the dialect modules: the parsed request, the reply to render, SSE framing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+__all__ = ["BadRequest", "ParsedRequest", "Reply", "dumps", "sse"]
+
+
+class BadRequest(ValueError):
+    """A request body the dialect cannot accept; becomes a 400 in the dialect's error shape."""
+
+
+@dataclass
+class ParsedRequest:
+    """A harness request in neutral form plus the sampling knobs it asked for."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    model: str = ""
+    stream: bool = False
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+    include_usage: bool = False
+    """OpenAI Chat ``stream_options.include_usage``."""
+
+
+@dataclass
+class Reply:
+    """The assistant turn to send back, already neutral (tool-call ids issued by the session)."""
+
+    message: dict[str, Any]
+    finish_reason: str
+    """Neutral: "stop", "length", "tool_calls" or "stop_sequence"."""
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    response_id: str
+    created: int = 0
+    stop_sequence: str | None = None
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    """One server-sent event frame."""
+    head = b"event: " + event.encode() + b"\ndata: " if event else b"data: "
+    return head + orjson.dumps(data) + b"\n\n"
+
+
+def args_json(arguments: Any) -> str:
+    """Tool-call arguments as the JSON string OpenAI wire formats carry."""
+    if isinstance(arguments, str):
+        return arguments
+    return orjson.dumps(arguments).decode()

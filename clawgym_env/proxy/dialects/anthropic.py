@@ -1,0 +1,201 @@
+"""Anthropic Messages (``/v1/messages``, ``/v1/messages/count_tokens``) <-> neutral form.
+
+Accepts what Claude Code sends: ``?beta=true``, ``role: "system"`` inside ``messages``,
+top-level ``system`` as str or blocks, ``cache_control`` anywhere, thinking blocks.
+Streams the exact event order the SDK's accumulator expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from clawgym_env.proxy._neutral import ToolIdMap, text_of
+from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, sse
+
+__all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+
+NAME = "anthropic"
+TOOL_ID_PREFIX = "toolu_"
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "stop_sequence": "stop_sequence"}
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
+
+
+def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
+    if "input_schema" not in t:  # server tools (web_search_…): the policy cannot call them
+        return None
+    fn: dict[str, Any] = {"name": t["name"], "parameters": t["input_schema"]}
+    if t.get("description"):
+        fn["description"] = t["description"]
+    return {"type": "function", "function": fn}
+
+
+def _user_blocks(blocks: list[Any], ids: ToolIdMap, out: list[dict[str, Any]]) -> None:
+    """A user turn: each tool_result becomes a role "tool" message, the rest one user message."""
+    texts: list[Any] = []
+    for b in blocks:
+        if isinstance(b, dict) and b.get("type") == "tool_result":
+            if texts:
+                out.append({"role": "user", "content": text_of(texts)})
+                texts = []
+            content = text_of(b.get("content"))
+            out.append({"role": "tool", "tool_call_id": ids.canonical(b.get("tool_use_id")), "content": content})
+        else:
+            texts.append(b)
+    if texts:
+        out.append({"role": "user", "content": text_of(texts)})
+
+
+def _assistant_blocks(blocks: list[Any], ids: ToolIdMap) -> dict[str, Any]:
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            texts.append(b.get("text", ""))
+        elif kind == "thinking":
+            reasoning.append(b.get("thinking", ""))
+        elif kind in ("tool_use", "server_tool_use"):
+            fn = {"name": b.get("name", ""), "arguments": b.get("input") or {}}
+            calls.append({"id": ids.canonical(b.get("id")), "type": "function", "function": fn})
+    msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
+    if reasoning:
+        msg["reasoning_content"] = "\n".join(reasoning)
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
+    """Anthropic Messages body -> neutral messages and tools."""
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list):
+        raise BadRequest("messages: field required (a list of {role, content})")
+    out: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system:
+        out.append({"role": "system", "content": text_of(system)})
+    for i, m in enumerate(raw_messages):
+        if not isinstance(m, dict) or "role" not in m:
+            raise BadRequest(f"messages.{i}: expected an object with role and content")
+        role, content = m["role"], m.get("content")
+        if role == "system":
+            text = text_of(content)
+            if out and out[-1]["role"] == "system" and len(out) == 1:
+                out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + text}
+            else:
+                out.append({"role": "system", "content": text})
+        elif role == "user":
+            if isinstance(content, list):
+                _user_blocks(content, ids, out)
+            else:
+                out.append({"role": "user", "content": text_of(content)})
+        elif role == "assistant":
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+            out.append(_assistant_blocks(blocks, ids))
+        else:
+            raise BadRequest(f"messages.{i}.role: {role!r} is not one of user, assistant, system")
+    tools = [t for t in (_tool(t) for t in body.get("tools") or () if isinstance(t, dict)) if t]
+    stop = body.get("stop_sequences") or []
+    max_tokens = body.get("max_tokens")
+    if max_tokens is not None and not isinstance(max_tokens, int):
+        raise BadRequest("max_tokens: expected an integer")
+    return ParsedRequest(
+        messages=out,
+        tools=tools,
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream", False)),
+        max_tokens=max_tokens,
+        temperature=body.get("temperature"),
+        top_p=body.get("top_p"),
+        stop=list(stop) if isinstance(stop, list) else [str(stop)],
+    )
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if message.get("reasoning_content"):
+        blocks.append({"type": "thinking", "thinking": message["reasoning_content"], "signature": ""})
+    if message.get("content") or not message.get("tool_calls"):
+        blocks.append({"type": "text", "text": message.get("content") or ""})
+    for c in message.get("tool_calls") or ():
+        args = c["function"]["arguments"]
+        blocks.append({"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                       "input": args if isinstance(args, dict) else {}})
+    return blocks
+
+
+def _usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
+    return {"input_tokens": reply.prompt_tokens, "output_tokens": output_tokens,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def render_response(reply: Reply) -> dict[str, Any]:
+    """Non-streaming Messages response."""
+    return {
+        "id": reply.response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": _blocks(reply.message),
+        "stop_reason": _STOP.get(reply.finish_reason, "end_turn"),
+        "stop_sequence": reply.stop_sequence,
+        "usage": _usage(reply, reply.completion_tokens),
+    }
+
+
+def render_stream(reply: Reply) -> Iterator[bytes]:
+    """SSE frames: message_start, ping, per-block start/delta/stop, message_delta, message_stop."""
+    start = {"id": reply.response_id, "type": "message", "role": "assistant", "model": reply.model,
+             "content": [], "stop_reason": None, "stop_sequence": None, "usage": _usage(reply, 1)}
+    yield sse({"type": "message_start", "message": start}, "message_start")
+    yield sse({"type": "ping"}, "ping")
+    for i, b in enumerate(_blocks(reply.message)):
+        kind = b["type"]
+        if kind == "text":
+            yield sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                      "content_block_start")
+            if b["text"]:
+                yield sse({"type": "content_block_delta", "index": i,
+                           "delta": {"type": "text_delta", "text": b["text"]}}, "content_block_delta")
+        elif kind == "thinking":
+            yield sse({"type": "content_block_start", "index": i,
+                       "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start")
+            yield sse({"type": "content_block_delta", "index": i,
+                       "delta": {"type": "thinking_delta", "thinking": b["thinking"]}}, "content_block_delta")
+            yield sse({"type": "content_block_delta", "index": i,
+                       "delta": {"type": "signature_delta", "signature": ""}}, "content_block_delta")
+        else:
+            head = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+            yield sse({"type": "content_block_start", "index": i, "content_block": head}, "content_block_start")
+            yield sse({"type": "content_block_delta", "index": i,
+                       "delta": {"type": "input_json_delta", "partial_json": args_json(b["input"])}},
+                      "content_block_delta")
+        yield sse({"type": "content_block_stop", "index": i}, "content_block_stop")
+    delta = {"stop_reason": _STOP.get(reply.finish_reason, "end_turn"), "stop_sequence": reply.stop_sequence}
+    yield sse({"type": "message_delta", "delta": delta, "usage": _usage(reply, reply.completion_tokens)},
+              "message_delta")
+    yield sse({"type": "message_stop"}, "message_stop")
+
+
+def stream_error(status: int, message: str) -> bytes:
+    """An error event sent after the stream has started."""
+    return sse(error_body(status, message), "error")

@@ -1,0 +1,152 @@
+"""OpenAI Chat Completions (``/v1/chat/completions``) <-> neutral form, with SSE chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
+from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, sse
+
+__all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+
+NAME = "openai-chat"
+TOOL_ID_PREFIX = "call_"
+DONE = b"data: [DONE]\n\n"
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    529: "server_error",
+}
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "stop_sequence": "stop"}
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    kind = _ERROR_TYPES.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+
+
+def parse_tool(t: dict[str, Any]) -> dict[str, Any] | None:
+    fn = t.get("function") if t.get("type", "function") == "function" else None
+    if not isinstance(fn, dict) or "name" not in fn:
+        return None
+    out: dict[str, Any] = {"name": fn["name"], "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}
+    if fn.get("description"):
+        out["description"] = fn["description"]
+    return {"type": "function", "function": out}
+
+
+def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
+    """Chat Completions body -> neutral messages and tools."""
+    raw = body.get("messages")
+    if not isinstance(raw, list):
+        raise BadRequest("messages: field required (a list of {role, content})")
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(raw):
+        if not isinstance(m, dict) or "role" not in m:
+            raise BadRequest(f"messages.{i}: expected an object with role and content")
+        role = m["role"]
+        if role in ("system", "developer"):
+            out.append({"role": "system", "content": text_of(m.get("content"))})
+        elif role == "user":
+            out.append({"role": "user", "content": text_of(m.get("content"))})
+        elif role == "tool":
+            out.append({"role": "tool", "tool_call_id": ids.canonical(m.get("tool_call_id")),
+                        "content": text_of(m.get("content"))})
+        elif role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": text_of(m.get("content"))}
+            reasoning = m.get("reasoning_content") or m.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                msg["reasoning_content"] = reasoning
+            calls = []
+            for c in m.get("tool_calls") or ():
+                fn = c.get("function") or {}
+                calls.append({"id": ids.canonical(c.get("id")), "type": "function",
+                              "function": {"name": fn.get("name", ""), "arguments": parse_arguments(fn.get("arguments"))}})
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+        else:
+            raise BadRequest(f"messages.{i}.role: {role!r} is not one of system, developer, user, assistant, tool")
+    tools = [t for t in (parse_tool(t) for t in body.get("tools") or () if isinstance(t, dict)) if t]
+    stop = body.get("stop") or []
+    opts = body.get("stream_options") or {}
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    if max_tokens is not None and not isinstance(max_tokens, int):
+        raise BadRequest("max_tokens: expected an integer")
+    return ParsedRequest(
+        messages=out,
+        tools=tools,
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream", False)),
+        max_tokens=max_tokens,
+        temperature=body.get("temperature"),
+        top_p=body.get("top_p"),
+        stop=[stop] if isinstance(stop, str) else list(stop),
+        seed=body.get("seed"),
+        include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")),
+    )
+
+
+def _wire_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"id": c["id"], "type": "function",
+             "function": {"name": c["function"]["name"], "arguments": args_json(c["function"]["arguments"])}}
+            for c in message.get("tool_calls") or ()]
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+
+
+def render_response(reply: Reply) -> dict[str, Any]:
+    """Non-streaming chat.completion object."""
+    msg: dict[str, Any] = {"role": "assistant", "content": reply.message.get("content") or None}
+    calls = _wire_calls(reply.message)
+    if calls:
+        msg["tool_calls"] = calls
+    if reply.message.get("reasoning_content"):
+        msg["reasoning_content"] = reply.message["reasoning_content"]
+    if msg["content"] is None and not calls:
+        msg["content"] = ""
+    return {
+        "id": reply.response_id,
+        "object": "chat.completion",
+        "created": reply.created,
+        "model": reply.model,
+        "choices": [{"index": 0, "message": msg, "logprobs": None,
+                     "finish_reason": _FINISH.get(reply.finish_reason, "stop")}],
+        "usage": _usage(reply),
+    }
+
+
+def render_stream(reply: Reply, include_usage: bool = False) -> Iterator[bytes]:
+    """chat.completion.chunk frames: role, reasoning, content, tool-call head + arguments, finish, usage, [DONE]."""
+    head = {"id": reply.response_id, "object": "chat.completion.chunk", "created": reply.created, "model": reply.model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return sse({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    if reply.message.get("reasoning_content"):
+        yield chunk({"reasoning_content": reply.message["reasoning_content"]})
+    if reply.message.get("content"):
+        yield chunk({"content": reply.message["content"]})
+    for i, c in enumerate(_wire_calls(reply.message)):
+        yield chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                                     "function": {"name": c["function"]["name"], "arguments": ""}}]})
+        yield chunk({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]})
+    yield chunk({}, _FINISH.get(reply.finish_reason, "stop"))
+    if include_usage:
+        yield sse({**head, "choices": [], "usage": _usage(reply)})
+    yield DONE
+
+
+def stream_error(status: int, message: str) -> bytes:
+    return sse(error_body(status, message))

@@ -1,0 +1,349 @@
+"""The model-boundary HTTP server: one ASGI app on TCP and (optionally) a unix socket.
+
+A plain ASGI callable rather than a framework router: the hot path is parse JSON -> neutral ->
+backend -> pre-framed SSE bytes, with no middleware and no per-chunk objects. Sessions are
+found by their secret key (``x-api-key`` or ``Authorization: Bearer``); a ``/s/<session_id>``
+path prefix pins a session so a key from another episode is caught and refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import os
+import socket
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+import uvicorn
+
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.errors import ProxyError
+from clawgym_env.proxy.backends.base import PolicyBackend
+from clawgym_env.proxy.dialects import anthropic, openai_chat, openai_responses
+from clawgym_env.proxy.dialects._common import BadRequest
+from clawgym_env.proxy.session import CallFailed, ProxySession
+
+__all__ = ["ProxyServer", "ServerState"]
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+_ROUTES: dict[str, ModuleType] = {
+    "/v1/messages": anthropic,
+    "/v1/chat/completions": openai_chat,
+    "/v1/responses": openai_responses,
+}
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+
+
+class ServerState(enum.Enum):
+    NEW = "new"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class _Disconnected(Exception):
+    pass
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without signal capture: we are a library inside someone else's process."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):  # type: ignore[override]
+        yield
+
+
+def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> ModuleType:
+    if "messages" in path or b"anthropic-version" in headers or b"x-api-key" in headers:
+        return anthropic
+    return openai_chat
+
+
+class ProxyServer:
+    """Serves every open session's model calls; ``async with ProxyServer() as s`` starts and stops it."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, uds_path: Path | None = None,
+                 *, max_body_bytes: int = DEFAULT_MAX_BODY) -> None:
+        self.host = host
+        self.port = port
+        self.uds_path = Path(uds_path) if uds_path else None
+        self.max_body_bytes = max_body_bytes
+        self.state = ServerState.NEW
+        self.refused: list[CallRecord] = []
+        self._by_key: dict[str, ProxySession] = {}
+        self._by_id: dict[str, ProxySession] = {}
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        if self.state is not ServerState.RUNNING:
+            raise ProxyError("ProxyServer.url is only known after `await server.start()`")
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> ProxyServer:
+        if self.state is not ServerState.NEW:
+            raise ProxyError(f"ProxyServer.start(): server is {self.state.value}; create a new ProxyServer")
+        socks = [socket.create_server((self.host, self.port), reuse_port=False)]
+        self.port = socks[0].getsockname()[1]
+        if self.uds_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.uds_path.unlink()
+            self.uds_path.parent.mkdir(parents=True, exist_ok=True)
+            us = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            us.bind(str(self.uds_path))
+            os.chmod(self.uds_path, 0o666)
+            us.listen(1024)
+            socks.append(us)
+        for s in socks:
+            s.setblocking(False)
+        config = uvicorn.Config(self, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=2, timeout_keep_alive=30, backlog=2048)
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=socks), name="clawgym-proxy")
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+                raise ProxyError("proxy server exited during startup")
+            await asyncio.sleep(0.005)
+        self.state = ServerState.RUNNING
+        return self
+
+    async def stop(self) -> None:
+        """Stop serving and close every session's capture; idempotent."""
+        if self.state is ServerState.STOPPED:
+            return
+        self.state = ServerState.STOPPED
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(Exception):
+                await self._task
+        for sess in list(self._by_id.values()):
+            sess.close()
+        self._by_id.clear()
+        self._by_key.clear()
+        if self.uds_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.uds_path.unlink()
+
+    async def __aenter__(self) -> ProxyServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- sessions ----------------------------------------------------------------------------
+    def open_session(self, backend: PolicyBackend, *, session_id: str | None = None,
+                     capture_path: Path | None = None, max_calls: int | None = None,
+                     sampling: dict[str, Any] | None = None, model_name: str = "policy") -> ProxySession:
+        """Start serving one episode; the harness authenticates with ``session.api_key``."""
+        if session_id is not None and session_id in self._by_id:
+            raise ProxyError(f"open_session(session_id={session_id!r}): already open; close it or pick another id")
+        sess = ProxySession(backend, session_id=session_id, capture_path=capture_path, max_calls=max_calls,
+                            sampling=sampling, model_name=model_name)
+        self._by_id[sess.session_id] = sess
+        self._by_key[sess.api_key] = sess
+        return sess
+
+    async def close_session(self, session_id: str) -> list[CallRecord]:
+        """Stop serving the episode, sync its capture and return its calls."""
+        sess = self._by_id.pop(session_id, None)
+        if sess is None:
+            raise ProxyError(f"close_session({session_id!r}): no such open session")
+        self._by_key.pop(sess.api_key, None)
+        for _ in range(200):  # let in-flight calls of this session finish recording (<= ~2 s)
+            if sess._next_index == len(sess._calls):
+                break
+            await asyncio.sleep(0.01)
+        return await asyncio.to_thread(sess.close)
+
+    def session(self, session_id: str) -> ProxySession:
+        try:
+            return self._by_id[session_id]
+        except KeyError:
+            raise ProxyError(f"no open session {session_id!r}") from None
+
+    @property
+    def sessions(self) -> list[ProxySession]:
+        return list(self._by_id.values())
+
+    # -- ASGI --------------------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        t0 = time.perf_counter()
+        started_at = time.time()
+        path: str = scope["path"]
+        headers = dict(scope["headers"])
+        pinned: str | None = None
+        if path.startswith("/s/"):
+            _, _, rest = path.partition("/s/")
+            pinned, _, tail = rest.partition("/")
+            path = "/" + tail
+        method = scope["method"]
+        if path in ("/health", "/healthz"):
+            return await _send_json(send, 200, {"ok": True, "sessions": len(self._by_id)})
+        if path == "/v1/models" and method == "GET":
+            return await _send_json(send, 200, self._models(headers))
+        count_tokens = path == "/v1/messages/count_tokens"
+        dialect = anthropic if count_tokens else _ROUTES.get(path)
+        if dialect is None or method != "POST":
+            d = dialect or _guess_dialect(path, headers)
+            status = 405 if dialect is not None else 404
+            return await _send_json(send, status, d.error_body(status, f"{method} {path}: no such endpoint here"))
+        sess, why = self._authenticate(headers, pinned)
+        if sess is None:
+            self._refuse(pinned, dialect, path, started_at, why)
+            return await _send_json(send, 401, dialect.error_body(401, why))
+        try:
+            body = await self._read_json(receive, headers)
+        except _Disconnected:
+            return
+        except CallFailed as exc:
+            return await _send_json(send, exc.status, dialect.error_body(exc.status, exc.message))
+        if count_tokens:
+            return await self._count_tokens(send, sess, body)
+        await self._serve_call(send, receive, sess, dialect, path, body, started_at, t0)
+
+    def _models(self, headers: dict[bytes, bytes]) -> dict[str, Any]:
+        sess, _ = self._authenticate(headers, None)
+        names = [sess.model_name] if sess else sorted({s.model_name for s in self._by_id.values()} or {"policy"})
+        data = [{"id": n, "object": "model", "type": "model", "display_name": n, "created": 0,
+                 "created_at": "1970-01-01T00:00:00Z", "owned_by": "clawgym"} for n in names]
+        return {"object": "list", "data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
+
+    def _authenticate(self, headers: dict[bytes, bytes], pinned: str | None) -> tuple[ProxySession | None, str]:
+        key = headers.get(b"x-api-key") or headers.get(b"api-key")
+        if key is None:
+            auth = headers.get(b"authorization", b"")
+            if auth[:7].lower() == b"bearer ":
+                key = auth[7:].strip()
+        if not key:
+            return None, "missing API key: send x-api-key or Authorization: Bearer <session key>"
+        sess = self._by_key.get(key.decode("latin-1"))
+        if sess is None:
+            return None, "invalid API key: not the key of any open session"
+        if pinned is not None and sess.session_id != pinned:
+            return None, f"API key belongs to another session than {pinned!r}"
+        return sess, ""
+
+    def _refuse(self, pinned: str | None, dialect: ModuleType, path: str, started_at: float, why: str) -> None:
+        rec = CallRecord.model_construct(session_id=pinned or "", call_index=-1, dialect=dialect.NAME, path=path,
+                                         started_at=started_at, status=401, error=f"refused: {why}",
+                                         finish_reason="error", token_source="none")
+        self.refused.append(rec)
+        if pinned in self._by_id:
+            self._by_id[pinned].refused.append(rec)
+
+    async def _read_json(self, receive: Any, headers: dict[bytes, bytes]) -> dict[str, Any]:
+        ctype = headers.get(b"content-type", b"application/json").split(b";")[0].strip().lower()
+        if ctype != b"application/json" and not ctype.endswith(b"+json"):
+            raise CallFailed(415, f"content-type {ctype.decode('latin-1')!r} is not supported; send application/json")
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise CallFailed(413, f"request body of {int(declared)} bytes exceeds the limit of {self.max_body_bytes}")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise CallFailed(413, f"request body exceeds the limit of {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        try:
+            body = orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError as exc:
+            raise CallFailed(400, f"request body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise CallFailed(400, "request body must be a JSON object")
+        return body
+
+    async def _count_tokens(self, send: Any, sess: ProxySession, body: dict[str, Any]) -> None:
+        try:
+            parsed = anthropic.parse_request(body, sess.ids)
+        except BadRequest as exc:
+            return await _send_json(send, 400, anthropic.error_body(400, str(exc)))
+        tok = sess.backend.tokenizer
+        if tok is not None and getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template(parsed.messages, tools=parsed.tools or None, tokenize=False)
+            n = len(tok(text, add_special_tokens=False)["input_ids"])
+        else:  # message-level backend: an estimate (~4 bytes per token)
+            n = len(orjson.dumps(parsed.messages)) // 4 + len(orjson.dumps(parsed.tools)) // 4
+        await _send_json(send, 200, {"input_tokens": n})
+
+    async def _serve_call(self, send: Any, receive: Any, sess: ProxySession, dialect: ModuleType, path: str,
+                          body: dict[str, Any], started_at: float, t0: float) -> None:
+        rec: dict[str, Any] = {"session_id": sess.session_id, "call_index": sess.next_index(),
+                               "dialect": dialect.NAME, "path": path, "started_at": started_at,
+                               "stream": bool(body.get("stream")), "model": str(body.get("model", ""))}
+        status = 200
+        try:
+            try:
+                parsed = dialect.parse_request(body, sess.ids)
+            except BadRequest as exc:
+                raise CallFailed(400, str(exc)) from None
+            rec["messages"] = parsed.messages
+            rec["tools"] = parsed.tools
+            reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body), receive)
+            if parsed.stream:
+                extra = (parsed.include_usage,) if dialect is openai_chat else ()
+                frames = b"".join(dialect.render_stream(reply, *extra))
+                await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+                await send({"type": "http.response.body", "body": frames, "more_body": False})
+            else:
+                await _send_json(send, 200, dialect.render_response(reply))
+        except CallFailed as exc:
+            status = exc.status
+            rec.update(status=status, error=exc.message, finish_reason="error")
+            await _send_json(send, status, dialect.error_body(status, exc.message))
+        except _Disconnected:
+            rec.update(status=499, error="client disconnected before the reply was sent", finish_reason="error")
+        finally:
+            rec.setdefault("status", status)
+            rec["latency_s"] = time.perf_counter() - t0
+            if rec.get("token_source") is None:
+                rec["token_source"] = "none"
+            sess.record(rec)
+        if sess._writer is not None and sess._writer.fsync:
+            await asyncio.to_thread(sess.sync_capture)
+
+
+async def _until_disconnect(coro: Any, receive: Any) -> Any:
+    """Await ``coro`` unless the client hangs up first (then cancel it and raise _Disconnected)."""
+    work = asyncio.ensure_future(coro)
+    watch = asyncio.ensure_future(receive())
+    try:
+        done, _ = await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if work in done:
+            return work.result()
+        msg = watch.result()
+        if msg.get("type") == "http.disconnect":
+            work.cancel()
+            with contextlib.suppress(BaseException):
+                await work
+            raise _Disconnected
+        return await work
+    finally:
+        if not watch.done():
+            watch.cancel()
+        if not work.done():
+            work.cancel()
+
+
+async def _send_json(send: Any, status: int, payload: dict[str, Any]) -> None:
+    body = orjson.dumps(payload)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*_JSON, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,212 @@
+"""One episode at the proxy: its secret key, tool-id map, TITO prefix index, capture and calls."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+import secrets
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.capture.store import CaptureWriter
+from clawgym_env.errors import ProxyError
+from clawgym_env.proxy._neutral import ToolIdMap
+from clawgym_env.proxy._output import parse_model_output
+from clawgym_env.proxy._tito import PromptBuilder
+from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+from clawgym_env.proxy.dialects._common import ParsedRequest, Reply
+
+__all__ = ["CallFailed", "ProxySession", "SessionState"]
+
+_SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed")
+
+
+class SessionState(enum.Enum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class CallFailed(Exception):
+    """A call the proxy answers with an error status (recorded, never raised to the harness)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ProxySession:
+    """Serves one episode's model calls with one backend and records each of them.
+
+    ``sampling`` (max_tokens, temperature, top_p, stop, seed) overrides what the harness asks
+    for, so a trainer controls the rollout distribution whatever the harness sends.
+    """
+
+    def __init__(
+        self,
+        backend: PolicyBackend,
+        *,
+        session_id: str | None = None,
+        capture_path: Path | None = None,
+        max_calls: int | None = None,
+        sampling: dict[str, Any] | None = None,
+        model_name: str = "policy",
+        fsync: bool = True,
+    ) -> None:
+        unknown = set(sampling or {}) - set(_SAMPLING_KEYS)
+        if unknown:
+            raise ProxyError(f"open_session(sampling=...): unknown keys {sorted(unknown)}; use {list(_SAMPLING_KEYS)}")
+        self.backend = backend
+        self.session_id = session_id or secrets.token_hex(8)
+        self.api_key = "sk-clawgym-" + secrets.token_urlsafe(24)
+        self.max_calls = max_calls
+        self.sampling = dict(sampling or {})
+        self.model_name = model_name
+        self.capture_path = Path(capture_path) if capture_path else None
+        self.state = SessionState.OPEN
+        self.refused: list[CallRecord] = []
+        self.ids = ToolIdMap()
+        self._calls: list[CallRecord] = []
+        self._next_index = 0
+        self._over_limit = False
+        self._writer = CaptureWriter(self.capture_path, fsync=fsync) if self.capture_path else None
+        tok = backend.tokenizer if backend.TOKEN_LEVEL else None
+        self.prompts: PromptBuilder | None = PromptBuilder(tok) if tok is not None else None
+
+    # -- public view -------------------------------------------------------------------------
+    @property
+    def calls(self) -> list[CallRecord]:
+        """Finished calls (answered or failed), in arrival order."""
+        return sorted(self._calls, key=lambda r: r.call_index)
+
+    @property
+    def over_limit(self) -> bool:
+        """True once the harness asked for more than ``max_calls`` calls."""
+        return self._over_limit
+
+    @property
+    def splice_hit_rate(self) -> float:
+        """Share of prompt tokens reused verbatim from earlier calls (0 for message-level backends)."""
+        return self.prompts.hit_rate if self.prompts else 0.0
+
+    # -- serving -----------------------------------------------------------------------------
+    def next_index(self) -> int:
+        i = self._next_index
+        self._next_index += 1
+        return i
+
+    def _sampling(self, parsed: ParsedRequest) -> dict[str, Any]:
+        s: dict[str, Any] = {"max_tokens": parsed.max_tokens or 1024, "temperature": parsed.temperature,
+                             "top_p": parsed.top_p, "stop": parsed.stop, "seed": parsed.seed}
+        s.update(self.sampling)
+        if s["temperature"] is None:
+            s["temperature"] = 1.0
+        if s["top_p"] is None:
+            s["top_p"] = 1.0
+        return s
+
+    async def complete(self, dialect: ModuleType, parsed: ParsedRequest, rec: dict[str, Any],
+                       raw: dict[str, Any]) -> Reply:
+        """Run one call through the backend; fills ``rec`` (the record in progress) as it goes."""
+        if self.state is SessionState.CLOSED:
+            raise CallFailed(401, f"session {self.session_id} is closed")
+        if self.max_calls is not None and rec["call_index"] >= self.max_calls:
+            self._over_limit = True
+            raise CallFailed(400, f"call budget exhausted: this episode allows {self.max_calls} model calls")
+        s = self._sampling(parsed)
+        prompt_ids: list[int] | None = None
+        reused = 0
+        if self.prompts is not None:
+            try:
+                prompt_ids, reused = self.prompts.build(parsed.messages, parsed.tools)
+            except Exception as exc:  # a chat template that rejects these messages
+                raise CallFailed(500, f"rendering the chat template failed: {exc}") from exc
+        rec["prompt_ids"] = prompt_ids
+        rec["reused_prompt_tokens"] = reused
+        request = CompletionRequest(
+            session_id=self.session_id, call_index=rec["call_index"], prompt_ids=prompt_ids,
+            messages=parsed.messages, tools=parsed.tools, max_tokens=int(s["max_tokens"]),
+            temperature=float(s["temperature"]), top_p=float(s["top_p"]), stop=list(s["stop"] or ()),
+            seed=s["seed"], dialect=dialect.NAME, raw=raw,
+        )
+        t0 = time.perf_counter()
+        try:
+            completion = await self.backend.handle(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            rec["backend_s"] = time.perf_counter() - t0
+            status = 529 if "overload" in type(exc).__name__.lower() else 500
+            raise CallFailed(status, f"policy backend {self.backend.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        rec["backend_s"] = time.perf_counter() - t0
+        return self._reply(dialect, parsed, completion, rec, prompt_ids)
+
+    def _reply(self, dialect: ModuleType, parsed: ParsedRequest, c: Completion, rec: dict[str, Any],
+               prompt_ids: list[int] | None) -> Reply:
+        if c.structured is not None:
+            raw_msg = c.structured
+            calls_in = [{"name": t["function"]["name"], "arguments": t["function"].get("arguments", {})}
+                        if "function" in t else t for t in raw_msg.get("tool_calls") or ()]
+            out = {"content": raw_msg.get("content") or "", "reasoning_content": raw_msg.get("reasoning_content") or "",
+                   "tool_calls": calls_in}
+            text = c.text or ""
+        else:
+            text = c.text
+            if text is None:
+                tok = self.backend.tokenizer
+                if tok is None or c.completion_ids is None:
+                    raise CallFailed(500, f"policy backend {self.backend.name!r} returned neither text nor ids")
+                text = tok.decode(c.completion_ids, skip_special_tokens=True)
+            out = parse_model_output(text)
+        message: dict[str, Any] = {"role": "assistant", "content": out["content"]}
+        if out["reasoning_content"]:
+            message["reasoning_content"] = out["reasoning_content"]
+        if out["tool_calls"]:
+            message["tool_calls"] = [
+                {"id": self.ids.issue(dialect.TOOL_ID_PREFIX), "type": "function",
+                 "function": {"name": t["name"], "arguments": t["arguments"]}} for t in out["tool_calls"]]
+        finish = c.finish_reason
+        if message.get("tool_calls") and finish == "stop":
+            finish = "tool_calls"
+        if self.prompts is not None and prompt_ids is not None and c.completion_ids:
+            self.prompts.remember(parsed.messages, parsed.tools, prompt_ids, list(c.completion_ids), message)
+        n_prompt = len(prompt_ids) if prompt_ids is not None else c.usage.get("prompt_tokens") or _estimate(parsed)
+        n_out = len(c.completion_ids) if c.completion_ids is not None else c.usage.get("completion_tokens", len(text) // 4)
+        source = c.token_source or ("sampled" if c.completion_ids is not None else "none")
+        rec.update(completion_ids=c.completion_ids, logprobs=c.logprobs, completion_text=text, response=message,
+                   finish_reason=finish, token_source=source, policy_version=c.policy_version)
+        prefix = {"anthropic": "msg_", "openai-chat": "chatcmpl-", "openai-responses": "resp_"}[dialect.NAME]
+        return Reply(message=message, finish_reason=finish, model=parsed.model or self.model_name,
+                     prompt_tokens=n_prompt, completion_tokens=n_out, response_id=prefix + os.urandom(12).hex(),
+                     created=int(time.time()))
+
+    def record(self, rec: dict[str, Any]) -> CallRecord:
+        """Store a finished call in memory and in the capture file (flushed at once)."""
+        record = CallRecord.model_construct(**rec)
+        self._calls.append(record)
+        if self._writer is not None:
+            self._writer.write(record)
+        return record
+
+    def sync_capture(self) -> None:
+        if self._writer is not None:
+            self._writer.sync()
+
+    def close(self) -> list[CallRecord]:
+        """Stop serving, close the capture; idempotent. Returns the calls."""
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSED
+            if self._writer is not None:
+                self._writer.close()
+        return self.calls
+
+
+def _estimate(parsed: ParsedRequest) -> int:
+    """Prompt size for backends that report none (~4 bytes per token); harnesses budget context by it."""
+    return (len(orjson.dumps(parsed.messages)) + len(orjson.dumps(parsed.tools))) // 4
