@@ -182,11 +182,30 @@ async def _read_inside(sandbox: Sandbox, path: str, limit: int) -> str | None:
     return text if len(text) <= limit else text[:limit] + "\n...(cut)"
 
 
+_GLOB = (
+    "import glob,os,sys\nos.chdir(sys.argv[1])\n"
+    "hits=[p for p in sorted(glob.glob(sys.argv[2], recursive=True)) if os.path.isfile(p)]\n"
+    "print('\\n'.join(hits[:int(sys.argv[3])]))"
+)
+
+
+async def _expand(sandbox: Sandbox, spec: TaskSpec, patterns: list[str], cap: int = 20) -> list[str]:
+    """Workspace files named by ``patterns``; entries with * ? [ are globbed inside the sandbox."""
+    names: list[str] = []
+    for pat in patterns:
+        if not any(ch in pat for ch in "*?["):
+            names.append(pat)
+            continue
+        res = await _exec(sandbox, ["python3", "-c", _GLOB, spec.workspace_mount, pat, str(cap)], spec, 30)
+        names.extend(ln for ln in res.stdout.splitlines() if ln.strip() and ln not in names)
+    return names[:cap]
+
+
 async def _run_rubric(
     v: RubricVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], judge: PolicyBackend | None
 ) -> _Outcome:
     final = str(transcript.get("final_message") or "")
-    files = {f: await _read_inside(sandbox, f, v.max_file_chars) for f in v.files}
+    files = {f: await _read_inside(sandbox, f, v.max_file_chars) for f in await _expand(sandbox, spec, v.files)}
     names = [item.name or f"item{i + 1}" for i, item in enumerate(v.items)]
     if not final.strip() and all(t is None or not t.strip() for t in files.values()):
         verdicts = {n: {"score": 0.0, "verdict": None, "reasoning": "nothing to judge: no final message, no files"} for n in names}
