@@ -1,0 +1,353 @@
+"""Lay prefix trees into packed sequences for ONE forward pass, and the naive per-call layout.
+
+Tokens are laid out in pre-order, so every subtree occupies a contiguous range. A token may
+attend to key ``kv`` iff ``kv <= q < subtree_end[kv]``: exactly its ancestors and itself. That
+single per-token array drives the dense 4D mask (eager/sdpa on CPU) and the FlexAttention
+``mask_mod`` (GPU). Position ids are the token's depth in its tree, so every token sees the
+same positions and context it had in its own call. The logit predicting token ``i`` sits at its
+parent token ``prev_index[i]``, not at ``i - 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from clawgym_env.errors import TreeError
+from clawgym_env.tree.build import PrefixTree
+from clawgym_env.tree.node import CallRef, TreeNode
+
+__all__ = [
+    "NaiveBatch",
+    "PackedTree",
+    "pack_naive",
+    "pack_tree",
+    "pack_trees",
+    "tree_attention_mask",
+    "tree_mask_mod",
+    "unpack_logprobs",
+]
+
+MaskKind = Literal["additive", "bool"]
+
+
+def tree_mask_mod(subtree_end: torch.Tensor) -> Callable[..., torch.Tensor]:
+    """FlexAttention ``mask_mod``: query ``q`` sees key ``kv`` iff ``kv <= q < subtree_end[kv]``."""
+
+    def mask_mod(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+        return (kv_idx <= q_idx) & (q_idx < subtree_end[kv_idx])
+
+    return mask_mod
+
+
+def tree_attention_mask(subtree_end: torch.Tensor, kind: MaskKind = "additive", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Dense ``[1, 1, N, N]`` mask transformers takes as-is: bool (sdpa) or additive 0/-inf-ish (eager)."""
+    n = subtree_end.shape[0]
+    ar = torch.arange(n, device=subtree_end.device)
+    allowed = (ar[None, :] <= ar[:, None]) & (ar[:, None] < subtree_end[None, :])
+    if kind == "bool":
+        return allowed[None, None]
+    mask = torch.zeros((n, n), dtype=dtype, device=subtree_end.device)
+    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+    return mask[None, None]
+
+
+@dataclass
+class PackedTree:
+    """One packed sequence (tensors of length N) plus the map back to calls and rollouts."""
+
+    input_ids: torch.Tensor  # [N] long
+    position_ids: torch.Tensor  # [N] long: depth of the token in its tree
+    prev_index: torch.Tensor  # [N] long: index of the token's parent token, -1 at a tree's first token
+    subtree_end: torch.Tensor  # [N] long: one past the last index of the token's subtree
+    loss_mask: torch.Tensor  # [N] bool: sampled tokens owned by this pack (each trainable token once overall)
+    rollout_logprobs: torch.Tensor  # [N] float32: logprob at sampling time (0 where not in loss)
+    rollout_index: torch.Tensor  # [N] long: rollout of the first call that sampled the token, -1 if none
+    advantages: torch.Tensor  # [N] float32: slot filled by set_advantages
+    sampler_token: torch.Tensor  # [M] long: (token, rollout) pairs, one per call that sampled a loss token
+    sampler_rollout: torch.Tensor  # [M] long
+    rollout_ids: list[str]
+    call_tokens: dict[CallRef, torch.Tensor] = field(default_factory=dict)  # completion token indices per call
+    context_tokens: int = 0  # ancestor tokens re-included only as context (split packs)
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def num_loss_tokens(self) -> int:
+        """Trainable tokens this pack is responsible for."""
+        return int(self.loss_mask.sum())
+
+    def attention_mask(self, kind: MaskKind = "additive", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Dense 4D tree mask; additive for eager attention, bool for sdpa."""
+        return tree_attention_mask(self.subtree_end, kind, dtype)
+
+    def mask_mod(self, device: torch.device | str | None = None) -> Callable[..., torch.Tensor]:
+        """The FlexAttention mask_mod over this pack (its tensor moved to ``device``)."""
+        return tree_mask_mod(self.subtree_end.to(device) if device is not None else self.subtree_end)
+
+    def block_mask(self, device: torch.device | str = "cuda", block_size: int = 128) -> Any:
+        """A FlexAttention BlockMask for this pack (``attn_implementation="flex_attention"``)."""
+        from torch.nn.attention.flex_attention import create_block_mask
+
+        n = len(self)
+        return create_block_mask(self.mask_mod(device), B=None, H=None, Q_LEN=n, KV_LEN=n, device=device, BLOCK_SIZE=block_size)
+
+    def model_inputs(
+        self, mask: Literal["additive", "bool", "block"] = "additive", dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"
+    ) -> dict[str, Any]:
+        """Keyword arguments for a transformers causal LM: ids, depth positions and the tree mask."""
+        attn = self.block_mask(device) if mask == "block" else self.attention_mask(mask, dtype).to(device)
+        return {
+            "input_ids": self.input_ids[None].to(device),
+            "position_ids": self.position_ids[None].to(device),
+            "attention_mask": attn,
+        }
+
+    def token_logprobs(self, logits: torch.Tensor) -> torch.Tensor:
+        """Logprob of every token under ``logits`` ([N, V] or [1, N, V]); 0 where no parent exists."""
+        logits = logits.reshape(-1, logits.shape[-1])
+        valid = self.prev_index >= 0
+        out = torch.zeros(len(self), dtype=logits.dtype, device=logits.device)
+        rows = logits[self.prev_index[valid].to(logits.device)]
+        out[valid.to(logits.device)] = torch.log_softmax(rows, dim=-1).gather(-1, self.input_ids[valid].to(logits.device)[:, None])[:, 0]
+        return out
+
+    def set_advantages(self, per_rollout: Mapping[str, float] | Sequence[float]) -> torch.Tensor:
+        """Fill ``advantages``: each loss token gets the sum over the calls that sampled it of their
+        rollout's advantage, so the packed loss equals the per-call loss while forwarding each token once."""
+        if isinstance(per_rollout, Mapping):
+            missing = [r for r in self.rollout_ids if r not in per_rollout]
+            if missing:
+                raise TreeError(f"set_advantages: no advantage for rollouts {missing}; pass one per rollout id")
+            values = torch.tensor([float(per_rollout[r]) for r in self.rollout_ids])
+        else:
+            if len(per_rollout) != len(self.rollout_ids):
+                raise TreeError(f"set_advantages: {len(per_rollout)} values for {len(self.rollout_ids)} rollouts")
+            values = torch.tensor([float(v) for v in per_rollout])
+        adv = torch.zeros(len(self), dtype=torch.float32)
+        adv.index_add_(0, self.sampler_token, values[self.sampler_rollout].float())
+        self.advantages = adv
+        return adv
+
+
+def unpack_logprobs(packed: PackedTree, logits: torch.Tensor) -> dict[CallRef, torch.Tensor]:
+    """Map one packed forward pass back to calls: each call's per-completion-token logprobs."""
+    lp = packed.token_logprobs(logits)
+    return {ref: lp[idx.to(lp.device)] for ref, idx in packed.call_tokens.items()}
+
+
+# --- planning: which node prefixes each pack holds, and which part of them it owns ----------------
+
+_Plan = dict[TreeNode, list[int]]  # node -> [hi, own_lo]: tokens [0, hi) included, [own_lo, hi) owned
+
+
+def _plan(trees: Sequence[PrefixTree], max_tokens: int | None) -> list[_Plan]:
+    if max_tokens is None:
+        return [{n: [len(n), 0] for t in trees for n in t.nodes()}]
+    if max_tokens < 1:
+        raise TreeError(f"pack max_tokens={max_tokens}: set a positive token budget or None")
+    plans: list[_Plan] = []
+    cur: _Plan = {}
+    used = 0
+    for tree in trees:
+        for node in tree.nodes():
+            anc = [a for a in node.ancestors() if not a.is_root]
+            pos = 0
+            while pos < len(node):
+                ctx = sum(len(a) for a in anc if a not in cur) + (0 if node in cur else pos)
+                room = max_tokens - used - ctx
+                left = len(node) - pos
+                if room <= 0 or (room < left and room < max_tokens // 8 and used):
+                    if not used:
+                        raise TreeError(
+                            f"pack max_tokens={max_tokens} cannot hold the {ctx} context tokens above depth "
+                            f"{node.depth + pos}; raise max_tokens to at least {ctx + 1}"
+                        )
+                    plans.append(cur)
+                    cur, used = {}, 0
+                    continue
+                for a in anc:
+                    cur.setdefault(a, [len(a), len(a)])
+                entry = cur.setdefault(node, [pos, pos])
+                take = min(room, left)
+                entry[0] += take
+                used += ctx + take
+                pos += take
+    if cur:
+        plans.append(cur)
+    return plans
+
+
+def _layout(trees: Sequence[PrefixTree], plan: _Plan) -> PackedTree:
+    rollout_ids: list[str] = []
+    rollout_of: dict[tuple[int, str], int] = {}
+    tree_of: dict[TreeNode, int] = {}
+    for ti, tree in enumerate(trees):
+        for ep in tree.episodes:
+            rollout_of[(ti, ep)] = len(rollout_ids)
+            rollout_ids.append(ep if len(trees) == 1 else f"{ti}:{ep}")
+        tree_of[tree.root] = ti
+    ids: list[int] = []
+    pos: list[int] = []
+    prev: list[int] = []
+    loss: list[bool] = []
+    lps: list[float] = []
+    rix: list[int] = []
+    s_tok: list[int] = []
+    s_roll: list[int] = []
+    start: dict[TreeNode, int] = {}
+    end_of: dict[TreeNode, int] = {}
+    stack: list[TreeNode] = []
+    context = 0
+    for node, (hi, own_lo) in plan.items():
+        parent = node.parent
+        while stack and stack[-1] is not parent:
+            end_of[stack.pop()] = len(ids)
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        ti = tree_of[root]
+        start[node] = len(ids)
+        last = start[parent] + plan[parent][0] - 1 if parent in plan else -1
+        for off in range(hi):
+            ids.append(node.tokens[off])
+            pos.append(node.depth + off)
+            prev.append(len(ids) - 2 if off else last)
+            owned = off >= own_lo
+            context += not owned
+            is_loss = owned and node.sampled[off]
+            loss.append(is_loss)
+            lps.append(node.logprobs[off] if is_loss else 0.0)
+            samplers = node.samplers.get(off, []) if is_loss else []
+            rix.append(rollout_of[(ti, samplers[0].episode_id)] if samplers else -1)
+            for ref in samplers:
+                s_tok.append(len(ids) - 1)
+                s_roll.append(rollout_of[(ti, ref.episode_id)])
+        stack.append(node)
+    while stack:
+        end_of[stack.pop()] = len(ids)
+    sub_end = [0] * len(ids)
+    for node, s in start.items():
+        sub_end[s : s + plan[node][0]] = [end_of[node]] * plan[node][0]
+    packed = PackedTree(
+        input_ids=torch.tensor(ids, dtype=torch.long),
+        position_ids=torch.tensor(pos, dtype=torch.long),
+        prev_index=torch.tensor(prev, dtype=torch.long),
+        subtree_end=torch.tensor(sub_end, dtype=torch.long),
+        loss_mask=torch.tensor(loss, dtype=torch.bool),
+        rollout_logprobs=torch.tensor(lps, dtype=torch.float32),
+        rollout_index=torch.tensor(rix, dtype=torch.long),
+        advantages=torch.zeros(len(ids), dtype=torch.float32),
+        sampler_token=torch.tensor(s_tok, dtype=torch.long),
+        sampler_rollout=torch.tensor(s_roll, dtype=torch.long),
+        rollout_ids=rollout_ids,
+        context_tokens=context,
+    )
+    packed.call_tokens = _call_tokens(trees, plan, start)
+    return packed
+
+
+def _call_tokens(trees: Sequence[PrefixTree], plan: _Plan, start: Mapping[TreeNode, int]) -> dict[CallRef, torch.Tensor]:
+    """Completion indices of the calls whose last token this pack owns (each call in exactly one pack)."""
+    out: dict[CallRef, torch.Tensor] = {}
+    multi = len(trees) > 1
+    for ti, tree in enumerate(trees):
+        for ref, info in tree.calls.items():
+            node = info.end
+            if node is None or node not in plan:
+                continue
+            hi, own_lo = plan[node]
+            if hi != len(node) or own_lo >= hi:
+                continue
+            idx: list[int] = []
+            for n in [*node.ancestors(), node]:
+                if not n.is_root:
+                    idx.extend(range(start[n], start[n] + len(n)))
+            key = CallRef(f"{ti}:{ref.episode_id}", ref.call_index) if multi else ref
+            out[key] = torch.tensor(idx[info.prompt_len :], dtype=torch.long)
+    return out
+
+
+def pack_trees(trees: PrefixTree | Sequence[PrefixTree], max_tokens: int | None = None) -> list[PackedTree]:
+    """Pack one or several trees into as few sequences of at most ``max_tokens`` as the greedy plan needs.
+
+    Nodes are visited in pre-order; a pack that cannot take a node's next tokens is closed and the
+    next one re-includes the node's ancestor path (and any part of the node already packed) as
+    non-trainable context, so no trainable token is lost or trained twice and every call's full
+    path lies in the pack that owns its last token. With several trees, rollout and call ids are
+    prefixed with the tree's index (``"0:episode"``).
+    """
+    seq = [trees] if isinstance(trees, PrefixTree) else list(trees)
+    return [_layout(seq, plan) for plan in _plan(seq, max_tokens)]
+
+
+def pack_tree(tree: PrefixTree | Sequence[PrefixTree]) -> PackedTree:
+    """The whole tree (or trees) in one packed sequence."""
+    return pack_trees(tree, None)[0]
+
+
+@dataclass
+class NaiveBatch:
+    """One row per call (prompt + completion), the layout chain-merging frameworks end up with."""
+
+    rows: list[torch.Tensor]  # each [L_i] long
+    refs: list[CallRef]
+    prompt_lens: list[int]
+    loss_masks: list[torch.Tensor]  # [L_i] bool: sampled completion tokens
+    rollout_logprobs: list[torch.Tensor]  # [L_i] float32
+    rollout_index: list[int]
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens forwarded (no padding counted)."""
+        return sum(int(r.shape[0]) for r in self.rows)
+
+    def padded(self, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded ``input_ids`` and 2D ``attention_mask`` for a batched forward."""
+        width = max(int(r.shape[0]) for r in self.rows)
+        ids = torch.full((len(self.rows), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(self.rows), width), dtype=torch.long)
+        for i, r in enumerate(self.rows):
+            ids[i, : r.shape[0]] = r
+            mask[i, : r.shape[0]] = 1
+        return ids, mask
+
+    def row_logprobs(self, i: int, logits: torch.Tensor) -> torch.Tensor:
+        """Completion-token logprobs of row ``i`` from its own forward's logits ([L, V] or [1, L, V])."""
+        logits = logits.reshape(-1, logits.shape[-1])
+        row = self.rows[i].to(logits.device)
+        lp = torch.log_softmax(logits[: row.shape[0] - 1], dim=-1).gather(-1, row[1:, None])[:, 0]
+        return lp[self.prompt_lens[i] - 1 :]
+
+
+def pack_naive(tree: PrefixTree) -> NaiveBatch:
+    """Every call of the tree as its own row, rebuilt from the tree (so filters apply equally)."""
+    rows, refs, plens, masks, lps, rix = [], [], [], [], [], []
+    for ref in sorted(tree.calls, key=lambda r: (tree.rollout_index(r.episode_id), r.call_index)):
+        info = tree.calls[ref]
+        prompt, completion = tree.call_path(ref)
+        row = torch.tensor(prompt + completion, dtype=torch.long)
+        mask = torch.zeros(row.shape[0], dtype=torch.bool)
+        lp = torch.zeros(row.shape[0], dtype=torch.float32)
+        if info.trainable:
+            mask[len(prompt) :] = True
+            node_lps = _path_logprobs(info.end)  # type: ignore[arg-type]
+            lp[len(prompt) :] = torch.tensor(node_lps[len(prompt) :], dtype=torch.float32)
+        rows.append(row)
+        refs.append(ref)
+        plens.append(len(prompt))
+        masks.append(mask)
+        lps.append(lp)
+        rix.append(tree.rollout_index(ref.episode_id))
+    return NaiveBatch(rows, refs, plens, masks, lps, rix)
+
+
+def _path_logprobs(node: TreeNode) -> list[float]:
+    out: list[float] = []
+    for n in [*node.ancestors(), node]:
+        out.extend(n.logprobs)
+    return out
