@@ -32,6 +32,8 @@ class ClaudeCode(Harness):
     name: ClassVar[str] = "claude-code"
     version: ClassVar[str] = "2.1.332"
     dialect: ClassVar[str] = "anthropic"
+    memory_mb: ClassVar[int] = 1024
+    """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = "stdout"
     """Where the harness's own transcript is: its stream-json stdout."""
     BINARY: ClassVar[str] = f"node_modules/{PACKAGE}/bin/claude.exe"

@@ -10,6 +10,7 @@ state directory is kept so its own session transcript sits next to our capture.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
@@ -40,6 +41,8 @@ class OpenClaw(Harness):
     name: ClassVar[str] = "openclaw"
     version: ClassVar[str] = "2026.9.6"
     dialect: ClassVar[str] = "openai-chat"
+    memory_mb: ClassVar[int] = 3072
+    """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = ".openclaw-state"
     """Where the harness's own transcript is: its state dir (relative to HOME), sessions inside."""
 
@@ -107,15 +110,17 @@ class OpenClaw(Harness):
 
     @staticmethod
     def count_calls(state_dir: Path) -> int:
-        """Model calls recorded in OpenClaw's own session files: assistant messages in its JSONL."""
+        """Model calls recorded in OpenClaw's own state: assistant messages in its transcript tables."""
         count = 0
-        for path in sorted(state_dir.rglob("*.jsonl")):
-            for line in path.read_text(errors="replace").splitlines():
-                try:
-                    event = json.loads(line)
-                except ValueError:
+        for db in sorted(Path(state_dir).rglob("*.sqlite")):
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                if not con.execute("select 1 from sqlite_master where name='transcript_events'").fetchone():
                     continue
-                msg = event.get("message") if isinstance(event, dict) else None
-                if isinstance(msg, dict) and msg.get("role") == "assistant":
-                    count += 1
+                for (raw,) in con.execute("select event_json from transcript_events where event_json is not null"):
+                    event = json.loads(raw)
+                    if event.get("type") == "message" and (event.get("message") or {}).get("role") == "assistant":
+                        count += 1
+            finally:
+                con.close()
         return count

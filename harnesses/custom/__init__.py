@@ -31,6 +31,8 @@ class CustomLoop(Harness):
     name: ClassVar[str] = "custom"
     version: ClassVar[str] = "0.1.0"
     dialect: ClassVar[str] = "openai-chat"
+    memory_mb: ClassVar[int] = 512
+    """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = ".custom-transcript.jsonl"
     """Where the harness's own transcript is (relative to HOME): one JSON message per line."""
 
