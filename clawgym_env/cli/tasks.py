@@ -1,7 +1,244 @@
-"""`clawgym tasks` commands."""
+"""`clawgym tasks`: list, show, validate, import, pull and check task suites."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
-app = typer.Typer(help="tasks commands.", no_args_is_help=True)
+app = typer.Typer(help="Task suites: list, show, validate, import, pull, check.", no_args_is_help=True)
+
+
+def _fail(message: object, code: int = 1) -> typer.Exit:
+    from rich.console import Console
+
+    if isinstance(message, KeyError) and message.args:  # KeyError's str() adds quotes
+        message = message.args[0]
+
+    Console(stderr=True).print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@app.command("list")
+def list_cmd(suite: str = typer.Argument(None, help="A suite name or folder; omit to list suites.")) -> None:
+    """List the known suites, or the tasks of one suite."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.task.suite import SUITE_FILE, load_suite, suite_search_path
+
+    console = Console()
+    try:
+        if suite is None:
+            table = Table("suite", "tasks", "pass ≥", "folder")
+            for root in suite_search_path():
+                if not root.is_dir():
+                    continue
+                for d in sorted(p for p in root.iterdir() if (p / SUITE_FILE).is_file()):
+                    try:
+                        s = load_suite(d)
+                        table.add_row(s.name, str(len(s)), f"{s.pass_threshold:g}", str(d))
+                    except ClawGymError as exc:
+                        table.add_row(d.name, "[red]invalid[/red]", "", f"{d} ({str(exc).splitlines()[0][:80]})")
+            console.print(table)
+            return
+        s = load_suite(suite)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    table = Table("id", "category", "difficulty", "verifiers", "solution", title=f"{s.name} ({len(s)} tasks, {s.content_hash[:19]})")
+    for t in s.tasks:
+        kinds = ", ".join(f"{v.kind}:{v.weight:g}" for v in t.verifiers)
+        table.add_row(t.id, t.category, t.difficulty, kinds, "yes" if t.solution_path else "-")
+    console.print(table)
+
+
+@app.command()
+def show(task_id: str = typer.Argument(..., help='A task id "suite/task" (suite by name or folder).')) -> None:
+    """Show one task: instruction, paths, verifiers and limits."""
+    from rich.console import Console
+
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.task.suite import load_suite
+
+    suite_name, sep, tid = task_id.rpartition("/")
+    if not sep:
+        raise _fail(f"{task_id!r}: give the task as suite/task, e.g. clawgym-original/dedupe-contacts")
+    try:
+        spec = load_suite(suite_name).get(tid)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    console = Console()
+    console.print(f"[bold]{spec.full_id}[/bold]  v{spec.version}  {spec.category} / {spec.difficulty}")
+    console.print(f"task folder:  {spec.task_dir}")
+    console.print(f"workspace:    {spec.workspace_dir or '(empty)'} -> {spec.workspace_mount}")
+    console.print(f"hidden:       {spec.hidden_dir or '(none)'} -> {spec.hidden_mount} (after the agent)")
+    console.print(f"solution:     {spec.solution_path or '(none)'}")
+    lim = spec.limits
+    console.print(f"limits:       {lim.wall_time_s:g}s, {lim.model_calls} calls, {lim.memory_mb} MB")
+    for v in spec.verifiers:
+        console.print(f"verifier:     {v.name} ({v.kind}, weight {v.weight:g})", highlight=False)
+    if spec.params:
+        console.print(f"params:       {spec.params}", highlight=False)
+    if spec.metadata:
+        console.print(f"metadata:     {spec.metadata}", highlight=False)
+    console.rule("instruction")
+    console.print(spec.instruction, markup=False, highlight=False)
+
+
+@app.command()
+def validate(path: Path = typer.Argument(..., help="A suite folder, a task folder, or a task.yaml.")) -> None:
+    """Validate specs without running anything; prints every problem found."""
+    from rich.console import Console
+
+    from clawgym_env.errors import TaskSpecError
+    from clawgym_env.task.loader import SUITE_FILE, TASK_FILE, load_task_dir
+    from clawgym_env.task.suite import validate_suite
+
+    console = Console()
+    target = path.parent if path.name in (TASK_FILE, SUITE_FILE) and path.is_file() else path
+    if (target / SUITE_FILE).is_file():
+        count, errors = validate_suite(target)
+    elif (target / TASK_FILE).is_file():
+        suite = target.parent.name
+        try:
+            count, errors = len(load_task_dir(target, suite)), []
+        except TaskSpecError as exc:
+            count, errors = 0, [exc]
+    else:
+        raise _fail(f"{path}: no suite.yaml or task.yaml there. Fix: point at a suite folder, a task folder or a task.yaml.")
+    for exc in errors:
+        console.print(f"[red]✗[/red] {exc}", highlight=False, soft_wrap=True)
+    if errors:
+        raise typer.Exit(1)
+    console.print(f"[green]✓[/green] {target}: {count} task spec(s) valid")
+
+
+@app.command("import")
+def import_cmd(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="clawgym | clawgym-hf | jobbench | officeqa"),
+    path: Path = typer.Argument(..., help="The source folder or file."),
+    suite: str = typer.Option(..., "--suite", help="Name of the suite to create."),
+    out: Path = typer.Option(None, "--out", help="Parent folder (default: ~/.cache/clawgym/suites)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing suite of that name."),
+    docs: Path = typer.Option(None, "--docs", help="officeqa: folder of the source documents (default: the CSV's folder)."),
+    tolerance: float = typer.Option(0.05, "--tolerance", help="officeqa: relative tolerance for numbers."),
+) -> None:
+    """Convert a third-party task set into a ClawGym suite (written atomically, validated)."""
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.task.importers import import_suite
+
+    options = {"docs": docs, "tolerance": tolerance} if fmt == "officeqa" else {}
+    try:
+        report = import_suite(fmt, path, suite, out, force=force, **options)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    _print_report(report)
+
+
+def _print_report(report: object) -> None:
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"[green]✓[/green] imported {report.tasks} task(s) into {report.path}")  # type: ignore[attr-defined]
+    skipped = report.skipped  # type: ignore[attr-defined]
+    if skipped:
+        console.print(f"[yellow]skipped {len(skipped)}:[/yellow]")
+        for line in skipped[:50]:
+            console.print(f"  {line}", markup=False, highlight=False)
+
+
+@app.command()
+def pull(
+    name: str = typer.Argument(..., help="clawgym-bench (RUC-AIBOX/ClawGym-Task on Hugging Face)."),
+    out: Path = typer.Option(None, "--out", help="Parent folder (default: ~/.cache/clawgym/suites)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing suite of that name."),
+) -> None:
+    """Download a public suite with the Hugging Face client and import it."""
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.task.importers import import_suite
+    from clawgym_env.task.importers.clawgym_hf import download_clawgym_bench
+
+    if name != "clawgym-bench":
+        raise _fail(f"unknown suite {name!r} to pull. Fix: use clawgym-bench, or `clawgym tasks import` for local copies.")
+    try:
+        jsonl = download_clawgym_bench()
+        report = import_suite("clawgym-hf", jsonl, name, out, force=force)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    _print_report(report)
+
+
+@app.command()
+def check(
+    suite: str = typer.Argument(..., help="A suite name or folder."),
+    tasks: str = typer.Option(None, "--tasks", help="Only task ids matching this glob."),
+    backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend: bwrap | docker | none."),
+    concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, help="Tasks checked at once."),
+    judge: str = typer.Option(None, "--judge", help="Backend spec of the LLM judge for rubric verifiers."),
+    record_noop: bool = typer.Option(False, "--record-noop", help="Declare measured non-zero do-nothing scores in task.yaml (rewrites it; for imported suites)."),
+) -> None:
+    """Run each task's reference solution (must score 1.0) and a do-nothing agent (must score its floor) in sandboxes."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from clawgym_env._sync import run_sync
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.task.check import check_suite, record_noop_scores
+    from clawgym_env.task.suite import load_suite
+
+    console = Console()
+    try:
+        s = load_suite(suite)
+        specs = s.select(tasks) if tasks else list(s.tasks)
+        judge_backend = None
+        if judge:
+            from clawgym_env.proxy.backends.factory import backend_from_spec
+
+            judge_backend = backend_from_spec(judge)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    if not specs:
+        raise _fail(f"no task of {s.name} matches {tasks!r}")
+    columns = (TextColumn("checking {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task(s.name, total=len(specs))
+
+        async def go() -> list:  # type: ignore[type-arg]
+            try:
+                return await check_suite(specs, backend, concurrency, judge=judge_backend,
+                                         on_result=lambda r: progress.advance(bar))
+            finally:
+                if judge_backend is not None:
+                    await judge_backend.aclose()
+
+        try:
+            results = run_sync(go())
+        except ClawGymError as exc:
+            raise _fail(exc) from None
+    if record_noop:
+        for line in record_noop_scores(results, specs):
+            console.print(f"[yellow]declared[/yellow] {line}", highlight=False)
+    declared = [r for r in results if r.noop_status == "declared"]
+    bad = [r for r in results if not r.ok]
+    if bad:
+        table = Table("task", "solution", "do-nothing", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed", show_lines=True)
+        for r in bad:
+            sol = r.solution_status + (f" {r.solution_score:.3f}" if r.solution_score is not None else "")
+            noop = r.noop_status + (f" {r.noop_score:.3f}" if r.noop_score is not None else "")
+            table.add_row(r.task_id, sol, noop, "\n".join(r.problems))
+        console.print(table)
+    if declared:
+        table = Table("task", "do-nothing score", title="declared partial credit for doing nothing (expected_noop_score)")
+        for r in declared:
+            table.add_row(r.task_id, f"{r.noop_score:.3f}")
+        console.print(table)
+    n_sol = sum(r.solution_status == "pass" for r in results)
+    n_none = sum(r.solution_status in ("none", "skipped") for r in results)
+    console.print(
+        f"{len(specs)} task(s): {len(specs) - len(bad)} ok, {len(bad)} failed; "
+        f"solutions passed {n_sol}, without a checked solution {n_none}; declared non-zero floors {len(declared)}"
+    )
+    if bad:
+        raise typer.Exit(1)
