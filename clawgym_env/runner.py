@@ -211,7 +211,7 @@ class RunSummary:
 def write_json_atomic(path: Path, data: str) -> None:
     """Write ``data`` to ``path`` so that a reader (or a crash) sees the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(data)

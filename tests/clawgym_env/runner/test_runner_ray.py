@@ -1,0 +1,41 @@
+"""The Ray executor on a local in-process Ray cluster matches the local executor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import ray
+
+from clawgym_env.runner import RunConfig, load_attempts, run_benchmark
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():  # type: ignore[no-untyped-def]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}})
+    yield
+    ray.shutdown()
+
+
+def _form(out: Path) -> tuple[list[str], list[dict[str, object]], dict[str, int]]:
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                   if p.is_file() and not p.is_relative_to(out / "captures"))
+    attempts = [a.model_dump(exclude={"session_id", "timings", "started_at", "finished_at"}) for a in load_attempts(out)]
+    captures = {f"{a.task_id}|{a.harness}|{a.attempt}": len((out / "captures" / f"{a.session_id}.jsonl").read_text().splitlines())
+                for a in load_attempts(out)}
+    return files, attempts, captures
+
+
+async def test_ray_run_matches_local(tmp_path: Path, ray_cluster: None) -> None:
+    kw = dict(model="scripted:fake", harnesses=["custom", "other"], suite="fake:4", attempts=2, concurrency=3,
+              worker="runner_fakes:FakeEpisodeWorker", save_workspaces=True)
+    local = await run_benchmark(RunConfig(out=str(tmp_path / "local"), **kw), progress=False)  # type: ignore[arg-type]
+    remote = await run_benchmark(RunConfig(out=str(tmp_path / "ray"), executor="ray", **kw), progress=False)  # type: ignore[arg-type]
+    assert _form(local.out_dir) == _form(remote.out_dir)
+    assert remote.manifest.executor == "ray" and remote.manifest.harnesses == local.manifest.harnesses
+    assert remote.metrics.overall.pass_at == local.metrics.overall.pass_at
+    assert len(list((tmp_path / "ray" / "captures").glob("*.jsonl"))) == 16
