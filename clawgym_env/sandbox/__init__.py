@@ -1,0 +1,27 @@
+"""Sandboxes: one isolated, throwaway environment per episode.
+
+    from clawgym_env.sandbox import create_sandbox, SandboxConfig
+    async with create_sandbox("bwrap", SandboxConfig(workspace_src=task_dir)) as sb:
+        result = await sb.exec(["python3", "solve.py"], timeout=60)
+
+Backends: "bwrap" (default; bubblewrap namespaces), "docker" (docker-py), "none" (no isolation,
+debugging only; warns). Backends are imported lazily, so docker-py is only imported when used.
+"""
+
+from __future__ import annotations
+
+from clawgym_env.sandbox._factory import BACKENDS, DEFAULT_BACKEND, backend_class, create_sandbox
+from clawgym_env.sandbox.base import ExecResult, Mount, OutputCallback, Sandbox, SandboxConfig, SandboxState
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "ExecResult",
+    "Mount",
+    "OutputCallback",
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxState",
+    "backend_class",
+    "create_sandbox",
+]

