@@ -1,25 +1,33 @@
 """Token-in-token-out prompt building for one episode (DESIGN.md, "Token-in-token-out, precisely").
 
-The proxy owns the prompt ids. Each call's neutral message list is matched against an index
-of prefixes already turned into ids in this episode: prompts we rendered, and prompt +
-*sampled* completion ids for assistant turns we produced. The longest hit is reused verbatim;
-only the remaining messages are rendered with the chat template (render prefix and full,
-take the textual delta) and tokenized. So when a harness replays history unchanged, call
-N+1's prompt starts with call N's prompt + completion ids, byte for byte.
+The proxy owns the prompt ids. Two indexes per episode:
+
+- anchors: normalised message-list prefix -> exact ids (and the text they stand for). Every
+  prompt we build is anchored, and so is prompt + sampled completion for each turn we answer.
+  The longest anchored prefix of a new request is reused verbatim.
+- turns: normalised assistant turn -> the exact sampled completion ids (+ the template's closing
+  text). An assistant turn we sampled that shows up *after* the reused prefix is spliced in by
+  id, never re-tokenized, even when the harness changed what came before it (OpenClaw appends a
+  volatile user message to each request and drops it from the next).
+
+Everything between spliced pieces is rendered with the chat template (render prefix and full,
+take the textual delta) and tokenized. When a harness replays history unchanged, call N+1's
+prompt starts with call N's prompt + completion ids, byte for byte.
 """
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from clawgym_env.errors import ProxyError
-from clawgym_env.proxy._neutral import prefix_keys
+from clawgym_env.proxy._neutral import message_key, prefix_keys
 
 __all__ = ["PromptBuilder"]
 
 
 class PromptBuilder:
-    """Per-session prefix index from normalised message-list prefixes to exact token ids."""
+    """Builds exact prompt ids for one session's calls and remembers what it sampled."""
 
     def __init__(self, tokenizer: Any) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
@@ -28,16 +36,17 @@ class PromptBuilder:
         self.tokenizer = tokenizer
         self.eos_text: str = tokenizer.eos_token or ""
         self.eos_id: int | None = tokenizer.eos_token_id
-        self._anchors: dict[bytes, list[int]] = {}
+        self._anchors: dict[bytes, tuple[array[int], str]] = {}  # compact: 4 bytes per id
+        self._turns: dict[bytes, list[int]] = {}
         self.prompt_tokens = 0
         self.reused_tokens = 0
+        self.spliced_turns = 0
 
     def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
         if not messages:
             return ""
-        out = self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, tokenize=False, add_generation_prompt=gen
-        )
+        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
+                                                 add_generation_prompt=gen)
         return out if isinstance(out, str) else str(out)
 
     def _encode(self, text: str) -> list[int]:
@@ -46,34 +55,47 @@ class PromptBuilder:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def build(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[int], int]:
-        """Prompt ids for ``messages`` (generation prompt appended) and how many were reused."""
+        """Prompt ids for ``messages`` (generation prompt appended) and how many ids were reused."""
         keys = prefix_keys(messages, tools)
-        k = next((j for j in range(len(messages), 0, -1) if keys[j] in self._anchors), 0)
+        n = len(messages)
         full = self._render(messages, tools, gen=False)
-        prefix: list[int] = []
-        delta = full
+        k = next((j for j in range(n, 0, -1) if keys[j] in self._anchors), 0)
+        ids: list[int] = []
+        pos_text = ""
         if k:
-            pre_text = self._render(messages[:k], tools, gen=False)
-            if full.startswith(pre_text):
-                prefix = self._anchors[keys[k]]
-                delta = full[len(pre_text) :]
-        body = prefix + self._encode(delta)
-        self._anchors[keys[-1]] = body
+            anchor_ids, anchor_text = self._anchors[keys[k]]
+            if not full.startswith(anchor_text):  # same turns, different rendering (e.g. reasoning dropped)
+                anchor_text = self._render(messages[:k], tools, gen=False)
+            if full.startswith(anchor_text):
+                ids, pos_text = list(anchor_ids), anchor_text
+            else:
+                k = 0
+        reused = len(ids)
+        for i in range(k, n):
+            m = messages[i]
+            turn = self._turns.get(message_key(m)) if m.get("role") == "assistant" else None
+            if turn is None:
+                continue
+            head = self._render(messages[:i], tools, gen=True)
+            tail = self._render(messages[: i + 1], tools, gen=False)
+            if not (head.startswith(pos_text) and full.startswith(head) and full.startswith(tail)):
+                continue  # this template does not render the turn where the generation prompt ends
+            ids += self._encode(head[len(pos_text) :])
+            ids += turn
+            reused += len(turn)
+            self.spliced_turns += 1
+            pos_text = tail
+            self._anchors[keys[i + 1]] = (array("i", ids), tail)
+        ids += self._encode(full[len(pos_text) :])
+        self._anchors[keys[n]] = (array("i", ids), full)
         with_gen = self._render(messages, tools, gen=True)
-        gen_text = with_gen[len(full) :] if with_gen.startswith(full) else ""
-        prompt = body + self._encode(gen_text)
+        prompt = ids + self._encode(with_gen[len(full) :] if with_gen.startswith(full) else "")
         self.prompt_tokens += len(prompt)
-        self.reused_tokens += len(prefix)
-        return prompt, len(prefix)
+        self.reused_tokens += reused
+        return prompt, reused
 
-    def remember(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        prompt_ids: list[int],
-        completion_ids: list[int],
-        assistant: dict[str, Any],
-    ) -> None:
+    def remember(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], prompt_ids: list[int],
+                 completion_ids: list[int], assistant: dict[str, Any]) -> None:
         """Index ``messages + [assistant]`` as prompt + sampled completion (+ the template's closing text)."""
         full = messages + [assistant]
         with_gen = self._render(messages, tools, gen=True)
@@ -81,13 +103,15 @@ class PromptBuilder:
             rendered = self._render(full, tools, gen=False)
         except Exception:  # a template that cannot render this turn: nothing to index
             return
-        tail = rendered[len(with_gen) :] if rendered.startswith(with_gen) else ""
-        closing = ""
-        if self.eos_text and self.eos_text in tail:
-            closing = tail[tail.rindex(self.eos_text) + len(self.eos_text) :]
+        if not rendered.startswith(with_gen):
+            return
+        span = rendered[len(with_gen) :]
+        cut = span.rfind(self.eos_text) if self.eos_text else -1
+        closing = span[cut + len(self.eos_text) :] if cut >= 0 else ""
         ended = bool(completion_ids) and completion_ids[-1] == self.eos_id
-        extra = closing if ended else (self.eos_text + closing if self.eos_text in tail else "")
-        self._anchors[prefix_keys(full, tools)[-1]] = prompt_ids + completion_ids + self._encode(extra)
+        turn = list(completion_ids) + self._encode(closing if ended or cut < 0 else self.eos_text + closing)
+        self._turns[message_key(assistant)] = turn
+        self._anchors[prefix_keys(full, tools)[-1]] = (array("i", prompt_ids + turn), rendered)
 
     @property
     def hit_rate(self) -> float:

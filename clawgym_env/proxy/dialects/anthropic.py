@@ -39,9 +39,10 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
     if "input_schema" not in t:  # server tools (web_search_…): the policy cannot call them
         return None
-    fn: dict[str, Any] = {"name": t["name"], "parameters": t["input_schema"]}
+    fn: dict[str, Any] = {"name": t["name"]}
     if t.get("description"):
         fn["description"] = t["description"]
+    fn["parameters"] = t["input_schema"]
     return {"type": "function", "function": fn}
 
 

@@ -36,9 +36,10 @@ def parse_tool(t: dict[str, Any]) -> dict[str, Any] | None:
     fn = t.get("function") if t.get("type", "function") == "function" else None
     if not isinstance(fn, dict) or "name" not in fn:
         return None
-    out: dict[str, Any] = {"name": fn["name"], "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}
+    out: dict[str, Any] = {"name": fn["name"]}
     if fn.get("description"):
         out["description"] = fn["description"]
+    out["parameters"] = fn.get("parameters") or {"type": "object", "properties": {}}
     return {"type": "function", "function": out}
 
 

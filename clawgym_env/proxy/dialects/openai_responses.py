@@ -22,9 +22,10 @@ TOOL_ID_PREFIX = "call_"
 def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
     if t.get("type") != "function" or "name" not in t:
         return None
-    fn: dict[str, Any] = {"name": t["name"], "parameters": t.get("parameters") or {"type": "object", "properties": {}}}
+    fn: dict[str, Any] = {"name": t["name"]}
     if t.get("description"):
         fn["description"] = t["description"]
+    fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
     return {"type": "function", "function": fn}
 
 
