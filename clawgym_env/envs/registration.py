@@ -1,0 +1,25 @@
+"""Gymnasium ids for the built-in harnesses, registered when ``clawgym_env`` is imported."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import gymnasium as gym
+
+__all__ = ["ENV_IDS", "register_envs"]
+
+ENV_IDS: Mapping[str, str] = {
+    "ClawGym/ClaudeCode-v0": "claude-code",
+    "ClawGym/OpenClaw-v0": "openclaw",
+    "ClawGym/Custom-v0": "custom",
+}
+"""Env id -> harness name; other kwargs (suite, task, harness_version, sandbox, tokenizer, ...) go to gym.make."""
+
+_ENTRY_POINT = "clawgym_env.envs.harness_env:ClawGymEnv"
+
+
+def register_envs() -> None:
+    """Register every id in ENV_IDS; idempotent (re-importing does not warn)."""
+    for env_id, harness in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=_ENTRY_POINT, kwargs={"harness": harness})
