@@ -1,0 +1,165 @@
+"""Proxy overhead under load: 64 concurrent streaming sessions against a zero-latency backend.
+
+The server runs in its own process (so its CPU can be measured alone); clients use aiohttp.
+Each request carries a marker (session, call); the echo backend answers with it, so every
+reply and every captured record can be checked for loss and misattribution.
+
+    python bench/proxy.py [--sessions 64] [--calls 20] [--body-kb 52] [--dialect anthropic|openai-chat]
+
+Prints figures; never asserts (bench/ is not a test tier).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WRITE_SCHEMA = {"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}}
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+
+
+# ---------------------------------------------------------------------------- server process
+async def _serve(n_sessions: int, capture_dir: str) -> None:
+    from clawgym_env.proxy import ProxyServer, ScriptedBackend
+
+    def echo(request):  # zero latency: answer with the marker of the last user message
+        marker = request.messages[-1]["content"].split("MARK[", 1)[1].split("]", 1)[0]
+        if marker.endswith(":tool"):
+            return {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": marker, "content": "x"}}]}
+        return {"text": f"ok MARK[{marker}]"}
+
+    async with ProxyServer(uds_path=Path(capture_dir) / "proxy.sock") as server:
+        sessions = [server.open_session(ScriptedBackend(echo), session_id=f"s{i}",
+                                        capture_path=Path(capture_dir) / f"s{i}.jsonl") for i in range(n_sessions)]
+        print(json.dumps({"url": server.url, "keys": [s.api_key for s in sessions]}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        cpu = time.process_time()
+        report = {"server_cpu_s": cpu, "sessions": {}}
+        for s in sessions:
+            recs = await server.close_session(s.session_id)
+            report["sessions"][s.session_id] = [
+                {"i": r.call_index, "status": r.status, "latency_s": r.latency_s, "stream": r.stream,
+                 "mark": r.messages[-1]["content"].split("MARK[", 1)[1].split("]", 1)[0] if r.messages else None}
+                for r in recs]
+        print(json.dumps(report), flush=True)
+
+
+# ---------------------------------------------------------------------------- client side
+def _body(session: int, call: int, kb: int, dialect: str) -> dict:
+    system = ("You are a coding agent. Follow the rules carefully. " * 400)[: kb * 1024 // 3]
+    tools = [{"name": f"Tool{i}", "description": "Does a thing. " * 60, "input_schema": WRITE_SCHEMA} for i in range(12)]
+    filler = ("Earlier context line with some code: for i in range(10): print(i)\n" * 400)[: kb * 1024 // 4]
+    mark = f"MARK[{session}:{call}]"
+    if dialect == "anthropic":
+        return {"model": "policy", "max_tokens": 256, "stream": True,
+                "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+                "tools": tools,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": filler}]},
+                             {"role": "assistant", "content": "noted"},
+                             {"role": "user", "content": [{"type": "text", "text": f"do it {mark}",
+                                                           "cache_control": {"type": "ephemeral"}}]}]}
+    return {"model": "policy", "stream": True, "stream_options": {"include_usage": True},
+            "tools": [{"type": "function", "function": {"name": t["name"], "description": t["description"],
+                                                        "parameters": t["input_schema"]}} for t in tools],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": filler},
+                         {"role": "assistant", "content": "noted"}, {"role": "user", "content": f"do it {mark}"}]}
+
+
+async def _client(url: str, key: str, session: int, calls: int, kb: int, dialect: str,
+                  lat: list[float], errors: list[str]) -> int:
+    import aiohttp
+
+    path = "/v1/messages" if dialect == "anthropic" else "/v1/chat/completions"
+    headers = {"x-api-key": key, "authorization": f"Bearer {key}", "content-type": "application/json"}
+    ok = 0
+    template = json.dumps(_body(0, 0, kb, dialect)).encode()  # built once: the client must stay cheap
+    async with aiohttp.ClientSession(base_url=url) as http:
+        for call in range(calls):
+            data = template.replace(b"MARK[0:0]", f"MARK[{session}:{call}]".encode())
+            t0 = time.perf_counter()
+            async with http.post(path, data=data, headers=headers) as r:
+                text = await r.text()
+            lat.append(time.perf_counter() - t0)
+            if r.status != 200 or f"MARK[{session}:{call}]" not in text:
+                errors.append(f"session {session} call {call}: status {r.status}, reply lacks its marker")
+            else:
+                ok += 1
+    return ok
+
+
+async def _load(url: str, keys: list[str], calls: int, kb: int, dialect: str, concurrency: int) -> dict:
+    lat: list[float] = []
+    errors: list[str] = []
+    t0 = time.perf_counter()
+    oks = await asyncio.gather(*(_client(url, keys[i], i, calls, kb, dialect, lat, errors) for i in range(concurrency)))
+    wall = time.perf_counter() - t0
+    return {"lat": lat, "errors": errors, "ok": sum(oks), "wall": wall}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sessions", type=int, default=64)
+    ap.add_argument("--calls", type=int, default=20, help="calls per session")
+    ap.add_argument("--body-kb", type=int, default=52)
+    ap.add_argument("--dialect", choices=["anthropic", "openai-chat"], default="anthropic")
+    ap.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        asyncio.run(_serve(args.sessions, args.serve))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen([sys.executable, __file__, "--serve", tmp, "--sessions", str(args.sessions)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        info = json.loads(proc.stdout.readline())
+        url, keys = info["url"], info["keys"]
+        # single client, sequential: the latency one call pays for the proxy
+        asyncio.run(_load(url, keys, 10, args.body_kb, args.dialect, 1))  # warm-up (session 0)
+        cpu0 = _proc_cpu(proc.pid)
+        single = asyncio.run(_load(url, keys, 100, args.body_kb, args.dialect, 1))
+        cpu1 = _proc_cpu(proc.pid)
+        loaded = asyncio.run(_load(url, keys, args.calls, args.body_kb, args.dialect, args.sessions))
+        cpu2 = _proc_cpu(proc.pid)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        report = json.loads(proc.stdout.readline())
+        proc.wait(timeout=60)
+    n_single, n_load = len(single["lat"]), len(loaded["lat"])
+    print(f"proxy bench: dialect={args.dialect} body={args.body_kb} kB, zero-latency backend, captures fsynced")
+    print(f"  1 client  x {n_single} calls: added latency p50 {_pct(single['lat'], 50) * 1e3:.2f} ms, "
+          f"p99 {_pct(single['lat'], 99) * 1e3:.2f} ms; server CPU {(cpu1 - cpu0) / n_single * 1e3:.2f} ms/call")
+    print(f"  {args.sessions} sessions x {args.calls} calls (streaming, concurrent): "
+          f"{n_load / loaded['wall']:.0f} calls/s, client latency p50 {_pct(loaded['lat'], 50) * 1e3:.1f} ms, "
+          f"p99 {_pct(loaded['lat'], 99) * 1e3:.1f} ms; server CPU {(cpu2 - cpu1) / n_load * 1e3:.2f} ms/call")
+    server_lat = [c["latency_s"] for recs in report["sessions"].values() for c in recs]
+    print(f"  in-proxy time (arrival to last byte, from captures): p50 {statistics.median(server_lat) * 1e3:.2f} ms, "
+          f"p99 {_pct(server_lat, 99) * 1e3:.2f} ms")
+    # loss / misattribution check
+    expected = {f"s{i}": (10 + 100 if i == 0 else 0) + args.calls for i in range(args.sessions)}
+    lost = {s: expected[s] - len(recs) for s, recs in report["sessions"].items() if len(recs) != expected[s]}
+    wrong = [(s, c["mark"]) for s, recs in report["sessions"].items() for c in recs
+             if c["mark"] is None or c["mark"].split(":")[0] != s[1:] or c["status"] != 200]
+    print(f"  replies checked: {single['ok'] + loaded['ok']} ok, {len(single['errors']) + len(loaded['errors'])} wrong; "
+          f"captured records lost: {sum(lost.values())}, misattributed or failed: {len(wrong)}")
+    for e in (single["errors"] + loaded["errors"])[:5]:
+        print("   ", e)
+
+
+def _proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+if __name__ == "__main__":
+    main()
