@@ -421,7 +421,7 @@ def _check_same_run(out_dir: Path, config: RunConfig, suite: SuiteInfo, manifest
     if manifest.suite_hash != suite.content_hash:
         raise RunError(
             f"{out_dir}/manifest.json: suite {manifest.suite!r} changed since this run began "
-            f"(hash {manifest.suite_hash[:12]} -> {suite.content_hash[:12]}); results would mix task versions. "
+            f"(hash {manifest.suite_hash} -> {suite.content_hash}); results would mix task versions. "
             "Start a new run with another --out."
         )
     mine = {"model": config.model, "attempts": config.attempts, "task_ids": [t.task_id for t in suite.tasks],

@@ -14,6 +14,10 @@ from clawgym_env.results import RunManifest
 __all__ = ["compare_table", "print_compare", "print_report", "summary_tables"]
 
 
+def _short(digest: str) -> str:
+    return digest.split(":")[-1][:12]
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
@@ -37,7 +41,7 @@ def _table(title: str, first: str, groups: dict[str, GroupMetrics], ks: list[int
 def summary_tables(manifest: RunManifest, metrics: Metrics) -> Group:
     """Overall, per harness and per category, with the pass rule stated."""
     ks = metrics.ks
-    head = (f"[bold]{manifest.suite}[/] ({len(manifest.task_ids)} tasks, suite {manifest.suite_hash[:12]})  "
+    head = (f"[bold]{manifest.suite}[/] ({len(manifest.task_ids)} tasks, suite {_short(manifest.suite_hash)})  "
             f"model [bold]{manifest.model}[/]  harness {', '.join(f'{k} {v}' for k, v in manifest.harnesses.items())}  "
             f"k={manifest.attempts}\npass rule: an attempt passes iff score >= {manifest.pass_threshold:g} "
             "(suite.yaml pass_threshold); errors, timeouts, truncations counted apart and kept in every denominator")
@@ -98,7 +102,7 @@ def print_compare(dir_a: Path, dir_b: Path, console: Console | None = None) -> T
     console = console or Console()
     if runs[0][1].suite_hash != runs[1][1].suite_hash:
         console.print(f"[yellow]warning: the runs used different suites or suite versions "
-                      f"({runs[0][1].suite} {runs[0][1].suite_hash[:12]} vs {runs[1][1].suite} {runs[1][1].suite_hash[:12]})[/]")
+                      f"({runs[0][1].suite} {_short(runs[0][1].suite_hash)} vs {runs[1][1].suite} {_short(runs[1][1].suite_hash)})[/]")
     t = compare_table(runs[0], runs[1])
     console.print(t)
     return t

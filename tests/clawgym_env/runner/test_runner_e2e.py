@@ -1,0 +1,113 @@
+"""The real path: scripted policy -> proxy -> custom harness in bwrap -> verifier, via the runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clawgym_env.report.html import build_html
+from clawgym_env.results import AttemptResult
+from clawgym_env.runner import RunConfig, RunSummary, load_attempts, resume, run_benchmark
+
+pytestmark = pytest.mark.sandbox
+
+POLICY = Path(__file__).parent / "smoke_policy.yaml"
+SUITE_SRC = Path(__file__).resolve().parents[3] / "tasks" / "clawgym-original"
+# What the graders of clawgym-original/smoke-* give the scripted policy (smoke_policy.yaml).
+EXPECTED = {
+    "clawgym-original/smoke-copy-file": (1.0, {"code/file_exists": 1.0, "code/content_matches": 1.0}),
+    "clawgym-original/smoke-count-lines": (0.5, {"code/file_exists": 1.0, "code/count_correct": 0.0}),
+    "clawgym-original/smoke-hello-file-p0": (1.0, {"code/file_exists": 1.0, "code/content_exact": 1.0}),
+    "clawgym-original/smoke-hello-file-p1": (1.0, {"code/file_exists": 1.0, "code/content_exact": 1.0}),
+    "clawgym-original/smoke-python-hello-p0": (1.0, {"code/script_exists": 1.0, "code/prints_message": 1.0}),
+    "clawgym-original/smoke-python-hello-p1": (0.5, {"code/script_exists": 1.0, "code/prints_message": 0.0}),
+}
+
+
+def copy_smoke_suite(dest: Path) -> Path:
+    """The smoke tasks alone, copied: other tasks being edited in the repo cannot change this run."""
+    suite = dest / "clawgym-original"
+    suite.mkdir(parents=True)
+    shutil.copy(SUITE_SRC / "suite.yaml", suite / "suite.yaml")
+    for t in SUITE_SRC.glob("smoke-*"):
+        shutil.copytree(t, suite / t.name)
+    return suite
+
+
+def config(out: Path, suite: Path, **kw: object) -> RunConfig:
+    base: dict[str, object] = dict(model=f"scripted:{POLICY}", harnesses=["custom"], suite=str(suite),
+                                   tasks="smoke-*", attempts=2, concurrency=4, out=str(out))
+    base.update(kw)
+    return RunConfig(**base)  # type: ignore[arg-type]
+
+
+def comparable(out: Path) -> list[dict[str, object]]:
+    return [a.model_dump(exclude={"session_id", "timings", "started_at", "finished_at"}) for a in load_attempts(out)]
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> RunSummary:
+    import asyncio
+
+    root = tmp_path_factory.mktemp("e2e")
+    return asyncio.run(run_benchmark(config(root / "clean", copy_smoke_suite(root)), progress=False))
+
+
+def test_scripted_run_reproduces_expected_scores(clean_run: RunSummary) -> None:
+    s = clean_run
+    assert s.ran == 12 and len(s.attempts) == 12
+    for a in s.attempts:
+        score, subs = EXPECTED[a.task_id]
+        assert (a.status, a.score, a.subscores) == ("passed" if score == 1.0 else "failed", score, subs), a
+        assert a.model_calls == 2 and a.error is None
+        assert {"sandbox", "harness", "verifier", "total"} <= set(a.timings)
+        lines = (s.out_dir / "captures" / f"{a.session_id}.jsonl").read_text().splitlines()
+        assert len(lines) == 2 and json.loads(lines[0])["session_id"] == a.session_id
+    m = s.metrics.overall
+    assert m.mean_score == pytest.approx(5 / 6) and m.pass_at[1] == pytest.approx(4 / 6)
+    assert m.pass_at[2] == pytest.approx(4 / 6) and m.errors == 0 and m.failed == 4
+    assert s.metrics.per_category["systems"].mean_score == 0.5
+    assert s.manifest.harnesses["custom"] and s.manifest.suite == "clawgym-original" and s.manifest.suite_hash.startswith("sha256:")
+    assert s.manifest.evaluation_only  # the scripted backend returns no token ids
+    html = build_html(s.out_dir)
+    assert "smoke-count-lines" in html and "count.txt" in html and "<svg" in html
+
+
+def test_real_run_killed_and_resumed_equals_clean(clean_run: RunSummary, tmp_path: Path) -> None:
+    import asyncio
+
+    out = tmp_path / "killed"
+    suite = copy_smoke_suite(tmp_path)
+    cmd = [sys.executable, "-m", "clawgym_env.cli.main", "bench", "run", "--model", f"scripted:{POLICY}",
+           "--harness", "custom", "--suite", str(suite), "--tasks", "smoke-*", "-k", "2",
+           "--concurrency", "2", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (out / "attempts").is_dir() and len(list((out / "attempts").glob("*.json"))) >= 4:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        os.killpg(proc.pid, signal.SIGKILL)  # the runner and every sandbox it started
+    finally:
+        proc.wait()
+    before = {p.name: p.read_bytes() for p in (out / "attempts").glob("*.json")}
+    assert 4 <= len(before) < 12
+    s = asyncio.run(resume(out, progress=False))
+    assert s.ran == 12 - len(before)
+    for name, data in before.items():
+        assert (out / "attempts" / name).read_bytes() == data
+    assert comparable(out) == comparable(clean_run.out_dir)
+    assert s.manifest.suite_hash == clean_run.manifest.suite_hash
+    sessions = {a.session_id for a in s.attempts}
+    assert {p.name.split(".")[0] for p in (out / "captures").iterdir()} == sessions
+    assert all(AttemptResult.model_validate_json(d).status != "error" for d in before.values())
