@@ -1,0 +1,55 @@
+"""Code checks for budget-variance-report: variance figures, top overruns and report structure."""
+import json
+import re
+from pathlib import Path
+
+VAR = {"Engineering": (41500, 5.1), "Sales": (42300, 10.3), "Marketing": (58700, 22.6),
+       "Customer Support": (-6600, -3.5), "Finance": (-900, -0.8), "People": (9800, 10.3),
+       "Facilities": (21000, 14.0), "Legal": (-5500, -6.9)}
+TOP = ["Marketing", "Sales", "Engineering"]
+SECTIONS = ["Overview", "Variance by department", "Top overruns", "Recommendations"]
+
+
+def _sections(text):
+    out, current = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^##\s+(.+?)\s*$", line)
+        if m:
+            current = m.group(1).strip()
+            out[current] = []
+        elif current:
+            out[current].append(line)
+    return {k: "\n".join(v) for k, v in out.items()}
+
+
+def grade(transcript, workspace_path):
+    out = Path(workspace_path) / "output"
+    scores = {"department_variances": 0.0, "total_variance": 0.0, "report_sections": 0.0,
+              "top_overruns_ordered": 0.0, "department_table": 0.0}
+    try:
+        data = json.loads((out / "variances.json").read_text(encoding="utf-8"))
+        deps = data["departments"]
+        if set(deps) == set(VAR) and all(
+            int(round(float(deps[k]["variance_eur"]))) == e and abs(float(deps[k]["variance_pct"]) - p) < 0.051
+            for k, (e, p) in VAR.items()
+        ):
+            scores["department_variances"] = 1.0
+        if int(round(float(data["total_variance_eur"]))) == 160300 and abs(float(data["total_variance_pct"]) - 7.5) < 0.051:
+            scores["total_variance"] = 1.0
+    except Exception:
+        pass
+    try:
+        text = (out / "variance_report.md").read_text(encoding="utf-8")
+    except Exception:
+        return scores
+    sec = _sections(text)
+    if all(s in sec for s in SECTIONS):
+        scores["report_sections"] = 1.0
+    top = sec.get("Top overruns", "")
+    pos = [top.find(name) for name in TOP]
+    if all(p >= 0 for p in pos) and pos == sorted(pos):
+        scores["top_overruns_ordered"] = 1.0
+    table = sec.get("Variance by department", "")
+    if all(name in table for name in VAR) and table.count("|") >= 8 * 3:
+        scores["department_table"] = 1.0
+    return scores
