@@ -1,0 +1,156 @@
+"""Importers: ClawGym folders (all 60 sample tasks), ClawGym HF JSONL, JobBench, OfficeQA; atomic writes; pull offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clawgym_env.errors import ConfigError, TaskError
+from clawgym_env.sandbox import SandboxConfig, create_sandbox
+from clawgym_env.task import AnswerVerifier, RubricVerifier, ScriptVerifier, load_suite, make_transcript, verify
+from clawgym_env.task.importers import import_suite
+
+from .conftest import FIXTURES
+
+
+def test_all_sixty_clawgym_sample_tasks_import_and_validate(sample_dir: Path, tmp_path: Path) -> None:
+    report = import_suite("clawgym", sample_dir, "clawgym-sample", tmp_path)
+    assert report.tasks == 60 and report.skipped == []
+    suite = load_suite(tmp_path / "clawgym-sample")
+    assert len(suite) == 60 and suite.name == "clawgym-sample"
+    for task in suite.tasks:
+        original = task.metadata["original_id"]
+        entry = json.loads((sample_dir / original / "data_entry.json").read_text())
+        assert task.id == original.replace("_", "-")
+        assert task.instruction == entry["user_query"]  # braces in prompts survive the template
+        assert task.workspace_mount == "/root/.openclaw/workspace"
+        assert task.hidden_mount == "/root/.openclaw/workspace/reward"
+        assert isinstance(task.verifiers[0], ScriptVerifier)
+        assert task.sandbox_path_of(task.verifiers[0].file) == "/root/.openclaw/workspace/reward/reward.sh"
+        src_files = sorted(p.relative_to(sample_dir / original / "input_files").as_posix()
+                           for p in (sample_dir / original / "input_files").rglob("*") if p.is_file())
+        assert task.workspace_dir is not None
+        got = sorted(p.relative_to(task.workspace_dir).as_posix() for p in task.workspace_dir.rglob("*") if p.is_file())
+        assert got == src_files
+        assert (task.hidden_dir / "check.py").read_bytes() == (sample_dir / original / "reward" / "check.py").read_bytes()
+
+
+def test_import_refuses_to_overwrite_and_leaves_nothing_on_failure(sample_dir: Path, tmp_path: Path) -> None:
+    import_suite("clawgym", sample_dir / "task_0000", "one", tmp_path)
+    with pytest.raises(ConfigError, match="already exists.*--force"):
+        import_suite("clawgym", sample_dir / "task_0033", "one", tmp_path)
+    report = import_suite("clawgym", sample_dir / "task_0033", "one", tmp_path, force=True)
+    assert [t.id for t in load_suite(report.path).tasks] == ["task-0033"]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "data_entry.json").write_text("{}")
+    with pytest.raises(ConfigError, match="nothing to import"):
+        import_suite("clawgym", bad, "two", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "one"]  # no half-written suite, no temp dir
+    with pytest.raises(ConfigError, match="unknown import format"):
+        import_suite("csv", bad, "two", tmp_path)
+    with pytest.raises(ConfigError, match="not a valid suite name"):
+        import_suite("clawgym", bad, "Two_", tmp_path)
+
+
+def test_default_destination_is_the_user_suites_dir(sample_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAWGYM_SUITES_DIR", str(tmp_path / "suites"))
+    report = import_suite("clawgym", sample_dir / "task_0000", "mine")
+    assert report.path == tmp_path / "suites" / "mine"
+    assert load_suite("mine").tasks[0].id == "task-0000"
+
+
+@pytest.mark.sandbox
+async def test_clawgym_hf_jsonl_import_and_its_hook_grades(tmp_path: Path) -> None:
+    report = import_suite("clawgym-hf", FIXTURES / "clawgym-hf" / "syn_task.jsonl", "hf", tmp_path)
+    assert report.tasks == 2 and len(report.skipped) == 2
+    assert any("not JSON" in s for s in report.skipped) and any("outside the workspace" in s for s in report.skipped)
+    suite = load_suite(report.path)
+    total, notes = suite.get("task-00-sum-numbers"), suite.get("task-01-notes")
+    assert total.metadata["original_id"] == "task_00_sum_numbers"
+    assert notes.metadata["rule"] == "file notes.md must exist" and "{{name}}" in notes.instruction
+    assert notes.workspace_dir is None
+    assert (total.workspace_dir / "input" / "numbers.txt").read_text() == "10\n20\n30\n"
+    assert not (total.workspace_dir / "reward").exists() and (total.hidden_dir / "test.py").is_file()
+
+    async def score(task, cmd: str | None) -> float:
+        cfg = SandboxConfig(workspace_src=task.workspace_dir, workspace_mount=task.workspace_mount)
+        async with create_sandbox("bwrap", cfg) as sb:
+            if cmd:
+                await sb.exec(["bash", "-c", cmd], cwd=task.workspace_mount)
+            return (await verify(task, sb, make_transcript(task))).score
+
+    assert await score(total, None) == 0.0
+    assert await score(total, "mkdir -p output && echo 50 > output/total.txt") == 0.5
+    assert await score(total, "mkdir -p output && echo 60 > output/total.txt") == 1.0
+    assert await score(notes, "echo hi Ada > notes.md") == 1.0
+
+
+def test_jobbench_import_builds_rubric_tasks(tmp_path: Path) -> None:
+    report = import_suite("jobbench", FIXTURES / "jobbench", "jobs", tmp_path)
+    assert report.tasks == 2 and len(report.skipped) == 1 and "RUBRICS.json" in report.skipped[0]
+    suite = load_suite(report.path)
+    fin = suite.get("financial-analyst-task1")
+    assert fin.category == "financial-analyst" and fin.metadata["original_path"] == "financial-analyst/task1"
+    assert fin.instruction.startswith("Prepare a one-page memo") and "outputs/" in fin.instruction
+    (rubric,) = fin.verifiers
+    assert isinstance(rubric, RubricVerifier) and rubric.files == ["outputs/**"]
+    assert [i.weight for i in rubric.items] == [3.0, 1.0]
+    assert "Total equals 1,250,000" in rubric.items[0].criterion and rubric.items[0].options["partial"] == 0.5
+    assert (fin.workspace_dir / "revenue.csv").is_file() and (fin.workspace_dir / "TASK_INSTRUCTIONS.txt").is_file()
+    para = suite.get("paralegal-task2")
+    assert "{{client}}" in (para.workspace_dir / "template.md").read_text()
+
+
+def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> None:
+    report = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa", tmp_path, docs=FIXTURES / "officeqa" / "docs")
+    assert report.tasks == 3 and len(report.skipped) == 1 and "no_such_file.txt" in report.skipped[0]
+    suite = load_suite(report.path)
+    debt = suite.get("uid0001")
+    (ans,) = debt.verifiers
+    assert isinstance(ans, AnswerVerifier) and ans.expected == ["233.95 billion"] and ans.tolerance == 0.05
+    assert debt.difficulty == "easy" and debt.metadata["uid"] == "UID0001"
+    assert [p.name for p in (debt.workspace_dir / "docs").iterdir()] == ["treasury_bulletin_1945_03.txt"]  # .pdf -> parsed .txt
+    assert "docs/treasury_bulletin_1945_03.txt" in debt.instruction and "<answer>" in debt.instruction
+    assert debt.solution_path is not None and debt.solution_path.read_text().strip() == "<answer>233.95 billion</answer>"
+    both = suite.get("uid0003")
+    assert sorted(p.name for p in (both.workspace_dir / "docs").iterdir()) == [
+        "annual_report_2020.txt", "treasury_bulletin_1945_03.txt"]
+    assert both.difficulty == "medium"
+
+
+def test_officeqa_missing_columns_is_a_clear_error(tmp_path: Path) -> None:
+    csv = tmp_path / "x.csv"
+    csv.write_text("uid,question\n1,q\n")
+    with pytest.raises(ConfigError, match="answer, source_files missing"):
+        import_suite("officeqa", csv, "oqa", tmp_path / "out")
+    assert not (tmp_path / "out" / "oqa").exists()
+
+
+def test_pull_offline_fails_fast_and_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawgym_env.task.importers.clawgym_hf import download_clawgym_bench
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    t0 = time.monotonic()
+    with pytest.raises(TaskError) as info:
+        download_clawgym_bench()
+    assert time.monotonic() - t0 < 10
+    msg = str(info.value)
+    assert "HF_HUB_OFFLINE" in msg and "RUC-AIBOX/ClawGym-Task" in msg and "clawgym tasks import clawgym-hf" in msg
+
+
+def test_pull_cli_offline_exits_nonzero_with_the_message(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "CLAWGYM_SUITES_DIR": str(tmp_path / "s")}
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "clawgym_env.cli.main", "tasks", "pull", "clawgym-bench"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1 and time.monotonic() - t0 < 30
+    assert "cannot pull" in proc.stderr and "not in the local Hugging Face cache" in proc.stderr
+    assert not (tmp_path / "s" / "clawgym-bench").exists()
