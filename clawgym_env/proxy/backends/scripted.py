@@ -5,7 +5,7 @@ A reply is a string (plain text, may contain ``<think>``/``<tool_call>`` markup)
 ready ``Completion``. Script files look like::
 
     rules:                       # tried first, in order; first match answers
-      - match: "(?i)title"       # regex searched in the last user/tool message (or `on: system|any`)
+      - match: "(?i)title"       # regex searched in the last user/tool message (or `scope: system|any`)
         reply: {text: "Untitled"}
     replies:                     # then by position, one per call not answered by a rule
       - {tool_calls: [{name: Write, arguments: {file_path: a.txt, content: hi}}]}
@@ -105,9 +105,12 @@ class ScriptedBackend(PolicyBackend):
     def _add_rule(self, rule: dict[str, Any], where: str) -> None:
         if not isinstance(rule, dict) or "match" not in rule or "reply" not in rule:
             raise ConfigError(f"{where}: each rule needs `match` (regex) and `reply`")
-        on = rule.get("on", "last")
+        unknown = set(rule) - {"match", "reply", "scope"}
+        if unknown:
+            raise ConfigError(f"{where}: rule keys {sorted(map(str, unknown))} are unknown; use match, reply, scope")
+        on = rule.get("scope", "last")
         if on not in ("last", "system", "any"):
-            raise ConfigError(f"{where}: rule `on` must be last, system or any, not {on!r}")
+            raise ConfigError(f"{where}: rule `scope` must be last, system or any, not {on!r}")
         self._rules.append((re.compile(rule["match"]), on, rule["reply"]))
 
     @property
