@@ -229,7 +229,7 @@ class BwrapSandbox(Sandbox):
             a += ["--bind", str(host), top]
         a += ["--overlay-src", str(lower), "--overlay", str(self.dir / "upper"), str(workdir), self.config.workspace_mount]
         a += list(binds)
-        a += ["--chdir", cwd or self.config.workspace_mount, "--"]
+        a += ["--remount-ro", "/", "--chdir", cwd or self.config.workspace_mount, "--"]
         if proxy:
             a += _bridge.prelude(self.config.proxy_port, self._use_socat)
         a += list(cmd)

@@ -8,6 +8,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from clawgym_env.sandbox._cgroup import detect
 
 from .conftest import processes_with
@@ -147,6 +149,7 @@ async def test_close_leaves_nothing_behind(make) -> None:
     host_dir = getattr(sb, "dir", None)
     cg = getattr(sb, "_cg", None)
     cg_dirs = list(cg.dirs.values()) if cg is not None else []
+    container = getattr(sb, "_container", None)
     await sb.close()
     await sb.close()  # idempotent
     if host_dir is not None:
@@ -154,3 +157,8 @@ async def test_close_leaves_nothing_behind(make) -> None:
         assert str(host_dir) not in Path("/proc/self/mountinfo").read_text()
     for d in cg_dirs:
         assert not d.exists()
+    if container is not None:
+        import docker
+
+        with pytest.raises(docker.errors.NotFound):
+            docker.from_env().containers.get(container.id)
