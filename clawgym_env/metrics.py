@@ -9,7 +9,8 @@ Rules (printed with every table):
   ``pass_threshold`` (``suite.yaml``). The stored status is not trusted: the score decides.
 * Errors (harness crash, sandbox failure: status ``error``), ``timeout`` and ``truncated`` are
   counted in their own columns, apart from ordinary fails. They stay in every denominator with
-  their recorded score (0 for an error), so a harness that crashes cannot look better for it.
+  the score the verifier gave the workspace they left (0 where none ran; an error never passes), so a harness
+  that crashes cannot look better for it.
 * Pass@k is the unbiased estimator of Chen et al. (2021), ``1 - C(n-c, k) / C(n, k)``, computed
   per (task, harness) pair from its ``n`` attempts with ``c`` passes, then averaged over pairs.
   It is only defined for ``k <= n``; pairs with fewer attempts make that k absent.

@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+DEFAULT_MODEL_MAX_TOKENS = 256
+"""Per-call token cap for the embedded CPU model when --max-tokens is not given."""
+
 app = typer.Typer(help="Evaluate a model through agent harnesses on a task suite.", no_args_is_help=True)
 
 
@@ -24,14 +27,15 @@ def run(
     harness: Annotated[str, typer.Option("--harness", help="Harness name(s), comma-separated.")] = "custom",
     suite: Annotated[str, typer.Option("--suite", help="Suite name or folder.")] = "clawgym-original",
     tasks: Annotated[str | None, typer.Option("--tasks", help="fnmatch pattern over task ids "
-                                              "(default 'smoke-*' for the default suite, else all).")] = None,
+                                              "(default all; 'smoke-*' with --model default).")] = None,
     attempts: Annotated[int, typer.Option("-k", "--attempts", "-n", help="Attempts per (task, harness).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Episodes in flight (per node).")] = 4,
     sandbox: Annotated[str, typer.Option("--sandbox", help="bwrap | docker")] = "bwrap",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Results folder (default runs/<timestamp>).")] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster address (ray executor).")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model call.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model call "
+                                                   f"(default: the harness's; {DEFAULT_MODEL_MAX_TOKENS} for --model default).")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     top_p: Annotated[float | None, typer.Option("--top-p")] = None,
     seed: Annotated[int | None, typer.Option("--seed")] = None,
@@ -47,8 +51,11 @@ def run(
     from clawgym_env.report import print_report, write_html
     from clawgym_env.runner import RunConfig, run_benchmark
 
-    if tasks is None and suite == "clawgym-original" and model == "default":
-        tasks = "smoke-*"
+    if model == "default":  # the README's first command: small, so it ends in minutes on a 2-core CPU box
+        if tasks is None and suite == "clawgym-original":
+            tasks = "smoke-*"
+        if max_tokens is None:
+            max_tokens = DEFAULT_MODEL_MAX_TOKENS
     try:
         config = RunConfig(model=model, harnesses=[h.strip() for h in harness.split(",") if h.strip()], suite=suite,
                            tasks=tasks, attempts=attempts, concurrency=concurrency, sandbox=sandbox,

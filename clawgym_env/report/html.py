@@ -98,6 +98,7 @@ def _plots(attempts: list[AttemptResult]) -> dict[str, str]:
     for a in attempts:
         bins[min(10, int(round(a.score * 10)))] += 1
     tasks = sorted({a.task_id for a in attempts})
+    short = [t.split("/", 1)[-1] for t in tasks]  # the suite is in the header
     tok: dict[str, list[int]] = defaultdict(list)
     sec: dict[str, list[float]] = defaultdict(list)
     for a in attempts:
@@ -107,9 +108,9 @@ def _plots(attempts: list[AttemptResult]) -> dict[str, str]:
         "score_by_category": bar_chart(cats, series, ymax=1.0, title="mean score per category and harness"),
         "score_hist": bar_chart([f"{i / 10:.1f}" for i in range(11)], {"attempts": [float(b) for b in bins]},
                                 fmt=lambda v: f"{v:.0f}", title="score distribution"),
-        "tokens_per_task": hbar_chart(tasks, [sum(tok[t]) / len(tok[t]) for t in tasks], fmt=lambda v: f"{v:,.0f}",
+        "tokens_per_task": hbar_chart(short, [sum(tok[t]) / len(tok[t]) for t in tasks], fmt=lambda v: f"{v:,.0f}",
                                       title="mean tokens per attempt"),
-        "time_per_task": hbar_chart(tasks, [sum(sec[t]) / len(sec[t]) for t in tasks], fmt=lambda v: f"{v:.1f}s",
+        "time_per_task": hbar_chart(short, [sum(sec[t]) / len(sec[t]) for t in tasks], fmt=lambda v: f"{v:.1f}s",
                                     title="mean seconds per attempt"),
     }
 

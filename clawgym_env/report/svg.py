@@ -15,7 +15,8 @@ def bar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ymax
     """Vertical grouped bars: one group per label, one bar per series, a legend when several series."""
     n_groups, n_series = max(len(labels), 1), max(len(series), 1)
     top = ymax if ymax is not None else max((v for vs in series.values() for v in vs), default=1.0) or 1.0
-    bar_w, gap, left, bottom, plot_h = 18, 14, 40, 60, height - 80
+    longest = max((len(label[:28]) for label in labels), default=4)
+    bar_w, gap, left, bottom, plot_h = 18, 14, max(40, 12 + int(longest * 5.2)), 60, height - 80
     width = left + n_groups * (n_series * bar_w + gap) + 20
     out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{max(width, 260)}" height="{height}" '
            f'role="img" aria-label="{escape(title)}">']

@@ -39,3 +39,17 @@ async def test_ray_run_matches_local(tmp_path: Path, ray_cluster: None) -> None:
     assert remote.manifest.executor == "ray" and remote.manifest.harnesses == local.manifest.harnesses
     assert remote.metrics.overall.pass_at == local.metrics.overall.pass_at
     assert len(list((tmp_path / "ray" / "captures").glob("*.jsonl"))) == 16
+
+
+@pytest.mark.sandbox
+async def test_ray_real_episodes_match_local(tmp_path: Path, ray_cluster: None) -> None:
+    """Real episodes (scripted policy, custom harness, bwrap) inside the Ray actor score as locally."""
+    from runner_smoke import EXPECTED, POLICY, copy_smoke_suite
+
+    suite = copy_smoke_suite(tmp_path)
+    kw = dict(model=f"scripted:{POLICY}", harnesses=["custom"], suite=str(suite), attempts=1, concurrency=3)
+    local = await run_benchmark(RunConfig(out=str(tmp_path / "local"), **kw), progress=False)  # type: ignore[arg-type]
+    remote = await run_benchmark(RunConfig(out=str(tmp_path / "ray"), executor="ray", **kw), progress=False)  # type: ignore[arg-type]
+    assert _form(local.out_dir) == _form(remote.out_dir)
+    assert {a.task_id: a.score for a in remote.attempts} == {t: s for t, (s, _) in EXPECTED.items()}
+    assert remote.manifest.suite_hash == local.manifest.suite_hash
