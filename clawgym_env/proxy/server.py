@@ -145,12 +145,20 @@ class ProxyServer:
     # -- sessions ----------------------------------------------------------------------------
     def open_session(self, backend: PolicyBackend, *, session_id: str | None = None,
                      capture_path: Path | None = None, max_calls: int | None = None,
-                     sampling: dict[str, Any] | None = None, model_name: str = "policy") -> ProxySession:
-        """Start serving one episode; the harness authenticates with ``session.api_key``."""
+                     sampling: dict[str, Any] | None = None, model_name: str = "policy",
+                     api_key: str | None = None) -> ProxySession:
+        """Start serving one episode; the harness authenticates with ``session.api_key``.
+
+        ``api_key`` fixes the key (manual use); by default each session gets a fresh secret.
+        """
         if session_id is not None and session_id in self._by_id:
             raise ProxyError(f"open_session(session_id={session_id!r}): already open; close it or pick another id")
+        if api_key is not None and api_key in self._by_key:
+            raise ProxyError("open_session(api_key=...): another open session uses this key; keys must be unique")
         sess = ProxySession(backend, session_id=session_id, capture_path=capture_path, max_calls=max_calls,
                             sampling=sampling, model_name=model_name)
+        if api_key is not None:
+            sess.api_key = api_key
         self._by_id[sess.session_id] = sess
         self._by_key[sess.api_key] = sess
         return sess
