@@ -20,7 +20,7 @@ def _month(transcript):
 
 def _close(got, want):
     try:
-        return set(got) == set(want) and all(abs(float(got[k]) - v) <= 0.011 for k, v in want.items())
+        return set(got) == set(want) and all(abs(float(got[k]) - v) <= 0.031 for k, v in want.items())
     except Exception:
         return False
 
@@ -38,7 +38,7 @@ def grade(transcript, workspace_path):
     else:
         return scores
     try:
-        if abs(float(data.get("total_eur")) - want["total_eur"]) <= 0.011:
+        if abs(float(data.get("total_eur")) - want["total_eur"]) <= 0.031:
             scores["total"] = 1.0
     except Exception:
         pass
