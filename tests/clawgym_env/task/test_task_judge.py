@@ -33,3 +33,36 @@ def test_prompt_holds_task_message_files_and_labels() -> None:
     for part in ("Find the supplier", "Acme it is", "## File out.md", "# Acme", "## File gone.md\n(missing)",
                  "Names the top supplier", '"yes", "partial", "no"'):
         assert part in body
+
+
+async def test_token_level_judge_gets_prompt_ids_and_its_ids_are_decoded() -> None:
+    """A token-level backend (real tiny tokenizer; the backend itself is a stand-in returning fixed ids)."""
+    from transformers import AutoTokenizer
+
+    from clawgym_env.models.testing import tiny_model_path
+    from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+    from clawgym_env.task.judge import ask_judge
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path())
+    answer = '{"reasoning": "named", "verdict": "partial"}'
+    seen: list[CompletionRequest] = []
+
+    class IdsOnlyJudge(PolicyBackend):
+        name = "ids-only"
+
+        @property
+        def tokenizer(self):  # type: ignore[no-untyped-def]
+            return tok
+
+        async def handle(self, request: CompletionRequest) -> Completion:
+            seen.append(request)
+            ids = tok.encode(answer, add_special_tokens=False)
+            return Completion(completion_ids=ids, logprobs=[0.0] * len(ids), text=None)
+
+    msgs = build_judge_messages(ITEM, "task", "final", {})
+    verdict = await ask_judge(IdsOnlyJudge(), msgs, ITEM, session_id="j", call_index=0)
+    assert verdict.verdict == "partial" and verdict.score == 0.5 and verdict.reasoning == "named"
+    expected = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+    if hasattr(expected, "keys"):
+        expected = expected["input_ids"]
+    assert seen[0].prompt_ids == list(expected) and len(seen[0].prompt_ids) > 20
