@@ -321,6 +321,12 @@ class ProxyServer:
             await _send_json(send, status, dialect.error_body(status, exc.message))
         except _Disconnected:
             rec.update(status=499, error="client disconnected before the reply was sent", finish_reason="error")
+        except Exception as exc:  # a proxy bug must still answer in the dialect's shape and be recorded
+            status = 500
+            msg = f"proxy internal error: {type(exc).__name__}: {exc}"
+            rec.update(status=status, error=msg, finish_reason="error")
+            with contextlib.suppress(Exception):
+                await _send_json(send, status, dialect.error_body(status, msg))
         finally:
             rec.setdefault("status", status)
             rec["latency_s"] = time.perf_counter() - t0

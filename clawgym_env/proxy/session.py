@@ -190,7 +190,7 @@ class ProxySession:
         """Store a finished call in memory and in the capture file (flushed at once)."""
         record = CallRecord.model_construct(**rec)
         self._calls.append(record)
-        if self._writer is not None:
+        if self._writer is not None and self.state is SessionState.OPEN:  # a call outliving close stays in memory
             self._writer.write(record)
         return record
 

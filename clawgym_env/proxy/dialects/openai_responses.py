@@ -31,6 +31,9 @@ def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
 
 def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
     """Responses body -> neutral messages and tools."""
+    if body.get("previous_response_id"):
+        raise BadRequest("previous_response_id is not supported: the proxy keeps no response store; "
+                         "send the whole conversation in `input` (store=false)")
     raw = body.get("input")
     if raw is None:
         raise BadRequest("input: field required (a string or a list of items)")
