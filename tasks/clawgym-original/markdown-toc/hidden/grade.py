@@ -15,6 +15,13 @@ INTRO = "This runbook covers the day-to-day operation of the payments service."
 ORIGINAL_TAIL_START = "## Overview"
 
 
+def _trim(lines):
+    lines = [ln.rstrip() for ln in lines]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
 def grade(transcript, workspace_path):
     scores = {"toc_entries": 0.0, "anchors": 0.0, "placement": 0.0, "body_unchanged": 0.0}
     ws = Path(workspace_path)
@@ -38,8 +45,9 @@ def grade(transcript, workspace_path):
         pass
     try:
         original = (ws / "docs" / "runbook.md").read_text(encoding="utf-8").splitlines()
-        tail = original[original.index(ORIGINAL_TAIL_START):]
-        if lines[-len(tail):] == tail and bullets:
+        tail = _trim(original[original.index(ORIGINAL_TAIL_START):])
+        got = _trim(lines)
+        if got[-len(tail):] == tail and bullets:
             scores["body_unchanged"] = 1.0
     except Exception:
         pass

@@ -24,7 +24,10 @@ def _plan(ws):
 
 
 def _numbers(text):
-    return [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
+    out = []
+    for num, k in re.findall(r"(\d[\d,]*(?:\.\d+)?)\s*([kK]\b)?", text):
+        out.append(float(num.replace(",", "")) * (1000 if k else 1))
+    return out
 
 
 def grade(transcript, workspace_path):

@@ -40,6 +40,6 @@ def grade(transcript, workspace_path):
     if len(bullets) >= 6 and all(re.match(r"^[-*]\s+\**\d{2}:\d{2}", b) for b in bullets):
         scores["timeline"] = 1.0
     actions = [ln.strip() for ln in sec.get("Action items", []) if re.match(r"^\s*(?:[-*]|\d+\.)\s", ln)]
-    if len(actions) >= 3 and all(re.search(r"\(owner:\s*[^)]+\)\s*$", a) for a in actions):
+    if len(actions) >= 3 and all(re.search(r"\(owner:\s*[^)]+\)\.?\s*$", a) for a in actions):
         scores["action_items"] = 1.0
     return scores

@@ -28,13 +28,13 @@ def grade(transcript, workspace_path):
     if all(s in sec for s in SECTIONS):
         scores["sections"] = 1.0
     rec = sec.get("Recommendation", "")
-    others = ["Kestrel", "Lumen", "Orbis"]
-    if "Tallis" in rec and not any(re.search(r"\brecommend\w*\s+(?:\w+\s+){0,2}%s" % o, rec) for o in others):
+    named = re.findall(r"Tallis|Kestrel|Lumen|Orbis", rec)
+    if named and named[0] == "Tallis":
         scores["recommends_tallis"] = 1.0
     if re.search(r"221[,.\s]?700|221\.7\s*k", text):
         scores["first_year_cost"] = 1.0
     low = text.lower()
-    lumen = re.search(r"lumen[^\n]*(lead|14 days|delivery)", low) or re.search(r"(lead|14 days|delivery)[^\n]*lumen", low)
+    lumen = re.search(r"lumen[^\n]*(lead|14[- ]days?|delivery)", low) or re.search(r"(lead|14[- ]days?|delivery)[^\n]*lumen", low)
     orbis = re.search(r"orbis[^\n]*(defect|1\.4)", low) or re.search(r"(defect|1\.4)[^\n]*orbis", low)
     if lumen and orbis:
         scores["exclusions_explained"] = 1.0
