@@ -1,0 +1,115 @@
+"""Reports and the bench CLI over results folders made by the fake worker; EpisodeResult mapping."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.cli.main import app
+from clawgym_env.report.html import build_html, load_trajectory
+from clawgym_env.runner import AttemptJob, RunConfig, RunSummary, episode_to_attempt, run_benchmark
+
+FAKE = "runner_fakes:FakeEpisodeWorker"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunSummary, RunSummary]:
+    import asyncio
+
+    root = tmp_path_factory.mktemp("reports")
+    a = asyncio.run(run_benchmark(RunConfig(model="scripted:a", harnesses=["custom", "other"], suite="fake:5",
+                                            attempts=2, out=str(root / "a"), worker=FAKE), progress=False))
+    b = asyncio.run(run_benchmark(RunConfig(model="scripted:b", harnesses=["custom"], suite="fake:5",
+                                            attempts=3, out=str(root / "b"), worker=FAKE), progress=False))
+    return a, b
+
+
+def test_html_report_is_self_contained_with_plots_and_trajectories(two_runs: tuple[RunSummary, RunSummary]) -> None:
+    a, _ = two_runs
+    html = build_html(a.out_dir)
+    assert "<script src" not in html and "<link" not in html and "http://" not in html.replace("http://www.w3.org", "")
+    assert html.count("<svg") == 4
+    data = json.loads(re.search(r'<script type="application/json" id="trajectories">(.*?)</script>', html, re.S)
+                      .group(1).replace("<\\/", "</"))  # type: ignore[union-attr]
+    assert len(data) == 20
+    one = data[0]
+    assert one["calls"][1]["response"]["content"] == "step 1" and one["calls"][1]["shared_messages"] == 1
+    assert one["calls"][0]["prompt_tokens"] == 4 and one["subscores"] == {"grade/done": one["score"]}
+    # the metrics table shows the recomputed Pass@1
+    assert f"{a.metrics.overall.pass_at[1]:.3f}" in html
+
+
+def test_trajectory_of_a_damaged_capture(tmp_path: Path) -> None:
+    cap = tmp_path / "s.jsonl"
+    rec = CallRecord(session_id="s", call_index=0, dialect="anthropic",
+                     messages=[{"role": "user", "content": [{"type": "text", "text": "hi </script>"}]}],
+                     response={"role": "assistant", "content": "",
+                               "tool_calls": [{"function": {"name": "Write", "arguments": {"file_path": "a"}}}]})
+    cap.write_text(rec.model_dump_json() + "\n{not json\n")
+    calls = load_trajectory(cap)
+    assert calls[0]["new_messages"][0]["content"] == "hi </script>"
+    assert calls[0]["response"]["tool_calls"] == [{"name": "Write", "arguments": '{"file_path": "a"}'}]
+    assert calls[1] == {"index": 1, "error": "unreadable capture line"}
+    assert load_trajectory(tmp_path / "missing.jsonl") == []
+
+
+def test_cli_report_compare_and_errors(two_runs: tuple[RunSummary, RunSummary], tmp_path: Path) -> None:
+    a, b = two_runs
+    r = CliRunner().invoke(app, ["bench", "report", str(a.out_dir), "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 0, r.output
+    assert "pass rule" in r.output and "custom" in r.output and (tmp_path / "r.html").stat().st_size > 1000
+    r = CliRunner().invoke(app, ["bench", "compare", str(a.out_dir), str(b.out_dir)])
+    assert r.exit_code == 0, r.output
+    assert "harness other" in r.output and "scripted:b" in r.output
+    r = CliRunner().invoke(app, ["bench", "report", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "no manifest.json" in r.output
+
+
+def test_cli_run_and_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--harness", "custom", "--suite", "fake:3",
+                                 "-k", "2", "--out", str(out), "--no-progress", "--worker", FAKE])
+    assert r.exit_code == 0, r.output
+    assert "6 attempts run" in r.output and len(list((out / "attempts").glob("*.json"))) == 6
+    (out / "attempts" / "fake--task-01__custom__1.json").unlink()
+    r = CliRunner().invoke(app, ["bench", "resume", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "1 attempts run" in r.output
+    r = CliRunner().invoke(app, ["bench", "run", "-k", "0", "--out", str(tmp_path / "x"), "--worker", FAKE])
+    assert r.exit_code == 2 and "attempts must be >= 1" in r.output
+
+
+@dataclass
+class FakeEpisodeResult:
+    """Stands in for clawgym_env.episode.EpisodeResult (same fields the runner reads)."""
+
+    status: str
+    score: float = 0.0
+    session_id: str = "s1"
+    subscores: dict[str, float] = field(default_factory=dict)
+    verifier_output: str = ""
+    error: str | None = None
+    calls: list[CallRecord] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@pytest.mark.parametrize(("status", "score", "want"), [
+    ("completed", 1.0, "passed"), ("completed", 0.5, "failed"), ("crashed", 0.0, "error"), ("error", 0.0, "error"),
+    ("timeout", 1.0, "timeout"), ("truncated", 0.25, "truncated"), ("exploded", 0.0, "error"),
+])
+def test_episode_status_mapping(status: str, score: float, want: str) -> None:
+    calls = [CallRecord(session_id="s1", call_index=i, dialect="openai-chat", prompt_ids=[1] * 10,
+                        completion_ids=[2] * 3) for i in range(2)]
+    ep = FakeEpisodeResult(status=status, score=score, calls=calls, timings={"sandbox": 0.1, "total": 2.0})
+    a = episode_to_attempt(AttemptJob("s/t", "custom", 0, "c"), ep, 1.0, started="t0", elapsed=3.0)
+    assert a.status == want and a.score == score and a.session_id == "s1"
+    assert (a.model_calls, a.prompt_tokens, a.completion_tokens) == (2, 20, 6)
+    assert a.timings == {"sandbox": 0.1, "total": 2.0}
+    if status == "exploded":
+        assert "unknown episode status" in (a.error or "")
