@@ -1,0 +1,67 @@
+"""FlexAttention pieces on CPU: the mask_mod logic, the BlockMask, and attention through it."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.nn.attention.flex_attention import create_mask, flex_attention
+
+from clawgym_env.tree import build_forest, pack_tree, pack_trees
+from clawgym_env.tree.synthetic import EpisodeShape, synthetic_group
+
+SHAPE = EpisodeShape(n_calls=4, system_tokens=40, task_tokens=8, completion_tokens=(4, 10),
+                     tool_result_tokens=(4, 10), volatile_tokens=5, retry_at=1, subagent_at=2)
+
+
+@pytest.fixture(scope="module")
+def forest():  # noqa: ANN201
+    return build_forest(synthetic_group("openclaw", 2, SHAPE))
+
+
+def test_mask_mod_equals_dense_tree_mask(forest) -> None:  # noqa: ANN001
+    for pk in [pack_tree(forest), *pack_trees(forest, forest.max_depth + 10)]:
+        n = len(pk)
+        dense = create_mask(pk.mask_mod(), 1, 1, n, n, device="cpu")
+        assert torch.equal(dense, pk.attention_mask("bool"))
+
+
+def test_block_mask_skips_blocks_nobody_sees(forest) -> None:  # noqa: ANN001
+    pk = pack_tree(forest)
+    bm = pk.block_mask("cpu", block_size=16)
+    assert bm.shape == (1, 1, len(pk), len(pk))
+    dense = pk.attention_mask("bool")[0, 0]
+    nb = -(-len(pk) // 16)
+    padded = torch.zeros(nb * 16, nb * 16, dtype=torch.bool)
+    padded[: len(pk), : len(pk)] = dense
+    live = padded.reshape(nb, 16, nb, 16).any(dim=(1, 3))
+    from_mask = bm.to_dense()[0, 0].bool()
+    assert torch.equal(from_mask, live)  # a block is computed iff some query in it sees some key in it
+    assert live.sum() < nb * (nb + 1) // 2  # sparser than causal: sibling branches are skipped
+
+
+def test_flex_attention_through_block_mask_equals_sdpa_with_dense_mask(forest) -> None:  # noqa: ANN001
+    pk = pack_tree(forest)
+    n = len(pk)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, n, 32, generator=g) for _ in range(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unfused CPU path warns that it is not compiled
+        out = flex_attention(q, k, v, block_mask=pk.block_mask("cpu", block_size=16))
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=pk.attention_mask("bool"))
+    assert torch.allclose(out, ref, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_transformers_qwen3_with_flex_attention_and_block_mask(forest, tiny_model) -> None:  # noqa: ANN001
+    """transformers passes a BlockMask straight to its flex_attention integration (~30 s on CPU)."""
+    pk = pack_tree(forest)
+    with torch.no_grad():
+        eager = tiny_model(**pk.model_inputs("additive")).logits
+        tiny_model.config._attn_implementation = "flex_attention"
+        try:
+            flex = tiny_model(**pk.model_inputs("block", device="cpu")).logits
+        finally:
+            tiny_model.config._attn_implementation = "eager"
+    assert torch.allclose(flex, eager, atol=1e-4)
