@@ -437,11 +437,14 @@ def _check_same_run(out_dir: Path, config: RunConfig, suite: SuiteInfo, manifest
 
 
 async def resume(out_dir: str | Path, *, progress: bool = True, executor: str | None = None) -> RunSummary:
-    """Continue an interrupted run: rerun only the attempts that have no attempts/ file yet."""
+    """Continue an interrupted run: rerun only the attempts that have no attempts/ file yet.
+
+    Works from config.json alone, so a run killed before its manifest was written resumes too.
+    """
     out_dir = Path(out_dir)
-    load_manifest(out_dir)
     cpath = out_dir / "config.json"
     if not cpath.is_file():
+        load_manifest(out_dir)  # names the problem when the folder is not a results folder at all
         raise RunError(f"{cpath}: missing; this folder cannot be resumed (it was not written by `bench run`)")
     try:
         data = json.loads(cpath.read_text(encoding="utf-8"))

@@ -65,6 +65,9 @@ class RunProgress:
         self.running = max(0, self.running - 1)
         self._count(result)
         self._bar.update(self._task, completed=self.done)
+        if self.enabled and not self._console.is_terminal:  # logs (CI): one line per attempt instead
+            self._console.print(f"[{self.done}/{self.total}] {result.task_id} {result.harness} #{result.attempt}: "
+                                f"{result.status} {result.score:.3f}  ({self.status_line()})", highlight=False)
 
     def status_line(self) -> str:
         """The figures as one line (also what the live view shows under the bar)."""
@@ -81,7 +84,7 @@ class RunProgress:
         return Group(self._bar, Text(self.status_line()))
 
     def __enter__(self) -> RunProgress:
-        if self.enabled:
+        if self.enabled and self._console.is_terminal:
             self._live = Live(self, console=self._console, refresh_per_second=4, transient=False)
             self._live.__enter__()
         return self

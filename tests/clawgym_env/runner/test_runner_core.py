@@ -133,3 +133,32 @@ async def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) 
 
     assert figures(s.metrics.to_dict()) == figures(clean.metrics.to_dict())
     assert s.metrics.overall.pass_at == clean.metrics.overall.pass_at
+
+
+async def test_resume_a_run_killed_before_its_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "early"
+    await run_benchmark(cfg(out, attempts=1), progress=False)
+    (out / "manifest.json").unlink()
+    for p in (out / "attempts").glob("*.json"):
+        p.unlink()
+    s = await resume(out, progress=False)
+    assert s.ran == 12 and (out / "manifest.json").is_file()
+
+
+def test_progress_lines_in_logs() -> None:
+    import io
+
+    from rich.console import Console
+
+    from clawgym_env.report.progress import RunProgress
+
+    buf = io.StringIO()
+    p = RunProgress(total=3, already=[AttemptResult(task_id="s/a", harness="h", attempt=0, status="passed", score=1.0)],
+                    console=Console(file=buf, width=200))
+    with p:
+        p.started(None)  # type: ignore[arg-type]
+        assert p.running == 1
+        p.finished(AttemptResult(task_id="s/b", harness="h", attempt=0, status="error", score=0.0, completion_tokens=5))
+    text = buf.getvalue()
+    assert "[2/3] s/b h #0: error 0.000" in text and "passed 1" in text and "errors 1" in text
+    assert p.running == 0 and p.tokens == 5
