@@ -186,25 +186,36 @@ def validate_suite(suite_dir: Path) -> tuple[int, list[TaskSpecError]]:
 
 
 class TaskRegistry:
-    """Suites by name and tasks by full id, built from folders you choose."""
+    """Suites by name and tasks by full id, built from folders you choose.
+
+    Suites found by folder are loaded on first use, so looking up one task does not parse
+    every suite on the search path.
+    """
 
     def __init__(self, suites: Iterable[Suite] = ()) -> None:
-        self.suites: dict[str, Suite] = {}
+        self._loaded: dict[str, Suite] = {}
+        self._dirs: dict[str, Path] = {}
         for s in suites:
             self.add(s)
 
-    def add(self, suite: Suite) -> None:
-        """Register a suite (an earlier suite of the same name wins, as on a search path)."""
-        self.suites.setdefault(suite.name, suite)
+    def add(self, suite: Suite | Path) -> None:
+        """Register a suite or a suite folder (an earlier one of the same name wins, as on a search path)."""
+        if isinstance(suite, Suite):
+            if suite.name not in self._dirs and suite.name not in self._loaded:
+                self._loaded[suite.name] = suite
+        elif suite.name not in self._dirs and suite.name not in self._loaded:
+            self._dirs[suite.name] = suite
 
     @classmethod
     def from_dir(cls, root: str | os.PathLike[str]) -> TaskRegistry:
-        """Load every suite folder (one holding suite.yaml) directly under ``root``."""
+        """Every suite folder (one holding suite.yaml) directly under ``root``."""
         base = Path(root)
         if not base.is_dir():
             raise TaskNotFound(f"tasks folder {base} does not exist.")
-        dirs = sorted(p for p in base.iterdir() if (p / SUITE_FILE).is_file())
-        return cls(load_suite(d) for d in dirs)
+        reg = cls()
+        for d in sorted(p for p in base.iterdir() if (p / SUITE_FILE).is_file()):
+            reg.add(d.absolute())
+        return reg
 
     @classmethod
     def default(cls) -> TaskRegistry:
@@ -213,20 +224,33 @@ class TaskRegistry:
         for root in suite_search_path():
             if root.is_dir():
                 for d in sorted(p for p in root.iterdir() if (p / SUITE_FILE).is_file()):
-                    reg.add(load_suite(d))
+                    reg.add(d.absolute())
         return reg
+
+    @property
+    def names(self) -> list[str]:
+        """Every registered suite name (nothing is loaded)."""
+        return sorted({*self._loaded, *self._dirs})
+
+    @property
+    def suites(self) -> dict[str, Suite]:
+        """Every suite, loaded (in name order)."""
+        return {name: self.suite(name) for name in self.names}
 
     @property
     def tasks(self) -> list[TaskSpec]:
         return [t for s in self.suites.values() for t in s.tasks]
 
     def suite(self, name: str) -> Suite:
-        """A suite by name; TaskNotFound suggests the closest names."""
-        if name in self.suites:
-            return self.suites[name]
-        close = difflib.get_close_matches(name, list(self.suites), n=3, cutoff=0.5)
+        """A suite by name (loaded now if needed); TaskNotFound suggests the closest names."""
+        if name in self._loaded:
+            return self._loaded[name]
+        if name in self._dirs:
+            self._loaded[name] = load_suite(self._dirs.pop(name))
+            return self._loaded[name]
+        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise TaskNotFound(f"unknown suite {name!r} (known: {', '.join(sorted(self.suites)) or 'none'}).{hint}")
+        raise TaskNotFound(f"unknown suite {name!r} (known: {', '.join(self.names) or 'none'}).{hint}")
 
     def get(self, full_id: str) -> TaskSpec:
         """A task by ``suite/id``; a bare id is accepted when it is unique across suites."""
