@@ -256,6 +256,12 @@ def parse_task(data: Any, task_dir: Path, suite: str, file: Path | None = None) 
                 )
     solution = _inside(task_dir, raw.solution, file, "solution", want="file") if raw.solution else None
     hidden_mount = _mount(raw.workspace_mount, raw.hidden_mount)
+    ws_mount = raw.workspace_mount.rstrip("/") + "/"
+    if hidden_mount == "/" or ws_mount.startswith(hidden_mount.rstrip("/") + "/"):
+        raise TaskSpecError(
+            f"{file}: field hidden_mount: {hidden_mount!r} holds the workspace {raw.workspace_mount!r}; it is emptied "
+            "before the hidden files are copied in. Fix: use a folder of its own, e.g. /verifier or reward."
+        )
 
     variants: list[tuple[int | None, dict[str, Any]]] = [(None, {})]
     if raw.params:

@@ -36,6 +36,8 @@ PAYLOAD_PATH = "/tmp/.clawgym-verify/reward_payload.json"
 _MARK = "__CLAWGYM_GRADE__ "
 _DRIVER = (Path(__file__).with_name("_grade_driver.py")).read_text(encoding="utf-8")
 _OUTPUT_CAP = 20_000
+_SAFE_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+"""Keeps files the agent left in HOME or the environment from running inside verifiers."""
 
 
 @dataclass
@@ -100,7 +102,9 @@ async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcrip
         "file": inside,
         "source": None if inside else spec.host_path(v.file).read_text(encoding="utf-8"),
     }
-    res = await _exec(sandbox, ["python3", "-c", _DRIVER], spec, v.timeout_s, stdin=json.dumps(request, default=str).encode())
+    # -I: the agent's files (a json.py in the workspace, a usercustomize in HOME) must not load into the grader
+    res = await _exec(sandbox, ["python3", "-I", "-c", _DRIVER], spec, v.timeout_s, stdin=json.dumps(request, default=str).encode(),
+                      env=_SAFE_ENV)
     output = res.stdout + (("\n[stderr]\n" + res.stderr) if res.stderr.strip() else "")
     if res.timed_out:
         return _Outcome(0.0, {}, {"error": f"grade() ran past {v.timeout_s:g}s"}, output)
@@ -147,6 +151,7 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _O
     else:
         cmd = ["bash", "-c", spec.host_path(v.file).read_text(encoding="utf-8"), v.file]
     env = {
+        **_SAFE_ENV,
         "CLAWGYM_WORKSPACE": spec.workspace_mount,
         "CLAWGYM_HIDDEN": spec.hidden_mount,
         "CLAWGYM_TASK_ID": spec.full_id,
@@ -261,6 +266,8 @@ async def verify(
     """
     if spec.hidden_dir is not None:
         try:
+            # whatever the agent put where the hidden files go (e.g. <workspace>/reward/json.py) must not mix with them
+            await sandbox.exec(["rm", "-rf", "--", spec.hidden_mount], timeout=60)
             await sandbox.upload(spec.hidden_dir, spec.hidden_mount)
         except SandboxError as exc:
             raise VerifierError(f"cannot copy hidden files of {spec.full_id} into the sandbox: {exc}") from exc

@@ -192,3 +192,33 @@ async def test_clawgym_reward_in_workspace_reward_folder(make_task: Any, sample_
     assert task.hidden_mount == "/root/.openclaw/workspace/reward"
     result = await run(task)
     assert round(result.score, 3) == 0.056 and result.subscores["reward/score"] == pytest.approx(1 / 18)
+
+
+PLANT = [
+    "printf 'def dumps(*a, **k):\\n    return \"HACKED\"\\ndef loads(*a, **k):\\n    return {\"x\": 1.0}\\n' > json.py",
+    "mkdir -p reward && cp json.py reward/json.py && cp json.py reward/math.py",
+    "d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p $d && "
+    "echo 'import builtins; builtins.HACKED = 1' > $d/usercustomize.py",
+]
+
+
+async def test_files_planted_by_the_agent_do_not_load_into_verifiers(make_task: Any) -> None:
+    grade = "import json\ndef grade(t, w):\n    import builtins\n    return {'clean': 0.0 if hasattr(builtins, 'HACKED') else 0.5}\n"
+    script = ("cd reward && python3 -c 'import json, builtins; "
+              "print(0.25 if json.dumps(1) == \"1\" and not hasattr(builtins, \"HACKED\") else 1.0)'\n")
+    task = load(make_task, [{"kind": "code", "file": "hidden/grade.py"}, {"kind": "script", "file": "hidden/reward.sh"}],
+                {"hidden/grade.py": grade, "hidden/reward.sh": script}, hidden_mount="reward")
+    assert task.hidden_mount == "/workspace/reward"
+    result = await run(task, PLANT)
+    assert result.subscores == {"code/clean": 0.5, "script/score": 0.25}, result.output
+
+
+def test_hidden_mount_may_not_hold_the_workspace(make_task: Any) -> None:
+    from clawgym_env.errors import TaskSpecError
+
+    for mount in (".", "/", "/work"):
+        spec = {"id": "t", "instruction": "x", "workspace_mount": "/work/space", "hidden": "hidden",
+                "hidden_mount": mount, "verifiers": [{"kind": "answer", "expected": "1"}]}
+        tdir = make_task(spec, {"hidden/x": ""})
+        with pytest.raises(TaskSpecError, match="hidden_mount.*holds the workspace"):
+            load_task_dir(tdir, "demo")
