@@ -64,7 +64,8 @@ class EpisodeResult:
     harness_exit_code: int | None = None
     harness_output_tail: str = ""
     timings: dict[str, float] = field(default_factory=dict)
-    """Seconds: "sandbox" (start), "harness" (process), "model" (inside the backend), "verifier", "total"."""
+    """Seconds: "sandbox" (start), "harness" (process), "model" (inside the backend), "collect" (transcript
+    and capture), "verifier", "cleanup" (sandbox close), "total"."""
     capture_path: Path | None = None
     transcript_path: Path | None = None
     """Folder with the harness's own transcript, next to the capture: ``stdout.log`` (Claude Code's
@@ -247,6 +248,7 @@ async def run_episode(
             result.harness_output_tail = watch.tail.decode("utf-8", errors="replace")
             _classify(result, exec_result, stopped, sess.over_limit, sess.calls)
 
+            t0 = time.perf_counter()
             if transcript_path is not None and own not in (None, "stdout"):
                 with contextlib.suppress(ClawGymError):
                     await sb.download(f"{HOME}/{own}", transcript_path / own.lstrip("."))
@@ -254,6 +256,7 @@ async def run_episode(
             result.calls = await proxy.close_session(sid)
             session_open = False
             result.splice_hit_rate = sess.splice_hit_rate
+            result.timings["collect"] = time.perf_counter() - t0
             if workspace_out is not None:
                 await sb.download(spec.workspace_mount, Path(workspace_out))
 
@@ -273,7 +276,9 @@ async def run_episode(
                 with contextlib.suppress(ClawGymError):
                     result.calls = await proxy.close_session(sid)
             if sb is not None:
+                t0 = time.perf_counter()
                 await sb.close()
+                result.timings["cleanup"] = time.perf_counter() - t0
             result.timings["model"] = sum(c.backend_s for c in result.calls)
             result.timings["total"] = time.perf_counter() - t_start
     return result

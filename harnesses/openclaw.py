@@ -72,6 +72,9 @@ class OpenClaw(Harness):
             "HOME": session.home,
             "PATH": f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
             "OPENCLAW_NO_UPDATE_CHECK": "1",
+            # Its launcher would write a ~34 MB, 5k-file compile cache to /tmp each episode (slow to
+            # write and to delete, never reused in a throwaway sandbox).
+            "NODE_DISABLE_COMPILE_CACHE": "1",
             "NO_COLOR": "1",
             "TERM": "dumb",
             "LANG": "C.UTF-8",

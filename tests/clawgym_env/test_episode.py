@@ -1,0 +1,149 @@
+"""run_episode with the real custom harness in real bwrap sandboxes: every ending gets a clear
+status, the capture holds every call, and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawgym_env import episode as episode_mod
+from clawgym_env.episode import EpisodeResult, run_episode
+from clawgym_env.proxy import ScriptedBackend
+from clawgym_env.proxy.backends.base import CompletionRequest
+from clawgym_env.sandbox import SandboxState
+from clawgym_env.task import load_suite
+
+pytestmark = pytest.mark.sandbox
+
+SUITE = Path(__file__).parents[1] / "harnesses" / "tasks" / "h6-smoke"
+
+
+def bash(cmd: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]}
+
+
+@pytest.fixture
+def spec() -> Any:
+    return load_suite(SUITE).get("hello-file")
+
+
+@pytest.fixture
+def sandboxes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every sandbox run_episode creates, to check it is gone afterwards."""
+    made: list[Any] = []
+    real = episode_mod.create_sandbox
+
+    def spy(backend: str, config: Any) -> Any:
+        sb = real(backend, config)
+        start = sb.start
+
+        async def recording_start() -> None:
+            await start()
+            sb.host_dir_for_test = str(sb.dir)  # bwrap's per-sandbox host folder
+
+        sb.start = recording_start
+        made.append(sb)
+        return sb
+
+    monkeypatch.setattr(episode_mod, "create_sandbox", spy)
+    return made
+
+
+def assert_no_leftovers(made: list[Any]) -> None:
+    """Each sandbox is closed, its host folder is gone, and no process still runs in it."""
+    assert made, "no sandbox was created"
+    dirs = [sb.host_dir_for_test for sb in made]
+    for sb in made:
+        assert sb.state is SandboxState.CLOSED
+    for d in dirs:
+        assert not os.path.exists(d), f"sandbox folder {d} survived"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        assert not any(d in cmdline for d in dirs), f"process {pid} of the sandbox survived: {cmdline[:200]}"
+
+
+async def test_completed_episode_scores_and_captures_every_call(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
+    backend = ScriptedBackend([
+        {"tool_calls": [{"name": "write", "arguments": {"path": "hello.txt", "content": "hello world\n"}}]},
+        bash("cat hello.txt"),
+        "Done.",
+    ])
+    result = await run_episode(spec, "custom", backend, capture_dir=tmp_path / "cap", workspace_out=tmp_path / "ws")
+    assert result.status == "completed", result.error
+    assert result.score == 1.0 and result.subscores == {"code/file_exists": 1.0, "code/content_exact": 1.0}
+    assert result.harness_exit_code == 0
+    assert [c.call_index for c in result.calls] == [0, 1, 2]
+    assert result.final_message == "Done."
+    # the capture file and the harness's own transcript agree with what the proxy served
+    assert result.capture_path is not None and len(result.capture_path.read_text().splitlines()) == 3
+    from harnesses.custom import CustomLoop
+
+    own = (result.transcript_path / "custom-transcript.jsonl").read_text()
+    assert CustomLoop.count_calls(own) == 3
+    assert (tmp_path / "ws" / "hello.txt").read_text() == "hello world\n"
+    assert set(result.timings) >= {"sandbox", "harness", "model", "verifier", "total"}
+    assert_no_leftovers(sandboxes)
+
+
+async def test_harness_crash_is_reported_and_cleaned_up(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
+    backend = ScriptedBackend([bash("kill -9 $PPID")], default="unreachable")
+    result = await run_episode(spec, "custom", backend, capture_dir=tmp_path)
+    assert result.status == "crashed"
+    assert result.harness_exit_code not in (0, None)
+    assert "exited with code" in (result.error or "")
+    assert len(result.calls) == 1 and result.score == 0.0
+    assert_no_leftovers(sandboxes)
+
+
+async def test_hanging_harness_times_out(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
+    backend = ScriptedBackend([bash("sleep 600")], default="done")
+    result = await run_episode(spec, "custom", backend, wall_time_s=3)
+    assert result.status == "timeout"
+    assert "wall-time" in (result.error or "")
+    assert result.timings["harness"] < 30
+    assert_no_leftovers(sandboxes)
+
+
+async def test_output_flood_kills_the_harness(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
+    backend = ScriptedBackend([bash("head -c 100000000 /dev/zero > /proc/$PPID/fd/1; sleep 60")], default="done")
+    result = await run_episode(spec, "custom", backend, wall_time_s=120)
+    assert result.status == "crashed"
+    assert "flooded" in (result.error or "")
+    assert result.timings["harness"] < 60
+    assert len(result.harness_output_tail) <= 4000
+    assert_no_leftovers(sandboxes)
+
+
+async def test_over_the_call_limit_is_truncated(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
+    backend = ScriptedBackend(lambda req: bash("true"))  # never finishes on its own
+    result = await run_episode(spec, "custom", backend, capture_dir=tmp_path)
+    assert spec.limits.model_calls == 8
+    assert result.status == "truncated"
+    answered = [c for c in result.calls if c.error is None]
+    assert len(answered) == 8  # every allowed call was served and captured
+    assert_no_leftovers(sandboxes)
+
+
+async def test_policy_backend_failure_is_an_error_not_a_crash(spec: Any, sandboxes: list[Any]) -> None:
+    def boom(req: CompletionRequest) -> Any:
+        raise RuntimeError("policy exploded")
+
+    result = await run_episode(spec, "custom", ScriptedBackend(boom))
+    assert result.status == "error"
+    assert "policy exploded" in (result.error or "")
+    assert_no_leftovers(sandboxes)
+
+
+async def test_missing_install_is_an_error_status(spec: Any, tmp_path: Path) -> None:
+    result = await run_episode(spec, "claude-code", ScriptedBackend(["x"]), cache_dir=tmp_path)
+    assert result.status == "error"
+    assert "clawgym harness install claude-code" in (result.error or "")
+    assert result.calls == []

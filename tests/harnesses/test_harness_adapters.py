@@ -1,0 +1,121 @@
+"""Adapters: environment, command line and config files point each CLI at the proxy, nothing else."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from clawgym_env.errors import ConfigError, HarnessInstallError
+from clawgym_env.harness import HarnessSession
+from harnesses.claude_code import ClaudeCode
+from harnesses.custom import CustomLoop
+from harnesses.openclaw import OpenClaw
+
+SESSION = HarnessSession(session_id="s1", base_url="http://127.0.0.1:8787", api_key="sk-clawgym-abc",
+                         model="policy", workspace="/workspace", home="/tmp/home")
+
+
+def test_claude_code_env_and_command() -> None:
+    h = ClaudeCode()
+    env = h.build_env(SESSION)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8787"
+    assert env["ANTHROPIC_API_KEY"] == "sk-clawgym-abc"
+    assert env["ANTHROPIC_MODEL"] == "policy"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["IS_SANDBOX"] == "1"  # root inside: needed for --dangerously-skip-permissions
+    assert env["HOME"] == "/tmp/home"
+    cmd = h.build_command("do it", SESSION)
+    assert cmd[0].endswith("/bin/claude.exe") and cmd[1:3] == ["-p", "do it"]
+    assert "--dangerously-skip-permissions" in cmd and cmd[cmd.index("--output-format") + 1] == "stream-json"
+    assert set(h.write_configs(SESSION)) == {"/tmp/home/.claude/settings.json"}
+    assert h.dialect == "anthropic"
+
+
+def test_claude_code_counts_distinct_assistant_messages() -> None:
+    lines = [
+        {"type": "system", "subtype": "init"},
+        {"type": "assistant", "message": {"id": "msg_a", "content": [{"type": "text"}]}},
+        {"type": "assistant", "message": {"id": "msg_a", "content": [{"type": "tool_use"}]}},  # same call, 2nd block
+        {"type": "user", "message": {"content": []}},
+        {"type": "assistant", "message": {"id": "msg_b"}},
+        {"type": "result", "num_turns": 2},
+    ]
+    assert ClaudeCode.count_calls("\n".join(json.dumps(x) for x in lines) + "\nnot json\n") == 2
+
+
+@pytest.mark.parametrize(("api", "dialect", "base"), [
+    ("openai-completions", "openai-chat", "http://127.0.0.1:8787/v1"),
+    ("openai-responses", "openai-responses", "http://127.0.0.1:8787/v1"),
+    ("anthropic-messages", "anthropic", "http://127.0.0.1:8787"),
+])
+def test_openclaw_config_names_only_the_proxy(api: str, dialect: str, base: str) -> None:
+    h = OpenClaw(api=api)
+    assert h.dialect == dialect
+    files = h.write_configs(SESSION)
+    config = json.loads(files["/tmp/home/.openclaw-exec.json"])
+    assert config["models"]["mode"] == "replace"  # no ambient providers
+    (provider,) = config["models"]["providers"].values()
+    assert provider == {**provider, "baseUrl": base, "apiKey": "sk-clawgym-abc", "api": api}
+    assert config["agents"]["defaults"]["model"]["primary"] == "clawgym/policy"
+    cmd = h.build_command("task text", SESSION)
+    assert cmd[2:5] == ["agent", "exec", "task text"]
+    for flag, value in (("--config", "/tmp/home/.openclaw-exec.json"), ("--cwd", "/workspace"),
+                        ("--model", "clawgym/policy"), ("--state-dir", "/tmp/home/.openclaw-state")):
+        assert cmd[cmd.index(flag) + 1] == value
+    assert "--json" in cmd
+    assert "/tmp/home/.openclaw-state/.keep" in files  # --state-dir must exist before the run
+    assert h.build_env(SESSION)["PATH"].startswith("/opt/clawgym/node/bin:")
+
+
+def test_openclaw_rejects_unknown_api() -> None:
+    with pytest.raises(ConfigError, match="openai-completions"):
+        OpenClaw(api="gemini")
+
+
+def test_openclaw_counts_assistant_messages_in_its_sqlite(tmp_path: Path) -> None:
+    db = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.execute("create table transcript_events (session_id text, seq int, event_json text)")
+    events = [{"type": "session"}, {"type": "message", "message": {"role": "user"}},
+              {"type": "message", "message": {"role": "assistant"}}, {"type": "message", "message": {"role": "toolResult"}},
+              {"type": "message", "message": {"role": "assistant"}}]
+    con.executemany("insert into transcript_events values ('s', ?, ?)", [(i, json.dumps(e)) for i, e in enumerate(events)])
+    con.commit()
+    con.close()
+    (tmp_path / "state.sqlite").write_bytes(b"")  # an unrelated empty database is ignored
+    assert OpenClaw.count_calls(tmp_path) == 2
+
+
+def test_custom_loop_command_and_mounts() -> None:
+    h = CustomLoop(max_turns=7)
+    cmd = h.build_command("task", SESSION)
+    assert cmd[1:4] == ["-I", "-S", "/opt/clawgym/custom/agent.py"]
+    assert cmd[cmd.index("--max-turns") + 1] == "7"
+    assert cmd[cmd.index("--base-url") + 1] == "http://127.0.0.1:8787"
+    assert h.build_env(SESSION)["OPENAI_API_KEY"] == "sk-clawgym-abc"
+    (script_mount, *_) = h.mounts(Path("/nonexistent"))
+    assert (script_mount.host / "agent.py").is_file() and not script_mount.writable
+    assert CustomLoop.count_calls('{"role": "user"}\n{"role": "assistant"}\n{"role": "tool"}\n{"role": "assistant"}\n') == 2
+
+
+def test_agent_script_is_stdlib_only() -> None:
+    import ast
+
+    import harnesses.custom as pkg
+
+    tree = ast.parse((Path(pkg.__file__).parent / "agent.py").read_text())
+    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    import sys
+
+    assert mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw])
+def test_npm_harness_mounts_fail_clearly_when_not_installed(cls: type, tmp_path: Path) -> None:
+    with pytest.raises(HarnessInstallError, match="clawgym harness install"):
+        cls().mounts(tmp_path)
