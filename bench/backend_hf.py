@@ -1,0 +1,69 @@
+"""Throughput of the in-process HFBackend on CPU: completion tokens/s at batch 1, 4 and 8.
+
+    python bench/backend_hf.py [--models tiny,smollm2] [--max-tokens 32] [--prompt-tokens 128] [--threads 1]
+
+Each batch size sends that many concurrent requests (distinct seeds, temperature 1, a
+chat-templated prompt of about --prompt-tokens tokens) and times them end to end, prefill
+included. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from clawgym_env.models.smollm2 import default_model_path
+from clawgym_env.models.testing import tiny_model_path
+from clawgym_env.proxy.backends.base import CompletionRequest
+from clawgym_env.proxy.backends.hf import HFBackend
+
+WORDS = "please read the config file and tell me which tests fail and why they fail today".split()
+
+
+def make_prompt(backend: HFBackend, n_tokens: int) -> list[int]:
+    text, ids = "", []
+    while len(ids) < n_tokens:
+        text += " ".join(WORDS) + " "
+        rendered = backend.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)
+        ids = backend.tokenizer.encode(rendered, add_special_tokens=False)
+    return ids
+
+
+async def run(backend: HFBackend, prompt: list[int], batch: int, max_tokens: int) -> tuple[float, int]:
+    reqs = [
+        CompletionRequest(session_id=f"b{i}", call_index=0, prompt_ids=prompt, messages=[], max_tokens=max_tokens, temperature=1.0, seed=i)
+        for i in range(batch)
+    ]
+    t0 = time.perf_counter()
+    outs = await asyncio.gather(*(backend.handle(r) for r in reqs))
+    return time.perf_counter() - t0, sum(len(o.completion_ids or []) for o in outs)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="tiny,smollm2")
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--batches", default="1,4,8")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    args = ap.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)  # on a shared, oversubscribed box, 1 avoids OpenMP spin-waits
+    paths = {"tiny": tiny_model_path, "smollm2": default_model_path}
+    print(f"{'model':<8} {'batch':>5} {'prompt':>6} {'tokens':>6} {'wall s':>7} {'tok/s':>8} {'s/call':>7}")
+    for name in args.models.split(","):
+        backend = HFBackend(paths[name](), max_batch=max(int(b) for b in args.batches.split(",")))
+        prompt = make_prompt(backend, args.prompt_tokens)
+        await run(backend, prompt, 1, 4)  # warm-up
+        for batch in (int(b) for b in args.batches.split(",")):
+            wall, tokens = await run(backend, prompt, batch, args.max_tokens)
+            print(f"{name:<8} {batch:>5} {len(prompt):>6} {tokens:>6} {wall:>7.2f} {tokens / wall:>8.1f} {wall:>7.2f}")
+        print(f"{name:<8} batches run: {backend.stats['batches']}, largest: {backend.stats['max_rows']} rows")
+        await backend.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
