@@ -7,7 +7,6 @@ state persists between calls without a long-lived process to enter:
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
         empty/               overlay lower layer when the task has no workspace_src
         home/  tmp/          HOME and /tmp inside (private, persistent across exec calls)
-        etc/                 generated passwd, group, hosts
         extra/<name>/        top-level folders created by ``upload`` (e.g. /verifier)
 
 Isolation: new user, pid, ipc, uts, mount, cgroup and network namespaces (loopback only), all
@@ -20,6 +19,7 @@ process inside, including ones that ignore SIGTERM or double-fork.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import os
 import shutil
@@ -114,6 +114,28 @@ def probe_bwrap() -> BwrapProbe:
         rmtree_hard(d)
 
 
+_ETC_GENERATED = {
+    "passwd": "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "group": "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+    "hosts": "127.0.0.1 localhost clawgym\n::1 localhost\n",
+    "resolv.conf": "",
+}
+
+
+@functools.cache
+def _shared_etc() -> Path:
+    """passwd, group, hosts, resolv.conf for every sandbox of this process (written once:
+    files that were bind-mounted cost milliseconds each to delete)."""
+    d = Path(tempfile.mkdtemp(prefix="clawgym-etc-"))
+    for name, text in _ETC_GENERATED.items():
+        (d / name).write_text(text)
+        os.chmod(d / name, 0o644)
+    os.chmod(d, 0o755)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def _system_binds(rootfs: Path | None) -> list[str]:
     args: list[str] = []
     base = rootfs or Path("/")
@@ -167,12 +189,11 @@ class BwrapSandbox(Sandbox):
         self._check_config(cfg)
         self.dir = Path(tempfile.mkdtemp(prefix="clawgym-bwrap-"))
         try:
-            for sub in ("upper", "empty", "home", "tmp", "etc", "extra"):
+            for sub in ("upper", "empty", "home", "tmp", "extra"):
                 (self.dir / sub).mkdir()
             os.chmod(self.dir / "tmp", 0o1777)
             if not self._overlay and cfg.workspace_src is not None:  # old bwrap: copy instead
                 shutil.copytree(cfg.workspace_src, self.dir / "upper", symlinks=True, dirs_exist_ok=True)
-            self._write_etc()
             info = detect()
             if info is not None and (cfg.memory_mb or cfg.pids or cfg.cpus):
                 self._cg = SandboxCgroup(info, cfg.memory_mb, cfg.pids, cfg.cpus)
@@ -196,17 +217,6 @@ class BwrapSandbox(Sandbox):
         if cfg.rootfs is not None and not (Path(cfg.rootfs) / "bin").exists():
             raise ConfigError(f"SandboxConfig.rootfs: {cfg.rootfs} has no bin/; point it at a root filesystem")
 
-    def _write_etc(self) -> None:
-        assert self.dir is not None
-        etc = self.dir / "etc"
-        (etc / "passwd").write_text(
-            "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
-            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-        )
-        (etc / "group").write_text("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")
-        (etc / "hosts").write_text("127.0.0.1 localhost clawgym\n::1 localhost\n")
-        (etc / "resolv.conf").write_text("")
-
     def _static_args(self) -> list[str]:
         assert self.dir is not None
         cfg, d = self.config, self.dir
@@ -219,8 +229,9 @@ class BwrapSandbox(Sandbox):
             for name in _ETC_FROM_HOST:
                 if Path("/etc", name).exists():
                     a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        for name in ("passwd", "group", "hosts", "resolv.conf"):
-            a += ["--ro-bind", str(d / "etc" / name), f"/etc/{name}"]
+        etc = _shared_etc()
+        for name in _ETC_GENERATED:
+            a += ["--ro-bind", str(etc / name), f"/etc/{name}"]
         a += ["--proc", "/proc", "--dev", "/dev"]
         a += ["--bind", str(d / "tmp"), "/tmp", "--bind", str(d / "home"), self.home]
         if cfg.rootfs is None:

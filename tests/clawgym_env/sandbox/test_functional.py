@@ -171,3 +171,12 @@ async def test_exec_after_close_is_an_error(make) -> None:
     await sb.close()
     with pytest.raises(SandboxExecError):
         await sb.exec(["true"])
+
+
+async def test_concurrent_execs_share_one_workspace(make) -> None:
+    sb = await make()
+    slow = asyncio.create_task(sb.exec(["sh", "-c", "echo a > a.txt; sleep 1; cat b.txt"]))
+    await asyncio.sleep(0.3)
+    fast = await sb.exec(["sh", "-c", "echo b > b.txt; cat a.txt"])
+    assert fast.stdout == "a\n"
+    assert (await slow).stdout == "b\n"

@@ -1,0 +1,117 @@
+"""Sandbox latency and concurrency per backend.
+
+    python bench/sandbox.py [--backends bwrap,docker] [--n 40] [--concurrent 200] [--docker-concurrent 20]
+
+Per backend: start+stop latency (no process), start + one ``exec(["true"])`` + stop (the cost of
+one minimal episode), and the exec latency with the proxy bridge (socat, and for bwrap also the
+python fallback forwarder). Then N concurrent short episodes (start, write+read a workspace file,
+stop), all at once: wall time and failures. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from clawgym_env.sandbox import SandboxConfig, create_sandbox
+
+
+def _fmt(xs: list[float]) -> str:
+    xs = sorted(xs)
+    p95 = xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
+    return f"median {statistics.median(xs) * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms   (n={len(xs)})"
+
+
+async def _start_stop(backend: str, cfg: SandboxConfig, n: int, run_true: bool) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        sb = create_sandbox(backend, cfg)
+        await sb.start()
+        if run_true:
+            r = await sb.exec(["true"])
+            assert r.return_code == 0, r
+        await sb.close()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+async def _exec_latency(backend: str, cfg: SandboxConfig, n: int, socat: bool | None = None) -> list[float]:
+    out = []
+    async with create_sandbox(backend, cfg) as sb:
+        if socat is not None:
+            sb._use_socat = socat  # type: ignore[attr-defined]
+        for _ in range(n):
+            t0 = time.perf_counter()
+            r = await sb.exec(["true"])
+            assert r.return_code == 0, r
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+async def _episode(backend: str, cfg: SandboxConfig, i: int) -> bool:
+    async with create_sandbox(backend, cfg) as sb:
+        r = await sb.exec(["sh", "-c", f"echo {i} > id && cat id"], timeout=120)
+        return r.return_code == 0 and r.stdout.strip() == str(i)
+
+
+async def _concurrent(backend: str, cfg: SandboxConfig, n: int) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(_episode(backend, cfg, i) for i in range(n)), return_exceptions=True)
+    failures = sum(1 for r in results if r is not True)
+    for r in results:
+        if isinstance(r, BaseException):
+            print(f"    failure: {type(r).__name__}: {r}")
+            break
+    return time.perf_counter() - t0, failures
+
+
+async def main(args: argparse.Namespace) -> None:
+    print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    tmp = Path(tempfile.mkdtemp(prefix="clawgym-bench-"))
+    src = tmp / "ws"
+    src.mkdir()
+    for i in range(20):
+        (src / f"f{i}.txt").write_text("x" * 1000)
+    sock = tmp / "proxy.sock"
+    server = await asyncio.start_unix_server(lambda r, w: w.close(), str(sock))
+    try:
+        for backend in args.backends.split(","):
+            cfg = SandboxConfig(workspace_src=src, memory_mb=512, pids=128)
+            print(f"\n== {backend}")
+            try:
+                await _start_stop(backend, cfg, 1, True)  # warm-up (probe, image)
+            except Exception as exc:
+                print(f"  unavailable: {exc}")
+                continue
+            print(f"  start+stop            {_fmt(await _start_stop(backend, cfg, args.n, False))}")
+            print(f"  start+exec(true)+stop {_fmt(await _start_stop(backend, cfg, args.n, True))}")
+            print(f"  exec(true)            {_fmt(await _exec_latency(backend, cfg, args.n))}")
+            pcfg = SandboxConfig(workspace_src=src, memory_mb=512, pids=128, proxy_socket=sock, proxy_port=18080)
+            if backend == "bwrap":
+                print(f"  exec, socat bridge    {_fmt(await _exec_latency(backend, pcfg, args.n, True))}")
+                print(f"  exec, python bridge   {_fmt(await _exec_latency(backend, pcfg, args.n, False))}")
+            else:
+                print(f"  exec, bridge          {_fmt(await _exec_latency(backend, pcfg, args.n))}")
+            n = args.concurrent if backend != "docker" else args.docker_concurrent
+            wall, failures = await _concurrent(backend, cfg, n)
+            print(f"  {n} concurrent episodes: {wall:.2f} s wall, {failures} failures")
+    finally:
+        server.close()
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backends", default="bwrap,docker")
+    p.add_argument("--n", type=int, default=40)
+    p.add_argument("--concurrent", type=int, default=200)
+    p.add_argument("--docker-concurrent", type=int, default=20)
+    asyncio.run(main(p.parse_args()))
