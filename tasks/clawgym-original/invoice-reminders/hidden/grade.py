@@ -16,7 +16,7 @@ def grade(transcript, workspace_path):
     folder = Path(workspace_path) / "output" / "reminders"
     scores = {"right_invoices": 0.0, "headers_and_tiers": 0.0, "placeholders_filled": 0.0, "summary": 0.0}
     try:
-        names = {p.stem for p in folder.glob("*.txt")}
+        names = {p.stem for p in folder.glob("*.txt") if p.is_file()}
     except Exception:
         return scores
     if names == set(EXPECTED):
