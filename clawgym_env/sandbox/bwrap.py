@@ -1,7 +1,8 @@
 """The default backend: bubblewrap namespaces over a copy-on-write workspace.
 
-Each ``exec`` is a fresh ``bwrap`` (measured ~7 ms) over the same per-sandbox host folders, so
-state persists between calls without a long-lived process to enter:
+Each ``exec`` is a fresh ``bwrap`` over the same per-sandbox host folders, so state persists
+between calls without a long-lived process to enter (entering namespaces with setns would need
+privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on an idle core):
 
     <tmp>/clawgym-bwrap-XXXX/
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
