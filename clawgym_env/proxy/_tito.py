@@ -71,6 +71,7 @@ class PromptBuilder:
             else:
                 k = 0
         reused = len(ids)
+        pos = k
         for i in range(k, n):
             m = messages[i]
             turn = self._turns.get(message_key(m)) if m.get("role") == "assistant" else None
@@ -84,8 +85,16 @@ class PromptBuilder:
             ids += turn
             reused += len(turn)
             self.spliced_turns += 1
-            pos_text = tail
+            pos_text, pos = tail, i + 1
             self._anchors[keys[i + 1]] = (array("i", ids), tail)
+        if n - 1 > pos and messages[-1].get("role") == "user":
+            # Anchor the history without its last user message too: OpenClaw replaces that message
+            # (volatile context) on every call, so the next call shares exactly this prefix.
+            mid = self._render(messages[: n - 1], tools, gen=False)
+            if mid.startswith(pos_text) and full.startswith(mid):
+                ids += self._encode(mid[len(pos_text) :])
+                pos_text = mid
+                self._anchors[keys[n - 1]] = (array("i", ids), mid)
         ids += self._encode(full[len(pos_text) :])
         self._anchors[keys[n]] = (array("i", ids), full)
         with_gen = self._render(messages, tools, gen=True)

@@ -122,7 +122,8 @@ async def test_openclaw_volatile_message_and_rewritten_ids_still_splice(server: 
     start = len(head) + len(gen)
     assert second.prompt_ids[:start] == head + gen
     assert second.prompt_ids[start : start + len(sampled)] == sampled
-    assert second.reused_prompt_tokens >= len(sampled) and sess.prompts.spliced_turns == 1
+    # reused: the history before call 1's volatile message (anchored then) + the sampled turn
+    assert second.reused_prompt_tokens >= len(head) + len(sampled) and sess.prompts.spliced_turns == 1
     assert not first.prompt_ids[: len(second.prompt_ids)] == second.prompt_ids[: len(first.prompt_ids)]
 
 
