@@ -96,8 +96,8 @@ class HFBackend(PolicyBackend):
         self._weights_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.stats = {"batches": 0, "calls": 0, "max_rows": 0}
-        """Counters: batches run, calls answered, the largest batch seen (for tests and benchmarks)."""
+        self.stats = {"batches": 0, "calls": 0, "max_rows": 0, "row_prefills": 0}
+        """Counters: batches, calls, the largest batch, batches prefilled row by row (tests, benchmarks)."""
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -217,26 +217,63 @@ class HFBackend(PolicyBackend):
             self.stats["calls"] += len(requests)
             self.stats["max_rows"] = max(self.stats["max_rows"], len(requests))
             rows = [_Row(self, r) for r in requests]
-            width = max(len(r.prompt) for r in rows)
-            ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for i, r in enumerate(rows):
-                ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
-                mask[i, width - len(r.prompt) :] = 1
-            ids, mask = ids.to(self.device), mask.to(self.device)
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+            logits, cache, mask, positions = self._prefill([r.prompt for r in rows])
             while True:
-                logits = out.logits[:, -1, :].float().cpu()
                 step = [r.step(logits[i]) for i, r in enumerate(rows)]
                 if all(r.done for r in rows):
                     break
                 nxt = torch.tensor([[t if t is not None else self._pad_id] for t in step], device=self.device)
                 mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)
                 positions = positions[:, -1:] + 1
-                cache = {self._cache_arg: getattr(out, self._cache_arg)}
-                out = self.model(input_ids=nxt, attention_mask=mask, position_ids=positions, use_cache=True, **cache)
+                out = self.model(
+                    input_ids=nxt, attention_mask=mask, position_ids=positions, use_cache=True, **{self._cache_arg: cache}
+                )
+                logits, cache = out.logits[:, -1, :].float().cpu(), getattr(out, self._cache_arg)
             return [r.result(version) for r in rows]
+
+    def _prefill(self, prompts: list[list[int]]) -> tuple[Any, Any, Any, Any]:
+        """Run the prompts; return last-position logits (CPU fp32), the KV cache, mask and positions.
+
+        Each prompt is prefilled alone (no padding: exact, and no B x L x L attention mask, which
+        for 8 agent prompts of 12k tokens would take gigabytes), then the per-row caches are
+        left-padded into one batch cache for decoding. Models whose cache layers are not plain
+        dynamic layers (sliding windows, recurrent states) take one padded batched prefill instead.
+        """
+        import torch
+        import torch.nn.functional as F
+        from transformers.cache_utils import DynamicLayer
+
+        width = max(len(p) for p in prompts)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            mask[i, width - len(p) :] = 1
+        mask = mask.to(self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        outs = []
+        for p in prompts if len(prompts) > 1 else ():
+            out = self.model(input_ids=torch.tensor([p], device=self.device), use_cache=True, logits_to_keep=1)
+            cache = getattr(out, self._cache_arg)
+            if not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
+                outs = []
+                break
+            outs.append(out)
+        if outs:
+            caches = [getattr(o, self._cache_arg) for o in outs]
+            merged = caches[0]
+            for j, layer in enumerate(merged.layers):
+                for attr in ("keys", "values"):
+                    parts = [getattr(c.layers[j], attr) for c in caches]
+                    padded = [F.pad(t, (0, 0, width - t.shape[-2], 0)) for t in parts]
+                    setattr(layer, attr, torch.cat(padded, dim=0))
+            logits = torch.cat([o.logits[:, -1, :] for o in outs]).float().cpu()
+            self.stats["row_prefills"] += 1
+            return logits, merged, mask, positions
+        ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(p)
+        ids = ids.to(self.device)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1, :].float().cpu(), getattr(out, self._cache_arg), mask, positions
 
     def _next_seed(self, request: CompletionRequest) -> int:
         if request.seed is not None:

@@ -79,6 +79,7 @@ async def test_concurrent_requests_batch_and_match_running_alone(backend: HFBack
     together = await asyncio.gather(*(backend.handle(r) for r in reqs))
     assert backend.stats["batches"] - before["batches"] < 4  # they really shared a batch
     assert backend.stats["max_rows"] >= 2
+    assert backend.stats["row_prefills"] > before["row_prefills"]  # per-row prefill merged into one cache
     for a, t in zip(alone, together, strict=True):
         assert a.completion_ids == t.completion_ids
         assert max(abs(x - y) for x, y in zip(a.logprobs, t.logprobs, strict=True)) < 1e-4
