@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -107,8 +108,8 @@ def validate(path: Path = typer.Argument(..., help="A suite folder, a task folde
             count, errors = 0, [exc]
     else:
         raise _fail(f"{path}: no suite.yaml or task.yaml there. Fix: point at a suite folder, a task folder or a task.yaml.")
-    for exc in errors:
-        console.print(f"[red]✗[/red] {exc}", highlight=False, soft_wrap=True)
+    for err in errors:
+        console.print(f"[red]✗[/red] {err}", highlight=False, soft_wrap=True)
     if errors:
         raise typer.Exit(1)
     console.print(f"[green]✓[/green] {target}: {count} task spec(s) valid")
@@ -128,7 +129,7 @@ def import_cmd(
     from clawgym_env.errors import ClawGymError
     from clawgym_env.task.importers import import_suite
 
-    options = {"docs": docs, "tolerance": tolerance} if fmt == "officeqa" else {}
+    options: dict[str, Any] = {"docs": docs, "tolerance": tolerance} if fmt == "officeqa" else {}
     try:
         report = import_suite(fmt, path, suite, out, force=force, **options)
     except ClawGymError as exc:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from clawgym_env.task.answer import match_answer, parse_number
+from clawgym_env.task.check import CheckResult, check_suite
 from clawgym_env.task.loader import load_task_dir, parse_task
 from clawgym_env.task.spec import (
     AnswerVerifier,
@@ -25,6 +26,7 @@ from clawgym_env.task.verify import VerifyResult, make_transcript, verify
 
 __all__ = [
     "AnswerVerifier",
+    "CheckResult",
     "CodeVerifier",
     "Limits",
     "RubricItem",
@@ -36,6 +38,7 @@ __all__ = [
     "TaskSpec",
     "VerifierSpec",
     "VerifyResult",
+    "check_suite",
     "load_suite",
     "load_task_dir",
     "make_transcript",

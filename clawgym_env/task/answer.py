@@ -13,7 +13,7 @@ import re
 import string
 import unicodedata
 
-__all__ = ["extract_tagged", "match_answer", "normalize_text", "parse_number", "numbers_in"]
+__all__ = ["extract_tagged", "match_answer", "normalize_text", "numbers_in", "parse_number"]
 
 _SCALES = {
     "thousand": 1e3,
@@ -34,7 +34,7 @@ _SCALES = {
     "thousands": 1e3,
 }
 _CURRENCY = "$€£¥₹"
-_NUM = r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+−]?\.\d+"
+_NUM = r"[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+\u2212]?\.\d+"
 _NUMBER_RE = re.compile(
     rf"(?P<neg>\()?\s*(?P<cur>[{_CURRENCY}])?\s*(?P<num>{_NUM})\s*(?P<pct>%|percent\b|per cent\b)?"
     rf"\s*(?P<scale>thousands?|millions?|billions?|trillions?|mn|mm|bn|tn|[kmbt](?![a-z]))?\s*(?P<close>\))?",
@@ -60,7 +60,7 @@ def normalize_text(text: str) -> str:
 
 
 def _value(m: re.Match[str]) -> tuple[float, bool]:
-    raw = m.group("num").replace(",", "").replace("−", "-")
+    raw = m.group("num").replace(",", "").replace("\u2212", "-")
     value = float(raw)
     if m.group("scale"):
         value *= _SCALES[m.group("scale").lower()]

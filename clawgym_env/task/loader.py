@@ -266,7 +266,7 @@ def parse_task(data: Any, task_dir: Path, suite: str, file: Path | None = None) 
     variants: list[tuple[int | None, dict[str, Any]]] = [(None, {})]
     if raw.params:
         variants = list(enumerate(raw.params))
-    common = {
+    common: dict[str, Any] = {
         "suite": suite,
         "base_id": raw.id,
         "version": raw.version,

@@ -50,9 +50,9 @@ def _finite(value: float) -> float:
 class Limits(_Frozen):
     """Budgets for one episode; the runner enforces them."""
 
-    wall_time_s: float = Field(600.0, gt=0, description="Wall-clock limit of the whole episode.")
-    model_calls: int = Field(40, ge=1, description="Most model calls the harness may make.")
-    memory_mb: int = Field(4096, ge=64, description="Memory limit of the sandbox.")
+    wall_time_s: float = Field(default=600.0, gt=0, description="Wall-clock limit of the whole episode.")
+    model_calls: int = Field(default=40, ge=1, description="Most model calls the harness may make.")
+    memory_mb: int = Field(default=4096, ge=64, description="Memory limit of the sandbox.")
 
     _check_wall = field_validator("wall_time_s")(_finite)
 
@@ -183,7 +183,7 @@ class TaskFile(_Frozen):
     hidden: str | None = None
     hidden_mount: str = "/verifier"
     verifiers: list[VerifierSpec] = Field(min_length=1)
-    limits: Limits = Field(default_factory=Limits)
+    limits: Limits = Field(default_factory=lambda: Limits())
     solution: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -231,7 +231,7 @@ class TaskSpec(_Frozen):
     hidden_dir: Path | None = Field(None, description="Host folder of verifier material; never shown to the agent.")
     hidden_mount: str = Field("/verifier", description="Absolute path the hidden files are copied to, after the agent.")
     verifiers: tuple[VerifierSpec, ...] = Field(description="Verifiers, each with a unique name.")
-    limits: Limits = Field(default_factory=Limits)
+    limits: Limits = Field(default_factory=lambda: Limits())
     solution_path: Path | None = Field(None, description="Reference solution: solve.sh or final_message.txt.")
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -52,7 +52,7 @@ def suite_search_path() -> list[Path]:
 
 
 def _known_suites() -> list[str]:
-    names = set()
+    names: set[str] = set()
     for root in suite_search_path():
         if root.is_dir():
             names.update(p.name for p in root.iterdir() if (p / SUITE_FILE).is_file())

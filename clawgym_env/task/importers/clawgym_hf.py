@@ -82,7 +82,7 @@ def import_clawgym_hf(src: Path, stage: Path, report: ImportReport) -> None:
             meta: dict[str, Any] = {"source_format": "clawgym-hf", "original_id": original}
             if row.get("rule"):
                 meta["rule"] = row["rule"]
-            workspace = [f for f in files if not _safe_rel(f["file_path"]).startswith("reward/")]
+            workspace = [f for f in files if not (_safe_rel(f["file_path"]) or "").startswith("reward/")]
             task: dict[str, Any] = {
                 "id": task_id,
                 "version": 1,

@@ -27,7 +27,7 @@ def rubric_items(data: Any) -> list[dict[str, Any]]:
     entries = data.get("rubrics") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ValueError('expected {"rubrics": [...]} with at least one entry')
-    items = []
+    items: list[dict[str, Any]] = []
     for i, e in enumerate(entries):
         if not isinstance(e, dict):
             raise ValueError(f"rubrics[{i}] is not an object")
