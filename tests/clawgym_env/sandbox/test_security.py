@@ -169,3 +169,20 @@ async def test_close_leaves_nothing_behind(make) -> None:
 
         with pytest.raises(docker.errors.NotFound):
             docker.from_env().containers.get(container.id)
+
+
+async def test_cancelled_exec_kills_its_process_tree(make) -> None:
+    sb = await make()
+    marker = f"clawgym-cancel-{uuid.uuid4().hex[:8]}"
+    task = asyncio.create_task(sb.exec(["sh", "-c", f"(setsid sh -c \"trap '' TERM; exec -a {marker} sleep 300\" &); sleep 300"]))
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if processes_with(marker):
+            break
+    assert processes_with(marker), "daemon did not start"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.3)
+    assert processes_with(marker) == []
+    assert (await sb.exec(["echo", "still usable"])).stdout.strip() == "still usable"
