@@ -23,7 +23,7 @@ __all__ = ["SPEC_FORMS", "backend_from_spec"]
 SPEC_FORMS = """\
   default | hf:smollm2           embedded SmolLM2-135M-Instruct (in-process transformers)
   hf:tiny                        tiny random Qwen3 test model
-  hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw]
+  hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw&num_threads=1]
                                  a local Hugging Face model folder
   vllm:URL[#MODEL]               a running vLLM server (MODEL: served name; a local folder also gives the tokenizer)
   vllm:PATH                      launch `vllm serve PATH` on a free port (GPU; vLLM in its own env, see CLAWGYM_VLLM_BIN)
@@ -32,7 +32,7 @@ SPEC_FORMS = """\
   scripted:FILE                  replies from a YAML/JSON script (tests, demos)"""
 
 _SCHEMES = ("hf", "vllm", "openai", "anthropic", "scripted")
-_HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str}
+_HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str, "num_threads": int}
 
 
 def _bad(spec: str, why: str) -> ConfigError:
@@ -50,7 +50,7 @@ def backend_from_spec(
     """Build the backend a spec names (see ``SPEC_FORMS``); a bad spec raises ConfigError listing the forms.
 
     ``api_key`` overrides the environment key of API backends; ``tokenizer_path`` gives vLLM
-    backends a local tokenizer; ``hf_options`` (device, dtype, max_batch, seed, logprobs_mode)
+    backends a local tokenizer; ``hf_options`` (device, dtype, max_batch, seed, logprobs_mode, num_threads)
     override options written in an ``hf:`` spec.
     """
     spec = spec.strip()

@@ -63,6 +63,7 @@ class HFBackend(PolicyBackend):
         logprobs_mode: LogprobsMode = "raw",
         batch_wait_s: float = 0.005,
         eos_token_ids: list[int] | None = None,
+        num_threads: int | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -74,6 +75,8 @@ class HFBackend(PolicyBackend):
         path = Path(model_path)
         if not (path / "config.json").exists():
             raise ConfigError(f"{path}: not a Hugging Face model folder (no config.json); pass hf:PATH to one")
+        if num_threads:
+            torch.set_num_threads(num_threads)  # process-wide; 1 avoids OpenMP spin-waits on a busy shared CPU
         torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         self.model_path = path
         self._tokenizer = AutoTokenizer.from_pretrained(path)
@@ -173,7 +176,7 @@ class HFBackend(PolicyBackend):
             jobs = [j for j in jobs if not j.future.done()]
             if jobs:
                 try:
-                    results: list[Completion | BaseException] = list(self._generate([j.request for j in jobs]))
+                    results: list[Completion | BaseException] = list(self._generate(jobs))
                 except Exception as exc:  # delivered to every caller of the batch, never swallowed
                     err = PolicyBackendError(f"HFBackend generation failed: {type(exc).__name__}: {exc}")
                     err.__cause__ = exc
@@ -208,15 +211,15 @@ class HFBackend(PolicyBackend):
                 err = PolicyBackendError("HFBackend was closed before this call ran")
                 job.loop.call_soon_threadsafe(_deliver, job.future, err)
 
-    def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
+    def _generate(self, jobs: list[_Job]) -> list[Completion]:
         import torch
 
         with self._weights_lock, torch.inference_mode():
             version = self.policy_version
             self.stats["batches"] += 1
-            self.stats["calls"] += len(requests)
-            self.stats["max_rows"] = max(self.stats["max_rows"], len(requests))
-            rows = [_Row(self, r) for r in requests]
+            self.stats["calls"] += len(jobs)
+            self.stats["max_rows"] = max(self.stats["max_rows"], len(jobs))
+            rows = [_Row(self, j.request, j.future) for j in jobs]
             logits, cache, mask, positions = self._prefill([r.prompt for r in rows])
             while True:
                 step = [r.step(logits[i]) for i, r in enumerate(rows)]
@@ -294,7 +297,7 @@ def _deliver(future: asyncio.Future[Completion], result: Completion | BaseExcept
 class _Row:
     """One request's decoding state inside a batch."""
 
-    def __init__(self, backend: HFBackend, request: CompletionRequest) -> None:
+    def __init__(self, backend: HFBackend, request: CompletionRequest, future: asyncio.Future[Completion]) -> None:
         import torch
 
         self.backend = backend
@@ -307,12 +310,17 @@ class _Row:
         self.text_end: int | None = None
         self.finish = "length"
         self.done = self.budget == 0
+        self.future = future
+        """Its caller's future: once cancelled (the harness hung up), the row stops decoding."""
 
     def step(self, logits: Any) -> int | None:
         """Sample one token from this row's logits; None once the row is finished."""
         import torch
 
         if self.done:
+            return None
+        if self.future.cancelled():
+            self.done, self.finish = True, "error"
             return None
         req = self.request
         raw = torch.log_softmax(logits, dim=-1)

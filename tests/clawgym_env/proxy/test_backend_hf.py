@@ -142,6 +142,21 @@ async def test_update_weights_changes_policy_and_version(tiny_model_dir: Path, t
         await b.aclose()
 
 
+async def test_a_cancelled_call_stops_decoding(tiny_model_dir: Path) -> None:
+    """A harness that hangs up must not keep the worker busy until max_tokens."""
+    b = HFBackend(tiny_model_dir, eos_token_ids=[])  # no EOS: only max_tokens or cancellation ends it
+    try:
+        ids = prompt(b)
+        long_call = asyncio.create_task(b.handle(req(ids, max_tokens=30000, seed=0)))
+        await asyncio.sleep(0.3)
+        long_call.cancel()
+        out = await asyncio.wait_for(b.handle(req(ids, max_tokens=2)), timeout=15)  # uncancelled: > 50 s
+        assert len(out.completion_ids) == 2
+        assert long_call.cancelled()
+    finally:
+        await b.aclose()
+
+
 async def test_bad_requests_and_lifecycle(tiny_model_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config.json"):
         HFBackend(tmp_path)
