@@ -255,6 +255,9 @@ def parse_task(data: Any, task_dir: Path, suite: str, file: Path | None = None) 
                     "Fix: move it into the hidden folder."
                 )
     solution = _inside(task_dir, raw.solution, file, "solution", want="file") if raw.solution else None
+    if solution is not None and workspace is not None and workspace.resolve() in solution.resolve().parents:
+        raise TaskSpecError(f"{file}: field solution: {raw.solution!r} lies in the workspace, where the agent would read it. "
+                            "Fix: move it to solution/ next to task.yaml.")
     hidden_mount = _mount(raw.workspace_mount, raw.hidden_mount)
     ws_mount = raw.workspace_mount.rstrip("/") + "/"
     if hidden_mount == "/" or ws_mount.startswith(hidden_mount.rstrip("/") + "/"):

@@ -47,6 +47,12 @@ def _finite(value: float) -> float:
     return value
 
 
+def _workspace_relative(path: str) -> str:
+    if not path.strip() or path.startswith("/") or ".." in path.split("/"):
+        raise ValueError(f"{path!r} must be a path relative to the workspace, without '..'")
+    return path
+
+
 class Limits(_Frozen):
     """Budgets for one episode; the runner enforces them."""
 
@@ -114,6 +120,13 @@ class RubricVerifier(_VerifierBase):
     files: list[str] = Field(default_factory=list, description="Workspace files shown to the judge.")
     max_file_chars: int = Field(20_000, ge=100, description="Each file is cut to this many characters.")
 
+    @field_validator("files")
+    @classmethod
+    def _relative_files(cls, value: list[str]) -> list[str]:
+        for f in value:
+            _workspace_relative(f)
+        return value
+
 
 class AnswerVerifier(_VerifierBase):
     """Extract a tagged answer and compare it with ``expected`` (numbers within tolerance)."""
@@ -140,6 +153,8 @@ class AnswerVerifier(_VerifierBase):
     def _source_form(cls, value: str) -> str:
         if value != "final_message" and not (value.startswith("file:") and len(value) > 5):
             raise ValueError('must be "final_message" or "file:<path relative to the workspace>"')
+        if value.startswith("file:"):
+            _workspace_relative(value[5:])
         return value
 
     @field_validator("tag")

@@ -220,3 +220,16 @@ def test_repo_suites_all_validate() -> None:
         assert len(suite) > 0
         for t in suite.tasks:
             assert t.verifiers and t.instruction.strip()
+
+
+@pytest.mark.parametrize(
+    ("over", "words"),
+    [
+        ({"solution": "workspace/in.txt"}, "agent would read it"),
+        ({"verifiers": [{"kind": "rubric", "files": ["../x"], "items": [{"criterion": "c"}]}]}, "relative to the workspace"),
+        ({"verifiers": [{"kind": "answer", "expected": "1", "source": "file:/etc/passwd"}]}, "relative to the workspace"),
+    ],
+)
+def test_agent_visible_or_escaping_verifier_paths_are_rejected(make_task: Any, over: dict[str, Any], words: str) -> None:
+    msg = error_of(make_task, base(**over))
+    assert words in msg and "Fix:" in msg, msg
