@@ -114,6 +114,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=20, help="calls per session")
     ap.add_argument("--body-kb", type=int, default=52)
     ap.add_argument("--dialect", choices=["anthropic", "openai-chat"], default="anthropic")
+    ap.add_argument("--no-tito", action="store_true", help="skip the TITO prompt-building figure")
     ap.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -154,6 +155,36 @@ def main() -> None:
           f"captured records lost: {sum(lost.values())}, misattributed or failed: {len(wrong)}")
     for e in (single["errors"] + loaded["errors"])[:5]:
         print("   ", e)
+    if not args.no_tito:
+        _tito_cost()
+
+
+def _tito_cost(turns: int = 40) -> None:
+    """CPU the proxy spends building exact prompt ids (render + splice + tokenize the delta) per call."""
+    from transformers import AutoTokenizer
+
+    from clawgym_env.models.testing import tiny_model_path
+    from clawgym_env.proxy._tito import PromptBuilder
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path())
+    tools = [{"type": "function", "function": {"name": f"T{i}", "description": "does things " * 100,
+                                               "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}}
+             for i in range(12)]
+    msgs: list[dict] = [{"role": "system", "content": "You are an agent. " * 1500}, {"role": "user", "content": "go"}]
+    pb = PromptBuilder(tok)
+    times: list[float] = []
+    for turn in range(turns):
+        t0 = time.perf_counter()
+        prompt, _ = pb.build(msgs, tools)
+        call = {"id": f"c{turn}", "type": "function", "function": {"name": "T1", "arguments": {"a": "x" * 50}}}
+        a = {"role": "assistant", "content": "ok", "tool_calls": [call]}
+        text = 'ok\n<tool_call>\n{"name": "T1", "arguments": {"a": "' + "x" * 50 + '"}}\n</tool_call>'
+        pb.remember(msgs, tools, prompt, tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id], a)
+        times.append(time.perf_counter() - t0)
+        msgs = msgs + [a, {"role": "tool", "tool_call_id": f"c{turn}", "content": "result line\n" * 30}]
+    print(f"  TITO prompt building ({turns}-turn episode, {len(prompt)} prompt tokens at the end, tiny tokenizer): "
+          f"call 1 {times[0] * 1e3:.1f} ms, median {statistics.median(times) * 1e3:.1f} ms, "
+          f"last {times[-1] * 1e3:.1f} ms; splice hit rate {pb.hit_rate:.1%}")
 
 
 def _proc_cpu(pid: int) -> float:

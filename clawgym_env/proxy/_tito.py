@@ -41,6 +41,7 @@ class PromptBuilder:
         self.prompt_tokens = 0
         self.reused_tokens = 0
         self.spliced_turns = 0
+        self._last_gen: tuple[bytes, str] = (b"", "")
 
     def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
         if not messages:
@@ -98,6 +99,7 @@ class PromptBuilder:
         ids += self._encode(full[len(pos_text) :])
         self._anchors[keys[n]] = (array("i", ids), full)
         with_gen = self._render(messages, tools, gen=True)
+        self._last_gen = (keys[n], with_gen)  # remember() of this call needs it again
         prompt = ids + self._encode(with_gen[len(full) :] if with_gen.startswith(full) else "")
         self.prompt_tokens += len(prompt)
         self.reused_tokens += reused
@@ -107,7 +109,10 @@ class PromptBuilder:
                  completion_ids: list[int], assistant: dict[str, Any]) -> None:
         """Index ``messages + [assistant]`` as prompt + sampled completion (+ the template's closing text)."""
         full = messages + [assistant]
-        with_gen = self._render(messages, tools, gen=True)
+        keys = prefix_keys(full, tools)
+        last_key, with_gen = self._last_gen
+        if last_key != keys[-2]:  # another call was built in between
+            with_gen = self._render(messages, tools, gen=True)
         try:
             rendered = self._render(full, tools, gen=False)
         except Exception:  # a template that cannot render this turn: nothing to index
@@ -120,7 +125,7 @@ class PromptBuilder:
         ended = bool(completion_ids) and completion_ids[-1] == self.eos_id
         turn = list(completion_ids) + self._encode(closing if ended or cut < 0 else self.eos_text + closing)
         self._turns[message_key(assistant)] = turn
-        self._anchors[prefix_keys(full, tools)[-1]] = (array("i", prompt_ids + turn), rendered)
+        self._anchors[keys[-1]] = (array("i", prompt_ids + turn), rendered)
 
     @property
     def hit_rate(self) -> float:
