@@ -121,7 +121,7 @@ async def run_process(
     timed_out = False
     try:
         await asyncio.wait_for(asyncio.shield(work), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         timed_out = True
         kill(proc)
         await _drain_after_kill(work, proc)
@@ -145,7 +145,7 @@ async def _drain_after_kill(work: asyncio.Future[object], proc: asyncio.subproce
     await proc.wait()
     try:
         await asyncio.wait_for(asyncio.shield(work), 2.0)
-    except (asyncio.TimeoutError, Exception):
+    except (TimeoutError, Exception):
         work.cancel()
         try:
             await work

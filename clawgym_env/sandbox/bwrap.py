@@ -418,7 +418,7 @@ class BwrapSandbox(Sandbox):
         for p in list(self._procs):
             try:
                 await asyncio.wait_for(p.wait(), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         self._procs.clear()
         await asyncio.to_thread(self._cleanup)

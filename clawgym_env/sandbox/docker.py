@@ -256,8 +256,9 @@ class DockerSandbox(Sandbox):
                         loop.call_soon_threadsafe(queue.put_nowait, ("stdout", o))
                     if e:
                         loop.call_soon_threadsafe(queue.put_nowait, ("stderr", e))
-            except Exception:
-                pass
+            except Exception as exc:  # the stream broke (e.g. container removed): say so in stderr
+                note = f"\n[clawgym: docker output stream ended: {exc}]\n".encode()
+                loop.call_soon_threadsafe(queue.put_nowait, ("stderr", note))
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, None)
 
@@ -275,12 +276,12 @@ class DockerSandbox(Sandbox):
         timed_out = False
         try:
             await asyncio.wait_for(asyncio.shield(consumer), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
             await self._reap(exec_id)
             try:
                 await asyncio.wait_for(asyncio.shield(consumer), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 consumer.cancel()
         except BaseException:
             await self._reap(exec_id)
@@ -363,8 +364,7 @@ class DockerSandbox(Sandbox):
                 raise SandboxExecError(f"download {source}: {exc}") from exc
             tar_path = out / "a.tar"
             with open(tar_path, "wb") as f:
-                for chunk in stream:
-                    f.write(chunk)
+                f.writelines(stream)
             with tarfile.open(tar_path) as tar:
                 members = tar.getmembers()
                 tar.extractall(out / "x", members=members, filter=_safe_filter)
