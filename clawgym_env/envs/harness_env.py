@@ -65,7 +65,7 @@ class ClawGymEnv(gym.Env[Observation, Action]):
     env also works as a context manager.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,

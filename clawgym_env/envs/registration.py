@@ -22,4 +22,6 @@ def register_envs() -> None:
     """Register every id in ENV_IDS; idempotent (re-importing does not warn)."""
     for env_id, harness in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=_ENTRY_POINT, kwargs={"harness": harness})
+            # nondeterministic: a real harness process, wall-clock timings, fresh session ids and
+            # model-call timestamps differ between two runs even with the same seed and actions.
+            gym.register(id=env_id, entry_point=_ENTRY_POINT, kwargs={"harness": harness}, nondeterministic=True)

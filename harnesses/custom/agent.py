@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -46,8 +47,13 @@ def run_tool(name, args, cwd):
     """Execute one tool call and return its text result (errors are results, not exceptions)."""
     try:
         if name == "bash":
-            proc = subprocess.run(args["command"], shell=True, cwd=cwd, capture_output=True, text=True, timeout=120)
-            return f"exit code {proc.returncode}\n{(proc.stdout + proc.stderr)[-MAX_OUTPUT:]}"
+            # Output goes to a file, not a pipe: a background job (`cmd &`) must not block the turn.
+            with tempfile.TemporaryFile() as out:
+                proc = subprocess.run(args["command"], shell=True, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, timeout=120)
+                out.seek(0)
+                text = out.read().decode("utf-8", errors="replace")
+            return f"exit code {proc.returncode}\n{text[-MAX_OUTPUT:]}"
         path = os.path.join(cwd, args["path"])
         if name == "read":
             with open(path, encoding="utf-8", errors="replace") as f:

@@ -1,0 +1,61 @@
+"""Spaces and the QueueBackend: the pieces of the Gym env that need no sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+
+import gymnasium as gym
+
+import clawgym_env  # noqa: F401 - registers the ids
+from clawgym_env.envs import ENV_IDS, QueueBackend, UnicodeText, token_ids_space
+from clawgym_env.proxy.backends.base import Completion, CompletionRequest
+
+
+def test_ids_are_registered_on_import_as_nondeterministic() -> None:
+    assert dict(ENV_IDS) == {"ClawGym/ClaudeCode-v0": "claude-code", "ClawGym/OpenClaw-v0": "openclaw",
+                             "ClawGym/Custom-v0": "custom"}
+    for env_id, harness in ENV_IDS.items():
+        spec = gym.spec(env_id)
+        assert spec.kwargs == {"harness": harness}
+        assert spec.entry_point == "clawgym_env.envs.harness_env:ClawGymEnv"
+        assert spec.nondeterministic
+
+
+def test_unicode_text_accepts_any_string_within_length() -> None:
+    space = UnicodeText(max_length=10)
+    assert space.contains("héllo ✓ 世界")
+    assert space.contains("")
+    assert not space.contains("x" * 11)
+    assert not space.contains(b"bytes")
+    space.seed(0)
+    sample = space.sample()
+    assert isinstance(sample, str) and space.contains(sample)
+
+
+def test_token_ids_space_holds_tuples_of_ids() -> None:
+    space = token_ids_space(100)
+    assert space.contains((1, 2, 99))
+    assert not space.contains((1, 100))
+    assert space.contains(())
+
+
+async def test_queue_backend_hands_each_call_out_and_waits() -> None:
+    backend = QueueBackend()
+    assert backend.TOKEN_LEVEL is False and backend.tokenizer is None
+    req = CompletionRequest(session_id="s", call_index=0, prompt_ids=None, messages=[{"role": "user", "content": "hi"}])
+    answer = asyncio.ensure_future(backend.handle(req))
+    pending = await asyncio.wait_for(backend.queue.get(), 5)
+    assert pending.request is req and not answer.done()
+    pending.future.set_result(Completion(completion_ids=None, logprobs=None, text="hello"))
+    assert (await asyncio.wait_for(answer, 5)).text == "hello"
+
+
+async def test_queue_backend_aclose_cancels_waiting_calls() -> None:
+    backend = QueueBackend(tokenizer=object())
+    assert backend.TOKEN_LEVEL is True
+    req = CompletionRequest(session_id="s", call_index=0, prompt_ids=[1], messages=[])
+    answer = asyncio.ensure_future(backend.handle(req))
+    await asyncio.sleep(0)
+    await backend.aclose()
+    await asyncio.sleep(0)
+    assert answer.cancelled()
