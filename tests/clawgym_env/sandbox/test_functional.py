@@ -180,3 +180,31 @@ async def test_concurrent_execs_share_one_workspace(make) -> None:
     fast = await sb.exec(["sh", "-c", "echo b > b.txt; cat a.txt"])
     assert fast.stdout == "a\n"
     assert (await slow).stdout == "b\n"
+
+
+@pytest.mark.sandbox
+@pytest.mark.docker
+async def test_bwrap_with_a_chosen_rootfs(tmp_path: Path) -> None:
+    """SandboxConfig.rootfs: the clawgym base image's files instead of the host's system folders."""
+    import io
+    import tarfile
+
+    import docker
+
+    from clawgym_env.sandbox import SandboxConfig, create_sandbox
+
+    client = docker.from_env()
+    container = client.containers.create("clawgym-base:latest")
+    try:
+        data = b"".join(container.export())
+    finally:
+        container.remove(force=True)
+    rootfs = tmp_path / "rootfs"
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(rootfs, filter="fully_trusted")
+    async with create_sandbox("bwrap", SandboxConfig(rootfs=rootfs, user="user")) as sb:
+        r = await sb.exec(["sh", "-c", "cat /etc/debian_version; id -un; python3 -c 'import sys; print(sys.prefix)'"])
+    assert r.return_code == 0, r.stderr
+    version, user, prefix = r.stdout.split()
+    assert version == (rootfs / "etc" / "debian_version").read_text().strip()
+    assert user == "user" and prefix == "/usr"
