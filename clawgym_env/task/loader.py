@@ -7,6 +7,7 @@ paths, symlinks), and jinja2 template errors in the instruction.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from collections.abc import Mapping
@@ -36,6 +37,8 @@ __all__ = [
     "read_yaml",
     "render_instruction",
 ]
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 TASK_FILE = "task.yaml"
 SUITE_FILE = "suite.yaml"
@@ -105,7 +108,7 @@ def read_yaml(file: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskSpecError(f"{file}: cannot read: {exc}. Fix: make it a readable UTF-8 file.") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader (libyaml's when present)
     except yaml.YAMLError as exc:
         raise TaskSpecError(f"{file}: invalid YAML: {exc}. Fix: correct the YAML syntax.") from exc
     except RecursionError as exc:
@@ -124,14 +127,26 @@ def escape_template(text: str) -> str:
     return "{{ '{% endraw %}' }}".join("{% raw %}" + p + "{% endraw %}" for p in parts)
 
 
-def render_instruction(template: str, params: Mapping[str, Any], file: Path, where: str) -> str:
-    """Render the instruction template with StrictUndefined in a jinja2 sandbox."""
+@functools.cache
+def _jinja() -> Any:
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def render_instruction(template: str, params: Mapping[str, Any], file: Path, where: str) -> str:
+    """Render the instruction template with StrictUndefined in a jinja2 sandbox."""
+    import jinja2
+
+    if "{" not in template:  # plain text: render as jinja2 would (newlines unified, one trailing newline dropped)
+        text = template.replace("\r\n", "\n").replace("\r", "\n")
+        return text[:-1] if text.endswith("\n") else text
+    raw_open, raw_close = "{% raw %}", "{% endraw %}"
+    if template.startswith(raw_open) and template.endswith(raw_close) and template.count("{%") == 2:
+        return template[len(raw_open) : -len(raw_close)].replace("\r\n", "\n").replace("\r", "\n")  # escaped literal text
     try:
-        return env.from_string(template).render(**params)
+        return _jinja().from_string(template).render(**params)
     except jinja2.TemplateSyntaxError as exc:
         raise TaskSpecError(
             f"{file}: field instruction: template syntax error on line {exc.lineno}: {exc.message}. "
