@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-DEFAULT_MODEL_MAX_TOKENS = 256
+DEFAULT_MODEL_MAX_TOKENS = 128
 """Per-call token cap for the embedded CPU model when --max-tokens is not given."""
 
 app = typer.Typer(help="Evaluate a model through agent harnesses on a task suite.", no_args_is_help=True)
