@@ -29,6 +29,8 @@ class CaptureWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the session
         self._closed = False
+        self._dirty = False
+        self._syncer: asyncio.Task[None] | None = None
 
     def write(self, record: CallRecord | dict[str, Any]) -> None:
         """Append one record and hand it to the OS (survives a process crash)."""
@@ -47,6 +49,22 @@ class CaptureWriter:
         self.write(record)
         if self.fsync:
             await asyncio.to_thread(self.sync)
+
+    def sync_soon(self) -> None:
+        """Schedule an fsync off the event loop; calls arriving meanwhile share the next one."""
+        if not self.fsync or self._closed:
+            return
+        self._dirty = True
+        if self._syncer is None or self._syncer.done():
+            self._syncer = asyncio.get_running_loop().create_task(self._sync_loop())
+
+    async def _sync_loop(self) -> None:
+        while self._dirty and not self._closed:
+            self._dirty = False
+            try:
+                await asyncio.to_thread(self.sync)
+            except (OSError, ValueError):  # closed under us: close() synced already
+                return
 
     def close(self) -> None:
         """Sync and close; idempotent."""

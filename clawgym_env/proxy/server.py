@@ -107,7 +107,7 @@ class ProxyServer:
             socks.append(us)
         for s in socks:
             s.setblocking(False)
-        config = uvicorn.Config(self, log_level="warning", access_log=False, lifespan="off",
+        config = uvicorn.Config(self, http="h11", log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=2, timeout_keep_alive=30, backlog=2048)
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=socks), name="clawgym-proxy")
@@ -311,7 +311,9 @@ class ProxyServer:
             if parsed.stream:
                 extra = (parsed.include_usage,) if dialect is openai_chat else ()
                 frames = b"".join(dialect.render_stream(reply, *extra))
-                await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+                # the whole stream is ready: a content-length saves chunked framing (and a send)
+                headers = [*_SSE, (b"content-length", str(len(frames)).encode())]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
                 await send({"type": "http.response.body", "body": frames, "more_body": False})
             else:
                 await _send_json(send, 200, dialect.render_response(reply))
@@ -333,8 +335,8 @@ class ProxyServer:
             if rec.get("token_source") is None:
                 rec["token_source"] = "none"
             sess.record(rec)
-        if sess._writer is not None and sess._writer.fsync:
-            await asyncio.to_thread(sess.sync_capture)
+        if sess._writer is not None:
+            sess._writer.sync_soon()
 
 
 async def _until_disconnect(coro: Any, receive: Any) -> Any:
