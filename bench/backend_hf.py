@@ -18,7 +18,7 @@ from clawgym_env.models.testing import tiny_model_path
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
 
-WORDS = "please read the config file and tell me which tests fail and why they fail today".split()
+WORDS = ["please", "read", "the", "config", "file", "and", "tell", "me", "which", "tests", "fail", "and", "why", "they", "fail", "today"]
 
 
 def make_prompt(backend: HFBackend, n_tokens: int) -> list[int]:

@@ -13,7 +13,7 @@ one, so the proxy renders and parses the same shapes everywhere:
 
 from __future__ import annotations
 
-__all__ = ["SPECIAL_TOKENS", "TOOL_TOKENS", "TOOLS_CHATML_TEMPLATE"]
+__all__ = ["SPECIAL_TOKENS", "TOOLS_CHATML_TEMPLATE", "TOOL_TOKENS"]
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 """Control tokens: skipped when decoding with ``skip_special_tokens=True``."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from clawgym_env.models.cache import atomic_dir, models_cache_dir
 from clawgym_env.models.chat_template import SPECIAL_TOKENS, TOOL_TOKENS, TOOLS_CHATML_TEMPLATE
@@ -156,6 +157,7 @@ def _build_model(folder: Path, recipe: dict, tokenizer) -> None:
         bos_token_id=None,
     )
     torch.manual_seed(recipe["seed"])
-    model = Qwen3ForCausalLM(config).to(torch.float32)
+    model: Any = Qwen3ForCausalLM(config)
+    model = model.to(torch.float32)
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, bos_token_id=None)
     model.save_pretrained(folder)

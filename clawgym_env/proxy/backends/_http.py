@@ -51,7 +51,7 @@ class JSONClient:
                 if resp.status >= 400:
                     excerpt = raw[:500].decode("utf-8", "replace")
                     raise PolicyBackendError(f"{what} at {url} answered HTTP {resp.status}: {excerpt}")
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise UpstreamTimeout(f"{what} at {url} did not answer within {self.timeout} s") from exc
         except aiohttp.ClientError as exc:
             raise PolicyBackendError(f"{what} at {url} is unreachable: {type(exc).__name__}: {exc}") from exc

@@ -80,7 +80,8 @@ class HFBackend(PolicyBackend):
         torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         self.model_path = path
         self._tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or "auto").to(device).eval()
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or "auto")
+        self.model = model.to(device).eval()
         self.device = device
         self.max_batch = max_batch
         self.batch_wait_s = batch_wait_s
@@ -177,7 +178,7 @@ class HFBackend(PolicyBackend):
             if jobs:
                 try:
                     results: list[Completion | BaseException] = list(self._generate(jobs))
-                except Exception as exc:  # delivered to every caller of the batch, never swallowed
+                except Exception as exc:  # noqa: BLE001 - delivered to every caller of the batch, never swallowed
                     err = PolicyBackendError(f"HFBackend generation failed: {type(exc).__name__}: {exc}")
                     err.__cause__ = exc
                     results = [err] * len(jobs)
@@ -252,7 +253,7 @@ class HFBackend(PolicyBackend):
             mask[i, width - len(p) :] = 1
         mask = mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        outs = []
+        outs: list[Any] = []
         for p in prompts if len(prompts) > 1 else ():
             out = self.model(input_ids=torch.tensor([p], device=self.device), use_cache=True, logits_to_keep=1)
             cache = getattr(out, self._cache_arg)

@@ -54,7 +54,7 @@ class VLLMBackend(PolicyBackend):
         process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         base = base_url.rstrip("/")
-        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.base_url = base.removesuffix("/v1")
         self.model = model
         self.policy_version = policy_version
         self.process = process

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 import time
@@ -69,7 +70,7 @@ class FakeAPIs:
             return JSONResponse({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
                                 status_code=401)
         roles = [m["role"] for m in body["messages"]]
-        if roles[0] != "user" or any(a == b for a, b in zip(roles, roles[1:])):
+        if roles[0] != "user" or any(a == b for a, b in itertools.pairwise(roles)):
             return JSONResponse({"type": "error", "error": {"type": "invalid_request_error", "message": "roles must alternate"}},
                                 status_code=400)
         if body.get("tools") and len(body["messages"]) == 1:
