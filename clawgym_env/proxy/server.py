@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import hashlib
 import os
 import socket
 import time
@@ -307,6 +308,10 @@ class ProxyServer:
                 raise CallFailed(400, str(exc)) from None
             rec["messages"] = parsed.messages
             rec["tools"] = parsed.tools
+            if parsed.messages and parsed.messages[0]["role"] == "system":
+                # which agent prompt this call ran under (subagents and side calls differ); informational
+                digest = hashlib.blake2b(parsed.messages[0]["content"].encode(), digest_size=6).hexdigest()
+                rec["meta"] = {"system_hash": digest}
             reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body), receive)
             if parsed.stream:
                 extra = (parsed.include_usage,) if dialect is openai_chat else ()

@@ -61,3 +61,12 @@ async def test_async_write_fsyncs_off_loop(tmp_path) -> None:
     await w.write_async(rec(5))
     w.close()
     assert read_capture(tmp_path / "ep.jsonl")[0].completion_ids == [7, 5]
+
+
+async def test_sync_soon_coalesces_and_close_is_safe(tmp_path) -> None:
+    w = CaptureWriter(tmp_path / "ep.jsonl")
+    for i in range(5):
+        w.write(rec(i))
+        w.sync_soon()  # at most one fsync in flight; the rest share the next one
+    w.close()  # may race the in-flight fsync: must not raise
+    assert [r.call_index for r in read_capture(tmp_path / "ep.jsonl")] == [0, 1, 2, 3, 4]

@@ -39,6 +39,7 @@ async def test_tool_use_round_trip_non_streaming(server: ProxyServer) -> None:
     assert calls[0].tools == [{"type": "function", "function": {"name": "Write", "description": "Write a file.",
                                                                  "parameters": WRITE_TOOL_ANTHROPIC["input_schema"]}}]
     assert calls[0].finish_reason == "tool_calls" and calls[0].token_source == "none"
+    assert calls[0].meta["system_hash"] == calls[1].meta["system_hash"]
 
 
 async def test_streaming_thinking_text_and_tool_use_parse(server: ProxyServer) -> None:
