@@ -68,3 +68,20 @@ def test_check_exits_nonzero_with_a_failure_table(make_task, suite_dir: Path) ->
     res = runner.invoke(app, ["tasks", "check", str(suite_dir)])
     assert res.exit_code == 1
     assert "1 of 1 task(s) failed" in res.output and "demo/bad" in res.output and "answer/match=0" in res.output
+
+
+@pytest.mark.sandbox
+def test_check_with_a_scripted_judge_grades_rubric_solutions(make_task, suite_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    make_task({"id": "memo", "instruction": "Write memo.md for the CFO", "workspace": "workspace",
+               "verifiers": [{"kind": "rubric", "files": ["memo.md"], "items": [{"criterion": "Addressed to the CFO"}]}],
+               "solution": "solution/solve.sh"},
+              {"workspace/notes.txt": "q3\n", "solution/solve.sh": "echo 'Dear CFO' > memo.md\n"})
+    yes, no = tmp_path / "yes.yaml", tmp_path / "no.yaml"
+    yes.write_text('default: \'{"reasoning": "Addressed to the CFO.", "verdict": "yes"}\'\n')
+    no.write_text('default: \'{"reasoning": "No salutation.", "verdict": "no"}\'\n')
+    res = runner.invoke(app, ["tasks", "check", str(suite_dir)])
+    assert res.exit_code == 0 and "without a checked solution 1" in res.output
+    res = runner.invoke(app, ["tasks", "check", str(suite_dir), "--judge", f"scripted:{yes}"])
+    assert res.exit_code == 0 and "solutions passed 1" in res.output, res.output
+    res = runner.invoke(app, ["tasks", "check", str(suite_dir), "--judge", f"scripted:{no}"])
+    assert res.exit_code == 1 and "rubric/item1=0" in res.output
