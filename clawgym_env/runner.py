@@ -32,7 +32,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -274,9 +274,8 @@ def _machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "cpus": os.cpu_count() or 0,
     }
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo", encoding="utf-8") as f:
-            info["memory_gb"] = round(int(f.readline().split()[1]) / 1024**2, 1)
+    with contextlib.suppress(OSError, ValueError), open("/proc/meminfo", encoding="utf-8") as f:
+        info["memory_gb"] = round(int(f.readline().split()[1]) / 1024**2, 1)
     return info
 
 

@@ -98,8 +98,8 @@ async def run_ray(
     owned = not ray.is_initialized()
     if owned:
         ray.init(address=config.ray_address, log_to_driver=False)
-    actor_cls = ray.remote(num_cpus=0)(NodeWorker)
-    actors = [
+    actor_cls: Any = ray.remote(num_cpus=0)(NodeWorker)
+    actors: list[Any] = [
         actor_cls.options(max_concurrency=config.concurrency + 2,
                           scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(
             config.to_dict())

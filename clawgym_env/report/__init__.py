@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from clawgym_env.report.html import write_html
-from clawgym_env.report.table import compare_table, print_compare, print_report, summary_tables
+from clawgym_env.report.table import (
+    compare_table,
+    print_compare,
+    print_report,
+    summary_tables,
+)
 
 __all__ = ["compare_table", "print_compare", "print_report", "summary_tables", "write_html"]

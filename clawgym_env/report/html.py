@@ -96,7 +96,7 @@ def _plots(attempts: list[AttemptResult]) -> dict[str, str]:
     series = {h: [sum(by[(c, h)]) / len(by[(c, h)]) if by[(c, h)] else 0.0 for c in cats] for h in harnesses}
     bins = [0] * 11
     for a in attempts:
-        bins[min(10, int(round(a.score * 10)))] += 1
+        bins[min(10, round(a.score * 10))] += 1
     tasks = sorted({a.task_id for a in attempts})
     short = [t.split("/", 1)[-1] for t in tasks]  # the suite is in the header
     tok: dict[str, list[int]] = defaultdict(list)

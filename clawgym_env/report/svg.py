@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
 __all__ = ["PALETTE", "bar_chart", "hbar_chart"]
@@ -10,7 +10,7 @@ __all__ = ["PALETTE", "bar_chart", "hbar_chart"]
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d")
 
 
-def bar_chart(labels: Sequence[str], series: dict[str, Sequence[float]], *, ymax: float | None = None,
+def bar_chart(labels: Sequence[str], series: Mapping[str, Sequence[float]], *, ymax: float | None = None,
               fmt: Callable[[float], str] = lambda v: f"{v:.2f}", height: int = 220, title: str = "") -> str:
     """Vertical grouped bars: one group per label, one bar per series, a legend when several series."""
     n_groups, n_series = max(len(labels), 1), max(len(series), 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -97,7 +98,7 @@ asyncio.run(run_benchmark(RunConfig(model="scripted:fake", harnesses=["custom", 
 """
 
 
-async def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
+def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
     killed = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "FAKE_EPISODE_S": "0.15"}
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(killed)], env=env)
@@ -118,14 +119,14 @@ async def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) 
     sessions = {AttemptResult.model_validate_json(b).session_id for b in before.values()}
     assert {p.stem for p in (killed / "captures").glob("*.jsonl")} - sessions
 
-    s = await resume(killed, progress=False)
+    s = asyncio.run(resume(killed, progress=False))
     assert s.ran == 36 - len(before)
     for name, data in before.items():  # finished attempts were neither lost nor rerun
         assert (killed / "attempts" / name).read_bytes() == data
     # no capture is left from the killed episodes, every attempt has its own
     assert {p.stem for p in (killed / "captures").glob("*.jsonl")} == {a.session_id for a in s.attempts}
 
-    clean = await run_benchmark(cfg(tmp_path / "clean", concurrency=3), progress=False)
+    clean = asyncio.run(run_benchmark(cfg(tmp_path / "clean", concurrency=3), progress=False))
     assert comparable(killed) == comparable(clean.out_dir)
     def figures(d: dict) -> dict:  # type: ignore[type-arg]
         return {g: {k: {f: v for f, v in m.items() if f != "total_time_s"} for k, m in d[g].items()}

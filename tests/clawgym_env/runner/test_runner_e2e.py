@@ -15,7 +15,13 @@ from runner_smoke import EXPECTED, POLICY, copy_smoke_suite
 
 from clawgym_env.report.html import build_html
 from clawgym_env.results import AttemptResult
-from clawgym_env.runner import RunConfig, RunSummary, load_attempts, resume, run_benchmark
+from clawgym_env.runner import (
+    RunConfig,
+    RunSummary,
+    load_attempts,
+    resume,
+    run_benchmark,
+)
 
 pytestmark = pytest.mark.sandbox
 

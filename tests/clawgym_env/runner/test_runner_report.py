@@ -13,7 +13,13 @@ from typer.testing import CliRunner
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.cli.main import app
 from clawgym_env.report.html import build_html, load_trajectory
-from clawgym_env.runner import AttemptJob, RunConfig, RunSummary, episode_to_attempt, run_benchmark
+from clawgym_env.runner import (
+    AttemptJob,
+    RunConfig,
+    RunSummary,
+    episode_to_attempt,
+    run_benchmark,
+)
 
 FAKE = "runner_fakes:FakeEpisodeWorker"
 
@@ -35,7 +41,7 @@ def test_html_report_is_self_contained_with_plots_and_trajectories(two_runs: tup
     html = build_html(a.out_dir)
     assert "<script src" not in html and "<link" not in html and "http://" not in html.replace("http://www.w3.org", "")
     assert html.count("<svg") == 4
-    data = json.loads(re.search(r'<script type="application/json" id="trajectories">(.*?)</script>', html, re.S)
+    data = json.loads(re.search(r'<script type="application/json" id="trajectories">(.*?)</script>', html, re.DOTALL)
                       .group(1).replace("<\\/", "</"))  # type: ignore[union-attr]
     assert len(data) == 20
     one = data[0]
