@@ -1,0 +1,204 @@
+"""Rollouts for tree training: sample (task, harness) pairs, run each pair's group of episodes
+through real harnesses in sandboxes, and turn each group into one prefix tree.
+
+Everything here is ours (TRL's ``rollout_func`` returns flat completions; a harness episode is a
+tree of calls): mix-harness sampling by weight, the in-process policy backend recorded per call
+(``CallRecord.policy_version``), dropping infrastructure failures and stale rollouts, and the
+tree filters (retry subtrees, too many leaves, subagent branches). Advantages are left to the
+trainer (GRPO and PPO differ); ``RolloutBatch.rewards`` holds what they need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawgym_env.errors import ConfigError
+from clawgym_env.tree import PrefixTree, TreeFilters, build_forest
+
+if TYPE_CHECKING:
+    from clawgym_env.episode import EpisodeResult
+    from clawgym_env.proxy.backends.base import PolicyBackend
+    from clawgym_env.task import TaskSpec
+
+__all__ = ["Group", "RolloutBatch", "collect", "make_group", "rollout_metrics", "run_groups", "sample_pairs", "tree_filters"]
+
+
+@dataclass
+class Group:
+    """The n rollouts of one (task, harness) pair and the tree built from the ones that train."""
+
+    task_id: str
+    harness: str
+    rewards: dict[str, float]
+    """Session id -> score, for every episode that counts towards the group's baseline."""
+    tree: PrefixTree | None = None
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    """Reason -> session ids or call refs left out (error, stale, tree filters)."""
+    statuses: dict[str, int] = field(default_factory=dict)
+    calls: int = 0
+
+    @property
+    def zero_variance(self) -> bool:
+        """All rewards equal: GRPO advantages would all be 0."""
+        values = list(self.rewards.values())
+        return len(values) < 2 or max(values) - min(values) < 1e-9
+
+    @property
+    def mean_reward(self) -> float:
+        return sum(self.rewards.values()) / len(self.rewards) if self.rewards else 0.0
+
+
+@dataclass
+class RolloutBatch:
+    """One step's rollouts: groups that train, groups skipped (and why), per-harness metrics."""
+
+    groups: list[Group]
+    skipped: list[tuple[Group, str]] = field(default_factory=list)
+    policy_version: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def all_groups(self) -> list[Group]:
+        return self.groups + [g for g, _ in self.skipped]
+
+
+def tree_filters(*, drop_retries: bool, max_leaves: int | None, exclude_subagents: bool) -> TreeFilters:
+    """The paper's filters from the config switches."""
+    kinds: frozenset[Any] = frozenset({"subagent", "compaction"}) if exclude_subagents else frozenset()
+    return TreeFilters(drop_dead=drop_retries, max_leaves=max_leaves, exclude_kinds=kinds)
+
+
+def sample_pairs(
+    tasks: Sequence[TaskSpec], harnesses: Sequence[str], weights: Sequence[float], k: int, rng: random.Random
+) -> list[tuple[TaskSpec, str]]:
+    """Draw ``k`` (task, harness) pairs: the harness by ``weights``, the task uniformly."""
+    if not tasks:
+        raise ConfigError("sample_pairs: no task to sample; check --suite and --tasks")
+    if len(harnesses) != len(weights):
+        raise ConfigError(f"sample_pairs: {len(weights)} weights for {len(harnesses)} harnesses; set one weight per harness")
+    return [(rng.choice(list(tasks)), rng.choices(list(harnesses), weights=list(weights))[0]) for _ in range(k)]
+
+
+async def run_groups(
+    pairs: Sequence[tuple[TaskSpec, str]],
+    backend: PolicyBackend,
+    n: int,
+    *,
+    sandbox: str = "bwrap",
+    sampling: dict[str, Any] | None = None,
+    concurrency: int = 8,
+    wall_time_s: float | None = None,
+) -> list[list[EpisodeResult]]:
+    """Run ``n`` episodes of every pair concurrently (at most ``concurrency`` at once) behind one proxy."""
+    from clawgym_env.episode import run_episode
+    from clawgym_env.proxy import ProxyServer
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: TaskSpec, harness: str, proxy: ProxyServer) -> EpisodeResult:
+        async with gate:
+            return await run_episode(task, harness, backend, proxy=proxy, sandbox=sandbox, sampling=sampling,
+                                     wall_time_s=wall_time_s)
+
+    with tempfile.TemporaryDirectory(prefix="clawgym-train-") as d:
+        async with ProxyServer(uds_path=Path(d) / "proxy.sock") as proxy:
+            jobs = [[asyncio.ensure_future(one(t, h, proxy)) for _ in range(n)] for t, h in pairs]
+            return [list(await asyncio.gather(*group)) for group in jobs]
+
+
+def make_group(
+    task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters, policy_version: int,
+    max_policy_lag: int,
+) -> Group:
+    """Keep the episodes that count, then build the group's tree from those that can train.
+
+    Infrastructure failures (status "error") are left out of the baseline: they say nothing about
+    the policy. Stale episodes (any call sampled more than ``max_policy_lag`` versions ago) keep
+    their reward in the baseline but are not trained on.
+    """
+    group = Group(task_id=task_id, harness=harness, rewards={})
+    dropped: dict[str, list[str]] = defaultdict(list)
+    trainable = []
+    for ep in episodes:
+        group.statuses[ep.status] = group.statuses.get(ep.status, 0) + 1
+        group.calls += len(ep.calls)
+        if ep.status == "error":
+            dropped["error"].append(ep.session_id)
+            continue
+        group.rewards[ep.session_id] = float(ep.score)
+        versions = [c.policy_version for c in ep.calls if c.policy_version is not None]
+        if versions and policy_version - min(versions) > max_policy_lag:
+            dropped["stale"].append(ep.session_id)
+            continue
+        if ep.calls:
+            trainable.append(ep.calls)
+    if trainable:
+        group.tree = build_forest(trainable, filters=filters)
+        for reason, items in group.tree.dropped.items():
+            dropped[reason].extend(items)
+    group.dropped = dict(dropped)
+    return group
+
+
+def collect(
+    tasks: Sequence[TaskSpec],
+    harnesses: Sequence[str],
+    weights: Sequence[float],
+    backend: PolicyBackend,
+    *,
+    pairs_per_step: int,
+    num_generations: int,
+    rng: random.Random,
+    filters: TreeFilters,
+    policy_version: int,
+    max_policy_lag: int = 0,
+    skip_zero_variance: bool = True,
+    sandbox: str = "bwrap",
+    sampling: dict[str, Any] | None = None,
+    concurrency: int = 8,
+    wall_time_s: float | None = None,
+) -> RolloutBatch:
+    """Sample pairs, run their groups, build trees, and set aside groups that cannot train."""
+    from clawgym_env._sync import run_sync
+
+    pairs = sample_pairs(tasks, harnesses, weights, pairs_per_step, rng)
+    results = run_sync(run_groups(pairs, backend, num_generations, sandbox=sandbox, sampling=sampling,
+                                  concurrency=concurrency, wall_time_s=wall_time_s))
+    batch = RolloutBatch(groups=[], policy_version=policy_version)
+    for (task, harness), episodes in zip(pairs, results, strict=True):
+        group = make_group(task.full_id, harness, episodes, filters=filters, policy_version=policy_version,
+                           max_policy_lag=max_policy_lag)
+        if group.tree is None or not group.tree.episodes:
+            batch.skipped.append((group, "no trainable episode"))
+        elif skip_zero_variance and group.zero_variance:
+            batch.skipped.append((group, "zero reward variance"))
+        else:
+            batch.groups.append(group)
+    batch.metrics = rollout_metrics(batch)
+    return batch
+
+
+def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
+    """Reward and counts overall and per harness (``reward/<harness>`` etc.)."""
+    out: dict[str, float] = {}
+    by_harness: dict[str, list[float]] = defaultdict(list)
+    for g in batch.all_groups:
+        by_harness[g.harness].extend(g.rewards.values())
+        out[f"calls/{g.harness}"] = out.get(f"calls/{g.harness}", 0.0) + g.calls
+        for status, k in g.statuses.items():
+            out[f"episodes_{status}/{g.harness}"] = out.get(f"episodes_{status}/{g.harness}", 0.0) + k
+    rewards = [r for rs in by_harness.values() for r in rs]
+    out["reward"] = sum(rewards) / len(rewards) if rewards else 0.0
+    for h, rs in by_harness.items():
+        out[f"reward/{h}"] = sum(rs) / len(rs) if rs else 0.0
+    out["groups_trained"] = float(len(batch.groups))
+    out["groups_skipped"] = float(len(batch.skipped))
+    out["frac_reward_zero_std"] = sum(g.zero_variance for g in batch.all_groups) / max(1, len(batch.all_groups))
+    return out

@@ -1,0 +1,133 @@
+"""TreeGRPOConfig: TRL's GRPOConfig plus only what tree training through harnesses needs.
+
+Every TRL field keeps its meaning where the tree trainer uses it: ``learning_rate``,
+``max_grad_norm``, ``adam_*``, ``weight_decay``, ``num_generations`` (rollouts per (task, harness)
+group), ``loss_type``, ``epsilon``/``epsilon_high``/``delta``, ``beta``, ``scale_rewards``,
+``num_iterations``, ``temperature``/``top_p``, ``max_completion_length`` (max new tokens per model
+call, and Dr. GRPO's per-rollout constant), ``max_steps``, ``logging_steps``, ``save_steps``,
+``output_dir``, ``seed``, ``report_to``. The generation/vLLM/batch-size fields of GRPOConfig are
+not read: a step is ``pairs_per_step`` groups sampled through real harnesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from clawgym_env.errors import ConfigError
+from trainers.core.losses import LOSS_TYPES
+
+__all__ = ["TreeGRPOConfig"]
+
+
+def _split(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else str(value).split(",")
+    return [s.strip() for s in items if str(s).strip()]
+
+
+@dataclass
+class TreeGRPOConfig(GRPOConfig):
+    """GRPO on prefix trees of real harness episodes; field help lives in ``metadata`` only."""
+
+    # Parameters that control what is sampled
+    suite: str = field(default="", metadata={"help": "Task suite: a folder path or a suite name under tasks/."})
+    tasks: str | None = field(default=None, metadata={"help": "Comma-separated task ids of the suite to train on (default: all)."})
+    harness: str = field(default="custom", metadata={"help": "Comma-separated harness names, e.g. 'custom,claude-code'."})
+    mix_weights: str | None = field(
+        default=None, metadata={"help": "Comma-separated sampling weights, one per harness (default: equal)."}
+    )
+    pairs_per_step: int = field(default=2, metadata={"help": "(task, harness) groups sampled per training step."})
+    sandbox: str = field(default="bwrap", metadata={"help": "Sandbox backend the episodes run in (bwrap, docker)."})
+    max_concurrent_episodes: int = field(default=8, metadata={"help": "Episodes run at the same time during a rollout."})
+    episode_wall_time_s: float | None = field(
+        default=None, metadata={"help": "Wall-time limit per episode in seconds (default: the task's)."}
+    )
+    # Parameters that control which rollouts train
+    is_cap: float = field(
+        default=2.0, metadata={"help": "Cap c of the truncated importance weight min(exp(logp_old - logp_rollout), c)."}
+    )
+    max_leaves: int | None = field(default=None, metadata={"help": "Drop episodes whose prefix tree has more leaves."})
+    drop_retries: bool = field(default=True, metadata={"help": "Drop retry subtrees and other dead leaves."})
+    exclude_subagents: bool = field(default=False, metadata={"help": "Leave subagent and compaction branches out of the loss."})
+    skip_zero_variance: bool = field(
+        default=True, metadata={"help": "Skip groups whose rewards are all equal (their advantages are all zero)."}
+    )
+    max_policy_lag: int = field(
+        default=0, metadata={"help": "Drop rollouts sampled by weights more than this many versions behind the trainer."}
+    )
+    pack_max_tokens: int | None = field(
+        default=None, metadata={"help": "Split a group's tree into packs of at most this many tokens (default: one pack)."}
+    )
+    # TRL defaults changed for tree training on CPU-sized models
+    num_generations: int | None = field(default=4, metadata={"help": "Rollouts per (task, harness) group."})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "Enable gradient checkpointing."})
+    logging_steps: float = field(default=1, metadata={"help": "Log every X steps."})
+    report_to: str | list[str] | None = field(default="none", metadata={"help": "'tensorboard', 'wandb' or 'none'."})
+
+    def __post_init__(self) -> None:
+        if self.bf16 is None:  # None means: bf16 where a GPU runs it, fp32 on CPU
+            import torch
+
+            self.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+        self._check_tree_fields()
+        super().__post_init__()
+
+    @property
+    def harness_names(self) -> list[str]:
+        """The harnesses to sample, in the order given."""
+        return _split(self.harness)
+
+    @property
+    def harness_weights(self) -> list[float]:
+        """One sampling weight per harness."""
+        if not self.mix_weights:
+            return [1.0] * len(self.harness_names)
+        return [float(w) for w in _split(self.mix_weights)]
+
+    @property
+    def task_ids(self) -> list[str]:
+        """Task ids to train on; empty means every task of the suite."""
+        return _split(self.tasks)
+
+    def _check_tree_fields(self) -> None:
+        names = self.harness_names
+        if not names:
+            raise ConfigError("TreeGRPOConfig.harness is empty; set --harness custom (or a comma list)")
+        try:
+            weights = self.harness_weights
+        except ValueError:
+            raise ConfigError(f"TreeGRPOConfig.mix_weights={self.mix_weights!r}: set comma-separated numbers, e.g. 1,1") from None
+        if len(weights) != len(names):
+            raise ConfigError(
+                f"TreeGRPOConfig.mix_weights has {len(weights)} values for {len(names)} harnesses {names}; "
+                "set one weight per harness"
+            )
+        if any(w < 0 for w in weights) or sum(weights) <= 0:
+            raise ConfigError(f"TreeGRPOConfig.mix_weights={weights}: set non-negative weights with a positive sum")
+        if self.num_generations is None or self.num_generations < 2:
+            raise ConfigError(f"num_generations={self.num_generations}: set num_generations >= 2 (a group needs a baseline)")
+        if self.loss_type not in LOSS_TYPES:
+            raise ConfigError(f"loss_type={self.loss_type!r}: set loss_type to one of {list(LOSS_TYPES)}")
+        if self.importance_sampling_level != "token":
+            raise ConfigError("importance_sampling_level must be 'token' for tree training; set importance_sampling_level='token'")
+        if self.is_cap < 1.0:
+            raise ConfigError(f"is_cap={self.is_cap}: set is_cap >= 1 (weights below 1 would down-weight on-policy tokens)")
+        if self.max_leaves is not None and self.max_leaves < 1:
+            raise ConfigError(f"max_leaves={self.max_leaves}: set a positive count, or None to keep every episode")
+        if self.max_policy_lag < 0:
+            raise ConfigError(f"max_policy_lag={self.max_policy_lag}: set 0 (strictly on-policy) or a positive lag")
+        if self.pairs_per_step < 1:
+            raise ConfigError(f"pairs_per_step={self.pairs_per_step}: set at least 1 group per step")
+        if self.max_concurrent_episodes < 1:
+            raise ConfigError(f"max_concurrent_episodes={self.max_concurrent_episodes}: set at least 1")
+        if self.num_iterations < 1:
+            raise ConfigError(f"num_iterations={self.num_iterations}: set at least 1")
+        if self.use_vllm:
+            raise ConfigError(
+                "use_vllm=True: the tree trainers sample through the in-process hf backend only; set use_vllm=False"
+            )
+        if not self.suite:
+            raise ConfigError("TreeGRPOConfig.suite is empty; set --suite to a suite folder or name (e.g. trainers/toy_suite)")
