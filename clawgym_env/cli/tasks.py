@@ -88,7 +88,7 @@ def show(task_id: str = typer.Argument(..., help='A task id "suite/task" (suite 
 
 
 @app.command()
-def validate(path: Path = typer.Argument(..., help="A suite folder, a task folder, or a task.yaml.")) -> None:
+def validate(path: Path = typer.Argument(..., help="A suite folder or name, a task folder, or a task.yaml.")) -> None:
     """Validate specs without running anything; prints every problem found."""
     from rich.console import Console
 
@@ -97,6 +97,14 @@ def validate(path: Path = typer.Argument(..., help="A suite folder, a task folde
     from clawgym_env.task.suite import validate_suite
 
     console = Console()
+    if not path.exists() and "/" not in str(path):  # a suite name
+        from clawgym_env.errors import ClawGymError
+        from clawgym_env.task.suite import resolve_suite_dir
+
+        try:
+            path = resolve_suite_dir(str(path))
+        except ClawGymError as exc:
+            raise _fail(exc) from None
     target = path.parent if path.name in (TASK_FILE, SUITE_FILE) and path.is_file() else path
     if (target / SUITE_FILE).is_file():
         count, errors = validate_suite(target)

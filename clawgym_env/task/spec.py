@@ -3,6 +3,29 @@
 The YAML is data only. ``TaskFile`` mirrors one ``task.yaml`` as written; the loader
 (``clawgym_env.task.loader``) checks its paths, renders its instruction once per ``params``
 entry and produces one ``TaskSpec`` per variant, which is what the rest of ClawGym uses.
+
+Layout and fields (paths are relative to the task folder and may not leave it)::
+
+    tasks/<suite>/suite.yaml        name (= folder), description, pass_threshold, default_harness
+    tasks/<suite>/<id>/task.yaml
+      id: dedupe-contacts           # = folder name; full id "<suite>/<id>", "<id>-p<N>" per params entry
+      category: productivity        # free text
+      difficulty: easy              # easy | medium | hard
+      instruction: |                # jinja2 (StrictUndefined), rendered with one params entry
+        Read input/contacts.csv ...
+      params: []                    # N dicts -> N variants
+      workspace: workspace          # seeds the agent's workspace, seen at workspace_mount
+      workspace_mount: /workspace
+      hidden: hidden                # never visible to the agent; copied in after it finishes
+      hidden_mount: /verifier       # absolute, or relative to workspace_mount (ClawGym: reward)
+      verifiers:                    # weights normalised; sub-scores "<name>/<key>"
+        - {kind: code, file: hidden/grade.py, weight: 0.7}    # grade(transcript, workspace_path) -> {str: float}
+        - {kind: script, file: hidden/reward.sh}              # last stdout line: a float in [0, 1]
+        - {kind: rubric, items: [{criterion, weight, options}], files: [output/report.md]}  # LLM judge
+        - {kind: answer, expected: "1.5 million", tolerance: 0.05, tag: answer, source: final_message}
+      limits: {wall_time_s: 600, model_calls: 40, memory_mb: 4096}
+      solution: solution/solve.sh   # bash in the sandbox, cwd = workspace; or solution/final_message.txt
+      metadata: {expected_noop_score: 0.0}   # declare partial credit a do-nothing agent legitimately gets
 """
 
 from __future__ import annotations
