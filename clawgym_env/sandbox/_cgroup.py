@@ -171,7 +171,8 @@ class SandboxCgroup:
 
     def destroy(self) -> None:
         """Kill anything still inside, then remove the cgroup folders."""
-        for _ in range(50):
+        # Dying processes linger a few ms (and keep rmdir busy): poll finely, for up to ~2 s each.
+        for _ in range(1000):
             pids = self.pids_inside()
             if not pids:
                 break
@@ -180,16 +181,16 @@ class SandboxCgroup:
                     os.kill(p, signal.SIGKILL)
                 except OSError:
                     pass
-            _sleep(0.02)
+            _sleep(0.002)
         for d in set(self.dirs.values()):
-            for _ in range(50):
+            for _ in range(1000):
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    _sleep(0.02)
+                    _sleep(0.002)
 
 
 def _sleep(s: float) -> None:
