@@ -1,0 +1,43 @@
+"""A scripted policy for the Gym harness tests: reads the observation, answers with a tool call
+or a final message, as a model would (no look at call indexes, so side calls are handled)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+WRITE_TOOLS = {"Write": "file_path", "write": "path"}
+"""Write-tool name -> its path argument, per harness (Claude Code: Write; OpenClaw, custom: write)."""
+
+
+def write_action(obs: dict[str, Any], workspace: str, name: str, content: str) -> dict[str, Any]:
+    """A structured turn calling the harness's own write tool."""
+    tools = {t["function"]["name"] for t in json.loads(obs["tools"])}
+    tool = next((t for t in WRITE_TOOLS if t in tools), None)
+    assert tool is not None, f"no write tool among {sorted(tools)}"
+    path = f"{workspace}/{name}" if WRITE_TOOLS[tool] == "file_path" else name
+    return {"tool_calls": [{"name": tool, "arguments": {WRITE_TOOLS[tool]: path, "content": content}}]}
+
+
+def files_written(obs: dict[str, Any]) -> int:
+    """How many of this episode's write calls already came back as tool results."""
+    return sum(1 for m in json.loads(obs["messages"]) if m.get("role") == "tool")
+
+
+def hello_policy(obs: dict[str, Any], workspace: str = "/workspace") -> Any:
+    """Write hello.txt once, then say done."""
+    if not json.loads(obs["tools"]):
+        return "ok"  # a side call without tools (e.g. a title request): plain text
+    if files_written(obs) == 0:
+        return write_action(obs, workspace, "hello.txt", "hello world\n")
+    return "Done: hello.txt holds hello world."
+
+
+def many_files_policy(obs: dict[str, Any], workspace: str = "/workspace") -> Any:
+    """Write f01.txt..f20.txt one call each, then say done (21 calls)."""
+    if not json.loads(obs["tools"]):
+        return "ok"
+    n = files_written(obs)
+    if n < 20:
+        return write_action(obs, workspace, f"f{n + 1:02d}.txt", f"file {n + 1:02d}\n")
+    return "Done: wrote f01.txt to f20.txt."
