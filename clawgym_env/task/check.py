@@ -19,7 +19,7 @@ from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.sandbox.base import SandboxConfig
 from clawgym_env.task.spec import RubricVerifier, TaskSpec
 from clawgym_env.task.suite import Suite
-from clawgym_env.task.verify import VerifyResult, make_transcript, verify
+from clawgym_env.task.verify import VerifyResult, make_transcript, params_env, verify
 
 __all__ = ["SOLUTION_MOUNT", "CheckResult", "check_suite", "check_task", "record_noop_scores"]
 
@@ -78,7 +78,8 @@ async def _run_solution(spec: TaskSpec, backend: str, judge: PolicyBackend | Non
         if sol.suffix == ".sh":
             await sb.upload(sol.parent, SOLUTION_MOUNT)
             inside = f"{SOLUTION_MOUNT}/{sol.name}"
-            res = await sb.exec(["bash", inside], cwd=spec.workspace_mount, timeout=spec.limits.wall_time_s)
+            res = await sb.exec(["bash", inside], cwd=spec.workspace_mount, timeout=spec.limits.wall_time_s,
+                                env=params_env(spec))
             if res.timed_out or res.return_code != 0:
                 why = "timed out" if res.timed_out else f"exited {res.return_code}"
                 tail = (res.stderr or res.stdout).strip()[-500:]

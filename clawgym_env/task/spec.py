@@ -24,7 +24,8 @@ Layout and fields (paths are relative to the task folder and may not leave it)::
         - {kind: rubric, items: [{criterion, weight, options}], files: [output/report.md]}  # LLM judge
         - {kind: answer, expected: "1.5 million", tolerance: 0.05, tag: answer, source: final_message}
       limits: {wall_time_s: 600, model_calls: 40, memory_mb: 4096}
-      solution: solution/solve.sh   # bash in the sandbox, cwd = workspace; or solution/final_message.txt
+      solution: solution/solve.sh   # bash in the sandbox, cwd = workspace, params in $CLAWGYM_PARAM_<NAME>;
+                                    # or solution/final_message.txt
       metadata: {expected_noop_score: 0.0}   # declare partial credit a do-nothing agent legitimately gets
 """
 

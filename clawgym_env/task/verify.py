@@ -29,7 +29,7 @@ from clawgym_env.task.spec import (
     TaskSpec,
 )
 
-__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "verify"]
+__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "verify"]
 
 PAYLOAD_PATH = "/tmp/.clawgym-verify/reward_payload.json"
 """Where script verifiers find the episode (ClawGym's OPENCLAW_REWARD_PAYLOAD convention)."""
@@ -62,13 +62,23 @@ class VerifyResult:
 def make_transcript(
     spec: TaskSpec, final_message: str = "", messages: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """The ``transcript`` dict verifiers receive."""
+    """The ``transcript`` dict verifiers receive (``params``: the variant's params entry, {} if none)."""
     return {
         "task_id": spec.full_id,
         "instruction": spec.instruction,
         "final_message": final_message,
         "messages": list(messages or []),
+        "params": dict(spec.params),
     }
+
+
+def params_env(spec: TaskSpec) -> dict[str, str]:
+    """The variant's params for shell code: CLAWGYM_PARAMS (JSON) and CLAWGYM_PARAM_<NAME> per scalar."""
+    env = {"CLAWGYM_TASK_ID": spec.full_id, "CLAWGYM_PARAMS": json.dumps(spec.params, default=str)}
+    for key, value in spec.params.items():
+        if isinstance(value, (str, int, float, bool)):
+            env[f"CLAWGYM_PARAM_{key.upper()}"] = str(value)
+    return env
 
 
 def _clamp(value: float) -> float:
@@ -152,6 +162,7 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _O
         cmd = ["bash", "-c", spec.host_path(v.file).read_text(encoding="utf-8"), v.file]
     env = {
         **_SAFE_ENV,
+        **params_env(spec),
         "CLAWGYM_WORKSPACE": spec.workspace_mount,
         "CLAWGYM_HIDDEN": spec.hidden_mount,
         "CLAWGYM_TASK_ID": spec.full_id,

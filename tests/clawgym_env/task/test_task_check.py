@@ -96,3 +96,18 @@ async def test_every_shipped_task_is_sound() -> None:
         results = await check_suite(load_suite(suite_dir), "bwrap", concurrency=4)
         bad = [(r.task_id, r.problems) for r in results if not r.ok]
         assert not bad, bad
+
+
+async def test_params_reach_solution_grader_and_script(make_task: Any, suite_dir: Path) -> None:
+    grade = ("import os\ndef grade(t, w):\n    p = os.path.join(w, 'out.txt')\n"
+             "    return {'ok': 1.0 if os.path.exists(p) and open(p).read().strip() == t['params']['word'] else 0.0}\n")
+    script = 'test "$(cat out.txt 2>/dev/null)" = "$CLAWGYM_PARAM_WORD" && echo 1 || echo 0\n'
+    make_task({"id": "echo-word", "instruction": "Write {{ word }} to out.txt", "params": [{"word": "alpha"}, {"word": "beta"}],
+               "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py"},
+                                                  {"kind": "script", "file": "hidden/reward.sh"}],
+               "solution": "solution/solve.sh"},
+              {"hidden/grade.py": grade, "hidden/reward.sh": script,
+               "solution/solve.sh": 'echo "$CLAWGYM_PARAM_WORD" > out.txt\n'})
+    results = await check_suite(load_suite(suite_dir), "bwrap")
+    assert [(r.task_id, r.solution_score, r.noop_score) for r in results] == [
+        ("demo/echo-word-p0", 1.0, 0.0), ("demo/echo-word-p1", 1.0, 0.0)]
