@@ -98,6 +98,7 @@ class TreeTrainerBase:
         self.policy_version = 0
         self.history: list[dict[str, float]] = []
         self._writer: Any = None
+        self.setup_models()
         if resume_from_checkpoint is not None:
             self.load_checkpoint(resume_from_checkpoint)
 
@@ -106,6 +107,9 @@ class TreeTrainerBase:
     def pair_advantages(self, slots: list[PackSlot], batch: RolloutBatch, rollouts: list[tuple[int, str]]) -> dict[str, float]:
         """Fill ``slot.advantages`` for every slot; return metrics."""
         raise NotImplementedError
+
+    def setup_models(self) -> None:
+        """Build models beyond the policy (PPO: the value model) before a checkpoint is loaded."""
 
     def policy_enabled(self) -> bool:
         """Whether this step updates the policy (PPO's value warm-up says no)."""
