@@ -27,21 +27,23 @@ def list_cmd(suite: str = typer.Argument(None, help="A suite name or folder; omi
     from rich.table import Table
 
     from clawgym_env.errors import ClawGymError
+    from clawgym_env.task.loader import TASK_FILE, load_suite_spec
     from clawgym_env.task.suite import SUITE_FILE, load_suite, suite_search_path
 
     console = Console()
     try:
         if suite is None:
-            table = Table("suite", "tasks", "pass ≥", "folder")
+            table = Table("suite", "task folders", "pass ≥", "folder")  # suite.yaml only: fast on huge suites
             for root in suite_search_path():
                 if not root.is_dir():
                     continue
                 for d in sorted(p for p in root.iterdir() if (p / SUITE_FILE).is_file()):
+                    count = sum(1 for t in d.iterdir() if (t / TASK_FILE).is_file())
                     try:
-                        s = load_suite(d)
-                        table.add_row(s.name, str(len(s)), f"{s.pass_threshold:g}", str(d))
+                        spec = load_suite_spec(d)
+                        table.add_row(spec.name, str(count), f"{spec.pass_threshold:g}", str(d))
                     except ClawGymError as exc:
-                        table.add_row(d.name, "[red]invalid[/red]", "", f"{d} ({str(exc).splitlines()[0][:80]})")
+                        table.add_row(d.name, str(count), "[red]invalid[/red]", f"{d} ({str(exc).splitlines()[0][:80]})")
             console.print(table)
             return
         s = load_suite(suite)
