@@ -8,6 +8,7 @@ The backend starts its outer process through ``wrap_argv`` so the process joins 
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import uuid
@@ -55,6 +56,38 @@ def _writable_dir(p: Path) -> bool:
     return True
 
 
+def _enable_controllers(parent: Path, wanted: set[str], at_ns_root: bool) -> bool:
+    """Enable ``wanted`` for children of ``parent``.
+
+    cgroup v2 refuses this (EBUSY) while ``parent`` itself holds processes. At the root of a
+    cgroup namespace (inside a container, as root) we then do what docker-in-docker does: move
+    the container's processes into a ``clawgym-host`` leaf and retry. Opt out with
+    CLAWGYM_CGROUP_TAKEOVER=0. Never attempted elsewhere (e.g. on a shared host's own cgroup).
+    """
+    ctl = parent / "cgroup.subtree_control"
+    try:
+        missing = wanted - set(ctl.read_text().split())
+        if missing:
+            ctl.write_text(" ".join(f"+{c}" for c in sorted(missing)))
+        return True
+    except OSError as exc:
+        takeover = os.environ.get("CLAWGYM_CGROUP_TAKEOVER", "1") != "0"
+        if exc.errno != errno.EBUSY or not at_ns_root or os.geteuid() != 0 or not takeover:
+            return False
+    try:
+        leaf = parent / "clawgym-host"
+        leaf.mkdir(exist_ok=True)
+        for pid in (parent / "cgroup.procs").read_text().split():
+            try:
+                (leaf / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # kernel threads and exited processes cannot move
+        ctl.write_text(" ".join(f"+{c}" for c in sorted(wanted)))
+        return True
+    except OSError:
+        return False
+
+
 def _detect_v2(own: dict[str, str]) -> CgroupInfo | None:
     base = _ROOT if (_ROOT / "cgroup.controllers").exists() else _ROOT / "unified"
     if "" not in own or not (base / "cgroup.controllers").exists():
@@ -67,12 +100,7 @@ def _detect_v2(own: dict[str, str]) -> CgroupInfo | None:
     wanted = available & {"memory", "pids", "cpu"}
     if not wanted:
         return None
-    try:  # enable the controllers for our children (fails if our cgroup holds processes)
-        enabled = set((parent / "cgroup.subtree_control").read_text().split())
-        missing = wanted - enabled
-        if missing:
-            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
-    except OSError:
+    if not _enable_controllers(parent, wanted, at_ns_root=own[""] == "/"):
         return None
     if not _writable_dir(parent):
         return None

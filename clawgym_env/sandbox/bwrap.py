@@ -15,6 +15,11 @@ capabilities dropped, ``--die-with-parent``, ``--new-session``. Only system fold
 read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
 (see ``_bridge``). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
+
+Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``);
+otherwise pids falls back to RLIMIT_NPROC via ``prlimit`` (effective for non-root host users
+only: the kernel exempts host root), and memory/cpu are not enforced (``clawgym sandbox doctor``
+says so). Wall-clock limits always apply.
 """
 
 from __future__ import annotations
@@ -153,6 +158,19 @@ def _system_binds(rootfs: Path | None) -> list[str]:
     return args
 
 
+def _processes_of_uid(uid: int) -> int:
+    """How many processes (threads count too, as for RLIMIT_NPROC) the host uid runs now."""
+    n = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    n += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                pass
+    return n
+
+
 class BwrapSandbox(Sandbox):
     """A bubblewrap sandbox; see the module docstring for its layout and guarantees."""
 
@@ -273,7 +291,13 @@ class BwrapSandbox(Sandbox):
         if proxy:
             a += _bridge.prelude(self.config.proxy_port, self._use_socat)
         a += list(cmd)
-        return self._cg.wrap_argv(a) if self._cg is not None else a
+        if self._cg is not None:
+            return self._cg.wrap_argv(a)
+        if self.config.pids and (prlimit := shutil.which("prlimit")):
+            # No cgroup: RLIMIT_NPROC as a fork-bomb safety net. It counts every process of
+            # this host uid, so allow what already runs plus the sandbox's share.
+            return [prlimit, f"--nproc={_processes_of_uid(os.getuid()) + self.config.pids}", "--", *a]
+        return a
 
     async def exec(
         self,

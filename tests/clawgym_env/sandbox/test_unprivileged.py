@@ -15,11 +15,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 SCRIPT = textwrap.dedent(
-    """
+    r"""
     import asyncio, sys, types, pathlib, tempfile
     pkg = types.ModuleType("clawgym_env"); pkg.__path__ = [sys.argv[1] + "/clawgym_env"]
     sys.modules["clawgym_env"] = pkg  # import only the sandbox package (stdlib-only), not the whole suite
     from clawgym_env.sandbox import SandboxConfig, create_sandbox
+    FORKS = (
+        "import os, time\nn = 0\nfor _ in range(100):\n try:\n  pid = os.fork()\n except OSError:\n  break\n"
+        " if pid == 0:\n  time.sleep(3); os._exit(0)\n n += 1\nprint(n)"
+    )
 
     async def main():
         src = pathlib.Path(tempfile.mkdtemp()); (src / "seed.txt").write_text("seed")
@@ -30,6 +34,9 @@ SCRIPT = textwrap.dedent(
                 await sb.download(".", out)
                 print(user, sb._overlay, r.return_code, r.stdout.split(), sorted(p.name for p in out.iterdir()))
         print("seed-untouched", sorted(p.name for p in src.iterdir()))
+        async with create_sandbox("bwrap", SandboxConfig(pids=32)) as sb:  # no cgroup: RLIMIT_NPROC
+            r = await sb.exec(["python3", "-c", FORKS], timeout=60)
+            print("forks", sb._cg is None, int(r.stdout) < 32)
 
     asyncio.run(main())
     """
@@ -82,3 +89,5 @@ def _check(build: str, tmp_path: Path) -> None:
     assert lines[0] == f"root {overlay} 0 ['0', 'seedw'] ['new.txt', 'seed.txt']"
     assert lines[1] == f"user {overlay} 0 ['1000', 'seedw'] ['new.txt', 'seed.txt']"
     assert lines[2] == "seed-untouched ['seed.txt']"
+    if lines[3].startswith("forks True"):  # nobody cannot write cgroups: the prlimit safety net holds
+        assert lines[3] == "forks True True"
