@@ -61,8 +61,8 @@ def check_bwrap() -> list[Check]:
     if info is None:
         rows.append(
             Check(
-                "bwrap", "resource limits", "warn", "no writable cgroup: memory/pids/cpu limits are NOT enforced "
-                "(wall-clock limits still are)", "run as root, or delegate a cgroup v2 subtree to this user "
+                "bwrap", "resource limits", "warn", "no writable cgroup: memory/cpu limits are NOT enforced, "
+                "pids only through RLIMIT_NPROC for non-root users (wall-clock limits still are)", "run as root, or delegate a cgroup v2 subtree to this user "
                 "(systemd-run --user --scope -p Delegate=yes ...)",
             )
         )  # fmt: skip
