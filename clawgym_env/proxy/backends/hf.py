@@ -27,6 +27,7 @@ import queue
 import random
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -64,6 +65,7 @@ class HFBackend(PolicyBackend):
         batch_wait_s: float = 0.005,
         eos_token_ids: list[int] | None = None,
         num_threads: int | None = None,
+        prefix_cache_mb: float = 1024.0,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -100,7 +102,9 @@ class HFBackend(PolicyBackend):
         self._weights_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.stats = {"batches": 0, "calls": 0, "max_rows": 0, "row_prefills": 0}
+        self._prefix = _PrefixStore(int(prefix_cache_mb * 2**20))
+        self._row_wise: bool | None = None  # unknown until the first prefill shows the cache type
+        self.stats = {"batches": 0, "calls": 0, "max_rows": 0, "row_prefills": 0, "prefix_hit_tokens": 0}
         """Counters: batches, calls, the largest batch, batches prefilled row by row (tests, benchmarks)."""
 
     # -- public surface ---------------------------------------------------------------------
@@ -130,6 +134,7 @@ class HFBackend(PolicyBackend):
         with self._weights_lock:
             try:
                 self.model.load_state_dict(state, strict=strict)
+                self._prefix.clear()  # cached keys/values belong to the old weights
             except RuntimeError as exc:
                 raise PolicyBackendError(f"update_weights: state dict does not fit {self.model_path}: {exc}") from exc
             self.policy_version = version
@@ -221,7 +226,7 @@ class HFBackend(PolicyBackend):
             self.stats["calls"] += len(jobs)
             self.stats["max_rows"] = max(self.stats["max_rows"], len(jobs))
             rows = [_Row(self, j.request, j.future) for j in jobs]
-            logits, cache, mask, positions = self._prefill([r.prompt for r in rows])
+            logits, cache, mask, positions, row_wise = self._prefill(rows)
             while True:
                 step = [r.step(logits[i]) for i, r in enumerate(rows)]
                 if all(r.done for r in rows):
@@ -233,20 +238,34 @@ class HFBackend(PolicyBackend):
                     input_ids=nxt, attention_mask=mask, position_ids=positions, use_cache=True, **{self._cache_arg: cache}
                 )
                 logits, cache = out.logits[:, -1, :].float().cpu(), getattr(out, self._cache_arg)
+            if row_wise and self._prefix.budget > 0:
+                self._remember(rows, cache, width=max(len(r.prompt) for r in rows))
             return [r.result(version) for r in rows]
 
-    def _prefill(self, prompts: list[list[int]]) -> tuple[Any, Any, Any, Any]:
-        """Run the prompts; return last-position logits (CPU fp32), the KV cache, mask and positions.
+    def _remember(self, rows: list[_Row], cache: Any, width: int) -> None:
+        """Keep each session's KV (prompt + completion but its last id) for its next call's prefill."""
+        for i, r in enumerate(rows):
+            if not r.request.session_id or not r.ids:
+                continue
+            pad = width - len(r.prompt)
+            n = len(r.prompt) + len(r.ids) - 1  # the last sampled id was never fed back in
+            kv = [(layer.keys[i : i + 1, :, pad : pad + n].clone(), layer.values[i : i + 1, :, pad : pad + n].clone())
+                  for layer in cache.layers]
+            self._prefix.put(r.request.session_id, (r.prompt + r.ids)[:n], kv)
+
+    def _prefill(self, rows: list[_Row]) -> tuple[Any, Any, Any, Any, bool]:
+        """Run the prompts; return last-position logits (CPU fp32), KV cache, mask, positions, row_wise.
 
         Each prompt is prefilled alone (no padding: exact, and no B x L x L attention mask, which
-        for 8 agent prompts of 12k tokens would take gigabytes), then the per-row caches are
+        for 8 agent prompts of 12k tokens would take gigabytes), starting after the longest prefix
+        its session's previous call left in the prefix store; the per-row caches are then
         left-padded into one batch cache for decoding. Models whose cache layers are not plain
         dynamic layers (sliding windows, recurrent states) take one padded batched prefill instead.
         """
         import torch
         import torch.nn.functional as F
-        from transformers.cache_utils import DynamicLayer
 
+        prompts = [r.prompt for r in rows]
         width = max(len(p) for p in prompts)
         mask = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):
@@ -254,10 +273,9 @@ class HFBackend(PolicyBackend):
         mask = mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         outs: list[Any] = []
-        for p in prompts if len(prompts) > 1 else ():
-            out = self.model(input_ids=torch.tensor([p], device=self.device), use_cache=True, logits_to_keep=1)
-            cache = getattr(out, self._cache_arg)
-            if not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
+        for r in rows if self._row_wise is not False else ():
+            out = self._prefill_row(r)
+            if out is None:
                 outs = []
                 break
             outs.append(out)
@@ -271,13 +289,33 @@ class HFBackend(PolicyBackend):
                     setattr(layer, attr, torch.cat(padded, dim=0))
             logits = torch.cat([o.logits[:, -1, :] for o in outs]).float().cpu()
             self.stats["row_prefills"] += 1
-            return logits, merged, mask, positions
+            return logits, merged, mask, positions, True
         ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
         for i, p in enumerate(prompts):
             ids[i, width - len(p) :] = torch.tensor(p)
         ids = ids.to(self.device)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        return out.logits[:, -1, :].float().cpu(), getattr(out, self._cache_arg), mask, positions
+        return out.logits[:, -1, :].float().cpu(), getattr(out, self._cache_arg), mask, positions, False
+
+    def _prefill_row(self, row: _Row) -> Any | None:
+        """Prefill one prompt, reusing its session's stored prefix; None if the cache cannot be merged."""
+        import torch
+        from transformers.cache_utils import DynamicCache, DynamicLayer
+
+        start, stored = self._prefix.lookup(row.request.session_id, row.prompt)
+        kwargs: dict[str, Any] = {}
+        if stored is not None:
+            past = DynamicCache()
+            for j, (k, v) in enumerate(stored):
+                past.update(k[:, :, :start], v[:, :, :start], j)
+            kwargs = {self._cache_arg: past, "position_ids": torch.arange(start, len(row.prompt), device=self.device)[None]}
+            row.cached_tokens = start
+            self.stats["prefix_hit_tokens"] += start
+        ids = torch.tensor([row.prompt[start:]], device=self.device)
+        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **kwargs)
+        layers = getattr(getattr(out, self._cache_arg), "layers", [None])
+        self._row_wise = all(type(layer) is DynamicLayer for layer in layers)
+        return out if self._row_wise else None
 
     def _next_seed(self, request: CompletionRequest) -> int:
         if request.seed is not None:
@@ -312,6 +350,7 @@ class _Row:
         self.finish = "length"
         self.done = self.budget == 0
         self.future = future
+        self.cached_tokens = 0
         """Its caller's future: once cancelled (the harness hung up), the row stops decoding."""
 
     def step(self, logits: Any) -> int | None:
@@ -369,5 +408,48 @@ class _Row:
             text=text,
             finish_reason=self.finish,
             policy_version=version,
-            usage={"prompt_tokens": len(self.prompt), "completion_tokens": len(self.ids)},
+            usage={"prompt_tokens": len(self.prompt), "completion_tokens": len(self.ids), "cached_prompt_tokens": self.cached_tokens},
         )
+
+
+class _PrefixStore:
+    """Per-session KV of the last call (an agent's next prompt extends it), LRU-bounded in bytes."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[str, tuple[list[int], list[tuple[Any, Any]], int]] = OrderedDict()
+        self._bytes = 0
+
+    def lookup(self, session_id: str, prompt: list[int]) -> tuple[int, list[tuple[Any, Any]] | None]:
+        """(reusable prefix length, stored per-layer keys/values) for this prompt; (0, None) on a miss."""
+        entry = self._entries.get(session_id) if session_id else None
+        if entry is None:
+            return 0, None
+        ids, kv, _ = entry
+        n = 0
+        limit = min(len(ids), len(prompt) - 1)  # keep one prompt token to compute the next logits
+        while n < limit and ids[n] == prompt[n]:
+            n += 1
+        if n == 0:
+            return 0, None
+        self._entries.move_to_end(session_id)
+        return n, kv
+
+    def put(self, session_id: str, ids: list[int], kv: list[tuple[Any, Any]]) -> None:
+        size = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
+        self._drop(session_id)
+        if size > self.budget:
+            return
+        self._entries[session_id] = (ids, kv, size)
+        self._bytes += size
+        while self._bytes > self.budget:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, session_id: str) -> None:
+        old = self._entries.pop(session_id, None)
+        if old is not None:
+            self._bytes -= old[2]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._bytes = 0

@@ -50,7 +50,7 @@ async def test_logprobs_match_a_separate_forward_pass(backend: HFBackend, tiny_m
     ids = prompt(backend)
     out = await backend.handle(req(ids, max_tokens=24, temperature=0.7, top_p=0.9, seed=5))
     assert out.finish_reason == "length" and len(out.completion_ids) == 24 == len(out.logprobs)
-    assert out.usage == {"prompt_tokens": len(ids), "completion_tokens": 24}
+    assert out.usage == {"prompt_tokens": len(ids), "completion_tokens": 24, "cached_prompt_tokens": 0}
     fresh = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()  # an independent copy of the policy
     ref = forward_logprobs(fresh, ids, out.completion_ids)
     assert max(abs(a - b) for a, b in zip(ref, out.logprobs, strict=True)) < 1e-4
@@ -140,6 +140,32 @@ async def test_update_weights_changes_policy_and_version(tiny_model_dir: Path, t
         assert b.policy_version == 3
     finally:
         await b.aclose()
+
+
+async def test_session_prefix_cache_reuses_kv_exactly(tiny_model_dir: Path) -> None:
+    """An agent's next call extends its last one: only the new tokens are prefilled, same answer."""
+    cached, plain = HFBackend(tiny_model_dir), HFBackend(tiny_model_dir, prefix_cache_mb=0)
+    try:
+        ids = prompt(cached)
+        call = lambda sid, p, seed: CompletionRequest(  # noqa: E731
+            session_id=sid, call_index=0, prompt_ids=p, messages=[], max_tokens=8, temperature=0.0 if seed == 0 else 1.0, seed=seed)
+        first = await cached.handle(call("ep1", ids, 1))
+        follow = ids + first.completion_ids + cached.tokenizer.encode("<|im_end|>\n<|im_start|>user\nok go on<|im_end|>\n")
+        for seed in (0, 2):
+            second = await cached.handle(call("ep1", follow, seed))
+            reference = await plain.handle(call("ep1", follow, seed))
+            assert second.usage["cached_prompt_tokens"] >= len(ids) + len(first.completion_ids) - 1
+            assert reference.usage["cached_prompt_tokens"] == 0
+            assert second.completion_ids == reference.completion_ids
+            assert max(abs(a - b) for a, b in zip(second.logprobs, reference.logprobs, strict=True)) < 1e-4
+            ref = forward_logprobs(cached.model, follow, second.completion_ids)
+            assert max(abs(a - b) for a, b in zip(ref, second.logprobs, strict=True)) < 1e-4
+        assert (await cached.handle(call("ep2", follow, 3))).usage["cached_prompt_tokens"] == 0  # sessions are apart
+        cached.update_weights(cached.model.state_dict(), version=1)  # new weights: stored keys/values are stale
+        assert (await cached.handle(call("ep1", follow, 3))).usage["cached_prompt_tokens"] == 0
+    finally:
+        await cached.aclose()
+        await plain.aclose()
 
 
 async def test_a_cancelled_call_stops_decoding(tiny_model_dir: Path) -> None:
