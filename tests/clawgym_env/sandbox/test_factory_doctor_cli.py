@@ -122,3 +122,14 @@ def test_cli_doctor_prints_a_table() -> None:
     r = CliRunner().invoke(app, ["sandbox", "doctor"])
     assert "clawgym sandbox doctor" in r.output and "usable backends" in r.output
     assert r.exit_code == (0 if probe_bwrap().ok else 1) or "docker" in r.output
+
+
+def test_public_surface_is_pinned() -> None:
+    import clawgym_env.sandbox as pkg
+
+    assert pkg.__all__ == sorted(pkg.__all__)
+    assert set(pkg.__all__) == {
+        "BACKENDS", "DEFAULT_BACKEND", "ExecResult", "Mount", "OutputCallback", "Sandbox",
+        "SandboxConfig", "SandboxState", "backend_class", "create_sandbox",
+    }  # fmt: skip
+    assert pkg.DEFAULT_BACKEND == "bwrap" and set(pkg.BACKENDS) == {"bwrap", "docker", "none"}
