@@ -112,18 +112,24 @@ class OpenClaw(Harness):
         return {config_path: json.dumps(config, indent=2) + "\n", f"{state}/.keep": ""}
 
     @staticmethod
-    def count_calls(state_dir: Path) -> int:
-        """Model calls recorded in OpenClaw's own state: assistant messages in its transcript tables."""
-        count = 0
+    def transcript_events(state_dir: Path) -> list[dict[str, object]]:
+        """OpenClaw's own session transcript, read from the sqlite files in its state dir, in order."""
+        events: list[dict[str, object]] = []
         for db in sorted(Path(state_dir).rglob("*.sqlite")):
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             try:
                 if not con.execute("select 1 from sqlite_master where name='transcript_events'").fetchone():
                     continue
-                for (raw,) in con.execute("select event_json from transcript_events where event_json is not null"):
-                    event = json.loads(raw)
-                    if event.get("type") == "message" and (event.get("message") or {}).get("role") == "assistant":
-                        count += 1
+                rows = con.execute("select event_json from transcript_events where event_json is not null order by session_id, seq")
+                events.extend(json.loads(raw) for (raw,) in rows)
             finally:
                 con.close()
-        return count
+        return events
+
+    @classmethod
+    def count_calls(cls, state_dir: Path) -> int:
+        """Model calls OpenClaw recorded itself: assistant messages in its transcript."""
+        return sum(
+            1 for e in cls.transcript_events(state_dir)
+            if e.get("type") == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant"
+        )

@@ -6,7 +6,9 @@ Each episode runs the h6-smoke ``many-files`` task (write f01.txt..f20.txt, one 
 then a final message) in a bwrap sandbox, served by a token-level ScriptedBackend with the
 SmolLM2 tokenizer (49k vocab) and our tools-capable ChatML template, so every call carries exact
 prompt ids and completion ids. Output per harness, under tests/golden/<harness>/:
-``capture.jsonl.gz`` (CallRecords), ``harness/`` (the harness's own transcript) and ``meta.json``.
+``capture.jsonl.gz`` (CallRecords), ``harness/`` (the harness's own transcript: Claude Code's
+stream-json ``stdout.log``; OpenClaw's ``--json`` envelope and its session ``transcript.jsonl``)
+and ``meta.json``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ def policy(request: Any) -> Any:
     return {"tool_calls": [{"name": tool, "arguments": {WRITE_TOOLS[tool]: path, "content": f"file {n + 1:02d}\n"}}]}
 
 
+def compact_openclaw_state(folder: Path) -> None:
+    """Replace OpenClaw's sqlite state (MBs of binary) by its transcript as JSONL."""
+    state = folder / "openclaw-state"
+    if not state.is_dir():
+        return
+    from harnesses.openclaw import OpenClaw
+
+    events = OpenClaw.transcript_events(state)
+    (folder / "transcript.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    shutil.rmtree(state)
+
+
 async def make(harness: str) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
@@ -60,6 +74,7 @@ async def make(harness: str) -> dict[str, Any]:
             for rec in result.calls:
                 f.write(rec.model_dump_json() + "\n")
         shutil.copytree(Path(tmp) / f"{result.session_id}.harness", out / "harness")
+    compact_openclaw_state(out / "harness")
     from clawgym_env.harness_registry import load_harness
 
     meta = {
