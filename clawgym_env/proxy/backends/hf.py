@@ -13,6 +13,16 @@ a trainer recomputes with a forward pass of the policy, and what vLLM returns by
 ``logprobs_mode="tempered"`` returns ``log_softmax(logits / temperature)[id]`` instead (what
 TRL recomputes when its ``temperature`` is set), still without the top-p mask.
 
+Prefix reuse: each prompt is prefilled on its own (exact; no padding) and the per-row KV caches
+are merged, left-padded, for decoding. After a call, its session's keys/values (prompt plus
+completion) are kept in an LRU store of ``prefix_cache_mb``; the session's next call, which an
+agent builds by appending to the last one, prefills only the new tokens. ``update_weights``
+empties the store. ``usage["cached_prompt_tokens"]`` says how many prompt tokens were reused.
+
+Stops: ``completion_ids`` hold every sampled id, the EOS id included (it is trained on); on a
+stop string, the ids end with the token that completed it and ``text`` is cut before it.
+A call whose caller was cancelled (the harness hung up) stops decoding at the next step.
+
 Randomness: a request's ``seed`` (or the backend's ``seed`` plus a call counter) seeds a
 generator private to that row, and tokens are drawn by inverse CDF from one uniform per step,
 so a seeded request samples the same ids alone or in any batch.

@@ -147,7 +147,7 @@ async def test_session_prefix_cache_reuses_kv_exactly(tiny_model_dir: Path) -> N
     cached, plain = HFBackend(tiny_model_dir), HFBackend(tiny_model_dir, prefix_cache_mb=0)
     try:
         ids = prompt(cached)
-        call = lambda sid, p, seed: CompletionRequest(  # noqa: E731
+        call = lambda sid, p, seed: CompletionRequest(
             session_id=sid, call_index=0, prompt_ids=p, messages=[], max_tokens=8, temperature=0.0 if seed == 0 else 1.0, seed=seed)
         first = await cached.handle(call("ep1", ids, 1))
         follow = ids + first.completion_ids + cached.tokenizer.encode("<|im_end|>\n<|im_start|>user\nok go on<|im_end|>\n")
