@@ -277,8 +277,10 @@ async def verify(
     """
     if spec.hidden_dir is not None:
         try:
-            # whatever the agent put where the hidden files go (e.g. <workspace>/reward/json.py) must not mix with them
-            await sandbox.exec(["rm", "-rf", "--", spec.hidden_mount], timeout=60)
+            # whatever the agent put where the hidden files go (e.g. <workspace>/reward/json.py) must not mix with them;
+            # never on the "none" backend, whose commands see the real host filesystem
+            if sandbox.name != "none":
+                await sandbox.exec(["rm", "-rf", "--", spec.hidden_mount], timeout=60)
             await sandbox.upload(spec.hidden_dir, spec.hidden_mount)
         except SandboxError as exc:
             raise VerifierError(f"cannot copy hidden files of {spec.full_id} into the sandbox: {exc}") from exc
