@@ -59,7 +59,7 @@ class ClawGymError(Exception):
     session_id: str | None = None
 
     def __str__(self) -> str:
-        msg = super().__str__()
+        msg = Exception.__str__(self)  # not KeyError's, which quotes the message
         where = ", ".join(f"{k}={v}" for k, v in (("task", self.task_id), ("session", self.session_id)) if v)
         return f"{msg} [{where}]" if where else msg
 
@@ -78,9 +78,6 @@ class TaskSpecError(TaskError, ConfigError):
 
 class TaskNotFound(TaskError, KeyError):
     """Raised when a task or suite id is unknown; the message suggests the closest one."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return ClawGymError.__str__(self)
 
 
 class VerifierError(TaskError):
