@@ -383,6 +383,7 @@ class _Row:
             if req.top_p < 1.0:
                 sorted_p, order = torch.sort(probs, descending=True)
                 drop = (sorted_p.cumsum(-1) - sorted_p) >= req.top_p
+                drop[0] = False  # the most likely id always stays, even for top_p <= 0
                 probs = probs.clone()
                 probs[order[drop]] = 0.0
             cdf = probs.cumsum(-1)
