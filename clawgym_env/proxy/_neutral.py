@@ -45,6 +45,8 @@ class ToolIdMap:
         """The id we issued for ``tool_id`` in any spelling, else ``tool_id`` unchanged."""
         if not tool_id:
             return ""
+        if not isinstance(tool_id, str):
+            tool_id = str(tool_id)
         return self._by_norm.get(_NON_ALNUM.sub("", tool_id), tool_id)
 
     def __len__(self) -> int:
@@ -59,6 +61,8 @@ def text_of(content: Any, *, join: str = "\n") -> str:
         return content
     if isinstance(content, dict):
         content = [content]
+    elif not isinstance(content, list):
+        return str(content)
     parts: list[str] = []
     for part in content:
         if isinstance(part, str):
@@ -74,7 +78,7 @@ def text_of(content: Any, *, join: str = "\n") -> str:
         elif kind in ("document", "input_file", "file"):
             parts.append("[file]")
         elif kind == "tool_result":  # nested (rare): flatten its content
-            parts.append(text_of(part.get("content")))
+            parts.append(text_of(part.get("content"), join=join))
     return join.join(parts)
 
 

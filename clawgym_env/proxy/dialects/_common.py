@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
-__all__ = ["BadRequest", "ParsedRequest", "Reply", "dumps", "sse"]
+__all__ = ["BadRequest", "ParsedRequest", "Reply", "dumps", "guarded", "sse"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class BadRequest(ValueError):
@@ -44,6 +48,32 @@ class Reply:
     response_id: str
     created: int = 0
     stop_sequence: str | None = None
+
+
+def guarded(parse: F) -> F:
+    """Turn any surprise in a request's shape (a bool where a list belongs...) into a BadRequest."""
+
+    @functools.wraps(parse)
+    def wrapper(body: dict[str, Any], ids: Any) -> ParsedRequest:
+        try:
+            parsed = parse(body, ids)
+        except BadRequest:
+            raise
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+            raise BadRequest(f"request body has an unexpected shape ({type(exc).__name__}: {exc}); "
+                             "check it against the API reference") from None
+        for name in ("temperature", "top_p"):
+            value = getattr(parsed, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise BadRequest(f"{name}: expected a number, got {value!r}")
+        if parsed.max_tokens is not None and (isinstance(parsed.max_tokens, bool) or parsed.max_tokens < 1):
+            raise BadRequest(f"max_tokens: expected a positive integer, got {parsed.max_tokens!r}")
+        if parsed.seed is not None and (isinstance(parsed.seed, bool) or not isinstance(parsed.seed, int)):
+            raise BadRequest(f"seed: expected an integer, got {parsed.seed!r}")
+        parsed.stop = [str(x) for x in parsed.stop]
+        return parsed
+
+    return wrapper  # type: ignore[return-value]
 
 
 def dumps(obj: Any) -> bytes:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawgym_env.proxy._neutral import ToolIdMap, text_of
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, sse
+from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, guarded, sse
 
 __all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
@@ -85,6 +85,7 @@ def _assistant_blocks(blocks: list[Any], ids: ToolIdMap) -> dict[str, Any]:
     return msg
 
 
+@guarded
 def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
     """Anthropic Messages body -> neutral messages and tools."""
     raw_messages = body.get("messages")

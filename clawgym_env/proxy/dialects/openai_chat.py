@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, sse
+from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, guarded, sse
 
 __all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
@@ -43,6 +43,7 @@ def parse_tool(t: dict[str, Any]) -> dict[str, Any] | None:
     return {"type": "function", "function": out}
 
 
+@guarded
 def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
     """Chat Completions body -> neutral messages and tools."""
     raw = body.get("messages")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, sse
+from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, guarded, sse
 from clawgym_env.proxy.dialects.openai_chat import error_body
 
 __all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
@@ -29,6 +29,7 @@ def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
     return {"type": "function", "function": fn}
 
 
+@guarded
 def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
     """Responses body -> neutral messages and tools."""
     if body.get("previous_response_id"):
