@@ -16,7 +16,7 @@ import json
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -175,14 +175,14 @@ async def run_episode(
     session_id: str | None = None,
     model_name: str = "policy",
     wall_time_s: float | None = None,
-    on_session: Callable[[str], Awaitable[None] | None] | None = None,
 ) -> EpisodeResult:
     """Run one task with one harness against ``backend`` and return how it went.
 
     ``proxy`` must be started with a ``uds_path`` (the sandbox reaches it through that socket);
     None starts a private one for this episode. ``capture_dir`` receives ``<session>.jsonl``
     (our capture) and the harness's own transcript next to it. ``workspace_out`` receives the
-    final workspace. ``wall_time_s`` overrides the task's limit. Infrastructure failures
+    final workspace. ``wall_time_s`` overrides the task's limit; it covers the whole harness run,
+    including time the policy takes to answer. Infrastructure failures
     (sandbox, missing install) give ``status="error"`` with the reason; programming errors raise.
     """
     if proxy is None:
@@ -193,7 +193,7 @@ async def run_episode(
                 return await run_episode(
                     task, harness, backend, proxy=own, sandbox=sandbox, capture_dir=capture_dir,
                     workspace_out=workspace_out, cache_dir=cache_dir, judge=judge, sampling=sampling,
-                    session_id=session_id, model_name=model_name, wall_time_s=wall_time_s, on_session=on_session,
+                    session_id=session_id, model_name=model_name, wall_time_s=wall_time_s,
                 )
     if proxy.uds_path is None:
         raise ConfigError("run_episode(proxy=...): start the ProxyServer with uds_path=... so sandboxes can reach it")
@@ -215,10 +215,6 @@ async def run_episode(
         sb: Sandbox | None = None
         session_open = True
         try:
-            if on_session is not None:
-                res = on_session(sid)
-                if asyncio.iscoroutine(res):
-                    await res
             cache = cache_dir or cache_root()
             config = SandboxConfig(
                 workspace_mount=spec.workspace_mount, workspace_src=spec.workspace_dir, proxy_socket=proxy.uds_path,
@@ -232,7 +228,7 @@ async def run_episode(
             await _write_files(sb, adapter.write_configs(hs))
             result.timings["sandbox"] = time.perf_counter() - t0
 
-            own = _own_transcript(adapter)
+            own_transcript = _own_transcript(adapter)
             if transcript_path is not None:
                 transcript_path.mkdir(parents=True, exist_ok=True)
             watch = _Watch(asyncio.Event(), transcript_path / "stdout.log" if transcript_path else None)
@@ -249,9 +245,9 @@ async def run_episode(
             _classify(result, exec_result, stopped, sess.over_limit, sess.calls)
 
             t0 = time.perf_counter()
-            if transcript_path is not None and own not in (None, "stdout"):
+            if transcript_path is not None and own_transcript not in (None, "stdout"):
                 with contextlib.suppress(ClawGymError):
-                    await sb.download(f"{HOME}/{own}", transcript_path / own.lstrip("."))
+                    await sb.download(f"{HOME}/{own_transcript}", transcript_path / own_transcript.lstrip("."))
             result.transcript_path = transcript_path
             result.calls = await proxy.close_session(sid)
             session_open = False

@@ -17,7 +17,6 @@ from clawgym_env.errors import HarnessInstallError
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
 from clawgym_env.sandbox.base import Mount
-
 from harnesses._npm import SANDBOX_PATH
 
 __all__ = ["ClaudeCode"]

@@ -13,13 +13,12 @@ import json
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from clawgym_env.errors import ConfigError, HarnessInstallError
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
 from clawgym_env.sandbox.base import Mount
-
 from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount
 
 __all__ = ["OpenClaw"]
@@ -112,9 +111,9 @@ class OpenClaw(Harness):
         return {config_path: json.dumps(config, indent=2) + "\n", f"{state}/.keep": ""}
 
     @staticmethod
-    def transcript_events(state_dir: Path) -> list[dict[str, object]]:
+    def transcript_events(state_dir: Path) -> list[dict[str, Any]]:
         """OpenClaw's own session transcript, read from the sqlite files in its state dir, in order."""
-        events: list[dict[str, object]] = []
+        events: list[dict[str, Any]] = []
         for db in sorted(Path(state_dir).rglob("*.sqlite")):
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             try:

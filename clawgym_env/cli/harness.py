@@ -12,11 +12,11 @@ def install(
     name: str = typer.Argument("all", help="claude-code, openclaw, custom or all"),
 ) -> None:
     """npm-install the pinned harness versions into the cache ($CLAWGYM_CACHE or ~/.cache/clawgym)."""
+    import logging
+
     from clawgym_env.errors import ClawGymError
     from clawgym_env.harness_install import cache_root
     from clawgym_env.harness_registry import harness_names, load_harness
-
-    import logging
 
     logging.basicConfig(level=logging.INFO, format="  %(message)s")
     names = harness_names() if name == "all" else [name]

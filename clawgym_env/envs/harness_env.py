@@ -65,7 +65,7 @@ class ClawGymEnv(gym.Env[Observation, Action]):
     env also works as a context manager.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 - gymnasium declares it this way
 
     def __init__(
         self,

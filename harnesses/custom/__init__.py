@@ -16,7 +16,6 @@ from typing import ClassVar
 
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
-
 from harnesses._npm import SANDBOX_PATH
 
 __all__ = ["CustomLoop"]

@@ -50,7 +50,7 @@ def run_tool(name, args, cwd):
             # Output goes to a file, not a pipe: a background job (`cmd &`) must not block the turn.
             with tempfile.TemporaryFile() as out:
                 proc = subprocess.run(args["command"], shell=True, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, timeout=120)
+                                      stdin=subprocess.DEVNULL, timeout=120, check=False)
                 out.seek(0)
                 text = out.read().decode("utf-8", errors="replace")
             return f"exit code {proc.returncode}\n{text[-MAX_OUTPUT:]}"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from clawgym_env import episode as episode_mod
-from clawgym_env.episode import EpisodeResult, run_episode
+from clawgym_env.episode import run_episode
 from clawgym_env.proxy import ScriptedBackend
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.sandbox import SandboxState

@@ -60,3 +60,24 @@ def test_openclaw_episode(openclaw_installed: None, smoke_suite: Path, tmp_path:
     # still attributes each call to this session, in order.
     assert [c.call_index for c in calls] == list(range(len(calls)))
     assert {c.session_id for c in calls} == {info["session_id"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("api", "dialect", "path"), [
+    ("openai-responses", "openai-responses", "/v1/responses"),
+    ("anthropic-messages", "anthropic", "/v1/messages"),
+])
+def test_openclaw_other_provider_apis(api: str, dialect: str, path: str, openclaw_installed: None,
+                                      smoke_suite: Path, tmp_path: Path) -> None:
+    """~1 min each: the same episode with OpenClaw speaking the Responses or Messages API."""
+    with gym.make("ClawGym/OpenClaw-v0", suite=str(smoke_suite), task="hello-file", capture_dir=tmp_path,
+                  harness_options={"api": api}) as env:
+        obs, info = env.reset(seed=0)
+        assert info["request"]["dialect"] == dialect
+        done = False
+        while not done:
+            obs, reward, terminated, truncated, info = env.step(hello_policy(obs))
+            done = terminated or truncated
+    assert info["status"] == "completed" and reward == 1.0, info["error"]
+    assert {(c.dialect, c.path.split("?")[0]) for c in info["capture"]} == {(dialect, path)}
+    assert OpenClaw.count_calls(tmp_path / f"{info['session_id']}.harness" / "openclaw-state") == len(info["capture"])

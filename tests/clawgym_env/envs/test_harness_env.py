@@ -97,7 +97,7 @@ def test_call_budget_truncates(sandbox_dirs: list[str]) -> None:
         env.reset(seed=0)
         steps, truncated, terminated = 0, False, False
         while not (terminated or truncated):
-            _, reward, terminated, truncated, info = env.step({"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]})
+            _, _, terminated, truncated, info = env.step({"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]})
             steps += 1
         assert truncated and not terminated and info["status"] == "truncated"
         assert steps == 8  # the task allows 8 model calls: the 8th answer leads to a refused 9th call
@@ -142,5 +142,5 @@ def test_token_level_observations_and_actions(tiny_tokenizer_dir: Path, sandbox_
 def test_bad_kwargs_are_refused() -> None:
     with pytest.raises(ConfigError, match="pinned to 0.1.0"):
         gym.make("ClawGym/Custom-v0", suite=SUITE, harness_version="9.9")
-    with pytest.raises(ConfigError, match="render_mode"):
+    with pytest.raises(ConfigError, match="render_mode"), pytest.warns(UserWarning, match="render_mode"):
         gym.make("ClawGym/Custom-v0", suite=SUITE, render_mode="human")
