@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import gymnasium as gym
+import pytest
 
 import clawgym_env  # noqa: F401 - registers the ids
 from clawgym_env.envs import ENV_IDS, QueueBackend, UnicodeText, token_ids_space
+from clawgym_env.errors import ConfigError, HarnessError
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest
 
 
@@ -59,3 +62,26 @@ async def test_queue_backend_aclose_cancels_waiting_calls() -> None:
     await backend.aclose()
     await asyncio.sleep(0)
     assert answer.cancelled()
+
+
+SUITE = str(Path(__file__).parents[2] / "harnesses" / "tasks" / "h6-smoke")
+
+
+def test_actions_are_validated_before_reaching_the_harness() -> None:
+    with gym.make("ClawGym/Custom-v0", suite=SUITE) as env:
+        inner = env.unwrapped
+        text = inner._to_completion("plain answer")
+        assert (text.text, text.completion_ids, text.token_source) == ("plain answer", None, "none")
+        turn = inner._to_completion({"text": "hi", "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]})
+        assert turn.structured["tool_calls"][0]["name"] == "bash"
+        for bad, why in (({"completion_ids": [1]}, "needs a tokenizer"), ({"txt": "x"}, "unknown keys"), (3, "expected str or dict")):
+            with pytest.raises(ConfigError, match=why):
+                inner._to_completion(bad)
+        observation_keys = set(env.observation_space.spaces)
+        assert observation_keys == {"messages", "tools"}
+
+
+def test_reset_reports_a_harness_that_cannot_start(tmp_path: Path) -> None:
+    with gym.make("ClawGym/ClaudeCode-v0", suite=SUITE, task="hello-file", cache_dir=tmp_path) as env:
+        with pytest.raises(HarnessError, match="clawgym harness install claude-code"):
+            env.reset(seed=0)
