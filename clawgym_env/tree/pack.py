@@ -107,6 +107,36 @@ class PackedTree:
             "attention_mask": attn,
         }
 
+    def padded(self, multiple: int, pad_id: int = 0) -> PackedTree:
+        """A copy padded at the end to a multiple of ``multiple`` tokens (BlockMask / kernel alignment).
+
+        Each pad token sees only itself and is outside the loss, so real tokens are unaffected.
+        """
+        n = len(self)
+        extra = -n % multiple
+        if not extra:
+            return self
+        idx = torch.arange(n, n + extra)
+
+        def cat(t: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
+            return torch.cat([t, tail.to(t.dtype)])
+
+        return PackedTree(
+            input_ids=cat(self.input_ids, torch.full((extra,), pad_id)),
+            position_ids=cat(self.position_ids, torch.zeros(extra)),
+            prev_index=cat(self.prev_index, torch.full((extra,), -1)),
+            subtree_end=cat(self.subtree_end, idx + 1),
+            loss_mask=cat(self.loss_mask, torch.zeros(extra)),
+            rollout_logprobs=cat(self.rollout_logprobs, torch.zeros(extra)),
+            rollout_index=cat(self.rollout_index, torch.full((extra,), -1)),
+            advantages=cat(self.advantages, torch.zeros(extra)),
+            sampler_token=self.sampler_token,
+            sampler_rollout=self.sampler_rollout,
+            rollout_ids=list(self.rollout_ids),
+            call_tokens=dict(self.call_tokens),
+            context_tokens=self.context_tokens + extra,
+        )
+
     def token_logprobs(self, logits: torch.Tensor) -> torch.Tensor:
         """Logprob of every token under ``logits`` ([N, V] or [1, N, V]); 0 where no parent exists."""
         logits = logits.reshape(-1, logits.shape[-1])

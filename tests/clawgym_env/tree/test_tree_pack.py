@@ -146,3 +146,13 @@ def test_set_advantages_refuses_missing_rollouts() -> None:
         pk.set_advantages({"rollout0": 1.0})
     with pytest.raises(TreeError, match="1 values for 2 rollouts"):
         pk.set_advantages([1.0])
+
+
+def test_padding_to_whole_blocks_changes_no_logprob(tiny_model, compare) -> None:  # noqa: ANN001
+    tree = build_tree(synthetic_episode("openclaw", shape=SHAPE))
+    pk = pack_tree(tree)
+    padded = pk.padded(128)
+    assert len(padded) % 128 == 0 and len(padded) > len(pk)
+    assert padded.num_loss_tokens == pk.num_loss_tokens
+    assert_well_formed(padded)
+    assert compare(tiny_model, tree, [padded]) < 1e-5

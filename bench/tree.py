@@ -1,0 +1,165 @@
+"""Benchmark: tokens forwarded and CPU fwd+bwd step time, per-call layout vs prefix tree.
+
+    python bench/tree.py                      # captures from tests/golden/*/ if any, else SYNTHETIC episodes
+    python bench/tree.py --captures a.jsonl b.jsonl
+    python bench/tree.py --time-system-tokens 1000 --repeats 2   # quicker timing
+
+Token counts are measured at full size. Step times use a random-init tiny Qwen3 (2 layers,
+hidden 64) on CPU; when episodes are synthetic, timing runs on a smaller system prompt (the
+--time-system-tokens flag) so a dense N x N tree mask fits in memory. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from clawgym_env.capture.records import CallRecord  # noqa: E402
+from clawgym_env.tree import PrefixTree, build_forest, build_tree, load_calls, pack_naive, pack_tree  # noqa: E402
+from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode, synthetic_group  # noqa: E402
+
+
+def chain_tokens(calls: Sequence[CallRecord]) -> int:
+    """Tokens a chain-merging layout forwards: a call that extends the previous path joins its row."""
+    total, prev = 0, None
+    for c in sorted(calls, key=lambda c: c.call_index):
+        path = list(c.prompt_ids or []) + list(c.completion_ids or [])
+        if prev is not None and path[: len(prev)] == prev:
+            total += len(path) - len(prev)
+        else:
+            total += len(path)
+        prev = path
+    return total
+
+
+def load_sources(paths: list[Path]) -> dict[str, list[list[CallRecord]]]:
+    """Episodes by label: given files, else tests/golden/<harness>/*.jsonl, else SYNTHETIC."""
+    if not paths:
+        paths = sorted((ROOT / "tests" / "golden").glob("*/*.jsonl"))
+    if paths:
+        out: dict[str, list[list[CallRecord]]] = {}
+        for p in paths:
+            calls = load_calls(p)
+            if calls:
+                out.setdefault(f"real {p.parent.name}", []).append(calls)
+        return out
+    shape = EpisodeShape()
+    return {f"SYNTHETIC {style}": [synthetic_episode(style, shape=shape)] for style in ("claude-code", "openclaw")}
+
+
+def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
+    print("== tokens forwarded: per-call rows vs chain merge vs prefix tree ==")
+    print(f"{'episodes':34s} {'calls':>5s} {'per-call':>10s} {'chain':>10s} {'tree':>8s} {'per-call/tree':>13s} {'chain/tree':>10s} {'extends prev':>12s}")
+    for label, episodes in sources.items():
+        for i, calls in enumerate(episodes):
+            tree = build_tree(calls)
+            packed = pack_tree(tree)
+            assert len(packed) == tree.num_tokens  # the tree layout forwards exactly the unique tokens
+            chain = chain_tokens(calls)
+            ordered = sorted(calls, key=lambda c: c.call_index)
+            extends = sum(
+                1 for a, b in zip(ordered, ordered[1:])
+                if (b.prompt_ids or [])[: len(a.prompt_ids or []) + len(a.completion_ids or [])]
+                == list(a.prompt_ids or []) + list(a.completion_ids or [])
+            )
+            print(
+                f"{label + f' #{i}':34s} {len(calls):5d} {tree.naive_tokens:10d} {chain:10d} {tree.num_tokens:8d} "
+                f"{tree.naive_tokens / tree.num_tokens:12.1f}x {chain / tree.num_tokens:9.1f}x {extends:6d}/{len(calls) - 1}"
+            )
+
+
+def group_report(n_rollouts: int) -> None:
+    print(f"\n== GRPO group: {n_rollouts} SYNTHETIC rollouts of one task merged into one forest ==")
+    for style in ("claude-code", "openclaw"):
+        group = synthetic_group(style, n_rollouts)
+        forest = build_forest(group)
+        singles = sum(build_tree(ep).num_tokens for ep in group)
+        print(
+            f"{style:12s} per-call {forest.naive_tokens:9d}  trees apart {singles:8d}  forest {forest.num_tokens:8d}  "
+            f"per-call/forest {forest.naive_tokens / forest.num_tokens:5.1f}x  trainable {forest.num_trainable}"
+        )
+
+
+def tiny_model(attn: str) -> torch.nn.Module:
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen3Config(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=1, head_dim=32, max_position_embeddings=65_536, attn_implementation=attn)
+    return Qwen3ForCausalLM(cfg).train()
+
+
+def _median_time(fn, repeats: int) -> float:  # noqa: ANN001
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def step_report(tree: PrefixTree, label: str, repeats: int) -> None:
+    model = tiny_model("sdpa")
+    packed = pack_tree(tree)
+    naive = pack_naive(tree)
+    inputs = packed.model_inputs("bool")
+
+    def tree_step() -> None:
+        model.zero_grad(set_to_none=True)
+        lp = packed.token_logprobs(model(**inputs).logits)
+        (-(lp * packed.loss_mask).sum()).backward()
+
+    def naive_step() -> None:
+        model.zero_grad(set_to_none=True)
+        for i, row in enumerate(naive.rows):
+            lp = naive.row_logprobs(i, model(input_ids=row[None]).logits)
+            (-(lp * naive.loss_masks[i][naive.prompt_lens[i]:]).sum()).backward()
+
+    t_tree = _median_time(tree_step, repeats)
+    t_naive = _median_time(naive_step, repeats)
+    print(
+        f"{label:34s} tokens per-call {naive.num_tokens:7d} tree {len(packed):6d} ({naive.num_tokens / len(packed):4.1f}x)  "
+        f"fwd+bwd per-call {t_naive:6.2f} s  tree {t_tree:6.2f} s  speed-up {t_naive / t_tree:4.1f}x"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--captures", nargs="*", type=Path, default=[], help="capture JSONL files (one episode each)")
+    ap.add_argument("--time-system-tokens", type=int, default=2000, help="system prompt size for SYNTHETIC timing")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--group", type=int, default=8, help="rollouts in the SYNTHETIC GRPO group report")
+    ap.add_argument("--max-time-tokens", type=int, default=12_000, help="skip timing of trees larger than this")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    sources = load_sources(args.captures)
+    token_report(sources)
+    group_report(args.group)
+    print(f"\n== CPU fwd+bwd step, random-init tiny Qwen3 (sdpa; tree: bool tree mask), median of {args.repeats} ==")
+    if any(label.startswith("real") for label in sources):
+        timed = {label: eps for label, eps in sources.items()}
+    else:
+        shape = EpisodeShape(system_tokens=args.time_system_tokens)
+        timed = {f"SYNTHETIC {s} (sys {args.time_system_tokens})": [synthetic_episode(s, shape=shape)]
+                 for s in ("claude-code", "openclaw")}
+    for label, episodes in timed.items():
+        for i, calls in enumerate(episodes):
+            tree = build_tree(calls)
+            if tree.num_tokens > args.max_time_tokens:
+                print(f"{label} #{i}: {tree.num_tokens} tokens > --max-time-tokens, skipped (dense mask memory)")
+                continue
+            step_report(tree, f"{label} #{i}", args.repeats)
+
+
+if __name__ == "__main__":
+    main()
