@@ -194,10 +194,6 @@ class ProxySession:
             self._writer.write(record)
         return record
 
-    def sync_capture(self) -> None:
-        if self._writer is not None:
-            self._writer.sync()
-
     def close(self) -> list[CallRecord]:
         """Stop serving, close the capture; idempotent. Returns the calls."""
         if self.state is not SessionState.CLOSED:
