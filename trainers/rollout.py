@@ -24,10 +24,11 @@ from clawgym_env.tree import PrefixTree, TreeFilters, build_forest
 
 if TYPE_CHECKING:
     from clawgym_env.episode import EpisodeResult
+    from clawgym_env.harness import Harness
     from clawgym_env.proxy.backends.base import PolicyBackend
     from clawgym_env.task import TaskSpec
 
-__all__ = ["Group", "RolloutBatch", "collect", "make_group", "rollout_metrics", "run_groups", "sample_pairs", "tree_filters"]
+__all__ = ["Group", "RolloutBatch", "collect", "harness_name", "make_group", "rollout_metrics", "run_groups", "sample_pairs", "tree_filters"]
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Group:
     """Reason -> session ids or call refs left out (error, stale, tree filters)."""
     statuses: dict[str, int] = field(default_factory=dict)
     calls: int = 0
+    versions: set[int] = field(default_factory=set)
+    """Policy versions that sampled the group's calls (as recorded in every capture)."""
 
     @property
     def zero_variance(self) -> bool:
@@ -75,9 +78,14 @@ def tree_filters(*, drop_retries: bool, max_leaves: int | None, exclude_subagent
     return TreeFilters(drop_dead=drop_retries, max_leaves=max_leaves, exclude_kinds=kinds)
 
 
+def harness_name(harness: str | Harness) -> str:
+    """The name a harness is reported under (an adapter instance: its ``name``)."""
+    return harness if isinstance(harness, str) else harness.name
+
+
 def sample_pairs(
-    tasks: Sequence[TaskSpec], harnesses: Sequence[str], weights: Sequence[float], k: int, rng: random.Random
-) -> list[tuple[TaskSpec, str]]:
+    tasks: Sequence[TaskSpec], harnesses: Sequence[str | Harness], weights: Sequence[float], k: int, rng: random.Random
+) -> list[tuple[TaskSpec, str | Harness]]:
     """Draw ``k`` (task, harness) pairs: the harness by ``weights``, the task uniformly."""
     if not tasks:
         raise ConfigError("sample_pairs: no task to sample; check --suite and --tasks")
@@ -87,7 +95,7 @@ def sample_pairs(
 
 
 async def run_groups(
-    pairs: Sequence[tuple[TaskSpec, str]],
+    pairs: Sequence[tuple[TaskSpec, str | Harness]],
     backend: PolicyBackend,
     n: int,
     *,
@@ -102,7 +110,7 @@ async def run_groups(
 
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(task: TaskSpec, harness: str, proxy: ProxyServer) -> EpisodeResult:
+    async def one(task: TaskSpec, harness: str | Harness, proxy: ProxyServer) -> EpisodeResult:
         async with gate:
             return await run_episode(task, harness, backend, proxy=proxy, sandbox=sandbox, sampling=sampling,
                                      wall_time_s=wall_time_s)
@@ -134,6 +142,7 @@ def make_group(
             continue
         group.rewards[ep.session_id] = float(ep.score)
         versions = [c.policy_version for c in ep.calls if c.policy_version is not None]
+        group.versions.update(versions)
         if versions and policy_version - min(versions) > max_policy_lag:
             dropped["stale"].append(ep.session_id)
             continue
@@ -149,7 +158,7 @@ def make_group(
 
 def collect(
     tasks: Sequence[TaskSpec],
-    harnesses: Sequence[str],
+    harnesses: Sequence[str | Harness],
     weights: Sequence[float],
     backend: PolicyBackend,
     *,
@@ -173,7 +182,7 @@ def collect(
                                   concurrency=concurrency, wall_time_s=wall_time_s))
     batch = RolloutBatch(groups=[], policy_version=policy_version)
     for (task, harness), episodes in zip(pairs, results, strict=True):
-        group = make_group(task.full_id, harness, episodes, filters=filters, policy_version=policy_version,
+        group = make_group(task.full_id, harness_name(harness), episodes, filters=filters, policy_version=policy_version,
                            max_policy_lag=max_policy_lag)
         if group.tree is None or not group.tree.episodes:
             batch.skipped.append((group, "no trainable episode"))
@@ -198,6 +207,8 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     out["reward"] = sum(rewards) / len(rewards) if rewards else 0.0
     for h, rs in by_harness.items():
         out[f"reward/{h}"] = sum(rs) / len(rs) if rs else 0.0
+    lags = [batch.policy_version - v for g in batch.all_groups for v in g.versions]
+    out["policy_lag/max"] = float(max(lags, default=0))
     out["groups_trained"] = float(len(batch.groups))
     out["groups_skipped"] = float(len(batch.skipped))
     out["frac_reward_zero_std"] = sum(g.zero_variance for g in batch.all_groups) / max(1, len(batch.all_groups))

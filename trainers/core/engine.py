@@ -65,6 +65,7 @@ class TreeTrainerBase:
         *,
         backend: Any | None = None,
         tasks: list[Any] | None = None,
+        harness_adapters: dict[str, Any] | None = None,
         resume_from_checkpoint: str | Path | None = None,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -93,6 +94,8 @@ class TreeTrainerBase:
         )
         self.scheduler = self._scheduler(self.optimizer)
         self._tasks = tasks
+        self.harness_adapters = dict(harness_adapters or {})
+        """Harness name -> adapter instance, for harnesses not in the registry (or built with options)."""
         self._backend = backend
         self.step = 0
         self.policy_version = 0
@@ -156,7 +159,7 @@ class TreeTrainerBase:
         """Sample ``pairs_per_step`` groups of ``num_generations`` episodes through the harnesses."""
         c = self.config
         return collect(
-            self.tasks, c.harness_names, c.harness_weights, self.backend, pairs_per_step=c.pairs_per_step,
+            self.tasks, [self.harness_adapters.get(n, n) for n in c.harness_names], c.harness_weights, self.backend, pairs_per_step=c.pairs_per_step,
             num_generations=int(c.num_generations or 2), rng=self.rng,
             filters=tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents),
             policy_version=self.policy_version, max_policy_lag=c.max_policy_lag, skip_zero_variance=c.skip_zero_variance,
