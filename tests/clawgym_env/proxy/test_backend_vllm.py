@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 import torch
@@ -136,7 +136,7 @@ class ServerThread:
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> ServerThread:
+    def __enter__(self) -> Self:
         self.thread.start()
         while not self.server.started:
             time.sleep(0.01)
@@ -301,3 +301,35 @@ async def test_launch_vllm_server_starts_waits_and_stops(tiny_model_dir: Path, t
     finally:
         await backend.aclose()
     assert proc.poll() is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+async def test_real_vllm_server(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """GPU machines only: a real `vllm serve` (its own env, CLAWGYM_VLLM_BIN) on the tiny model.
+
+    Checks token ids in/out, logprobs against a transformers forward pass, and the dev-mode
+    weight reload. Never run in CI (no GPU there); unverified until run on a GPU box.
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = launch_vllm_server(tiny_model_dir, port, ["--dtype", "float32", "--max-model-len", "4096",
+                                                     "--gpu-memory-utilization", "0.3"], log_path=tmp_path / "vllm.log")
+    backend = VLLMBackend(f"http://127.0.0.1:{port}", str(tiny_model_dir), process=proc)
+    try:
+        await asyncio.to_thread(wait_for_server, backend.base_url, 900.0, proc)
+        ids = prompt_ids(backend.tokenizer)
+        out = await backend.handle(req(ids, max_tokens=16, temperature=1.0, seed=0))
+        assert len(out.completion_ids) == len(out.logprobs) > 0
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+        with torch.no_grad():
+            lp = torch.log_softmax(model(torch.tensor([ids + out.completion_ids])).logits[0].float(), -1)
+        ref = [lp[len(ids) - 1 + i, t].item() for i, t in enumerate(out.completion_ids)]
+        assert max(abs(a - b) for a, b in zip(ref, out.logprobs, strict=True)) < 1e-2
+        new_path = build_tiny_model(tmp_path, seed=9)
+        await backend.reload_weights(new_path, version=1)
+        again = await backend.handle(req(ids, max_tokens=4, temperature=0.0))
+        assert again.policy_version == 1
+    finally:
+        await backend.aclose()
