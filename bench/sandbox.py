@@ -2,7 +2,7 @@
 
     python bench/sandbox.py [--backends bwrap,docker] [--n 40] [--concurrent 200] [--docker-concurrent 20]
 
-Per backend: start+stop latency (no process), start + one ``exec(["true"])`` + stop (the cost of
+Per backend: start+stop latency (no process; with and without a cgroup for limits), start + one ``exec(["true"])`` + stop (the cost of
 one minimal episode), and the exec latency with the proxy bridge (socat, and for bwrap also the
 python fallback forwarder). Then N concurrent short episodes (start, write+read a workspace file,
 stop), all at once: wall time and failures. Prints figures; asserts nothing.
@@ -90,6 +90,8 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"  unavailable: {exc}")
                 continue
             print(f"  start+stop            {_fmt(await _start_stop(backend, cfg, args.n, False))}")
+            bare = SandboxConfig(workspace_src=src, memory_mb=None, pids=None)
+            print(f"  start+stop, no limits {_fmt(await _start_stop(backend, bare, args.n, False))}")
             print(f"  start+exec(true)+stop {_fmt(await _start_stop(backend, cfg, args.n, True))}")
             print(f"  exec(true)            {_fmt(await _exec_latency(backend, cfg, args.n))}")
             pcfg = SandboxConfig(workspace_src=src, memory_mb=512, pids=128, proxy_socket=sock, proxy_port=18080)

@@ -4,7 +4,7 @@ Each ``exec`` is a fresh ``bwrap`` over the same per-sandbox host folders, so st
 between calls without a long-lived process to enter (entering namespaces with setns would need
 privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on an idle core):
 
-    <tmp>/clawgym-bwrap-XXXX/
+    <sandbox_root()>/clawgym-bwrap-XXXX/     (/dev/shm when roomy, else the temp dir)
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
         empty/               overlay lower layer when the task has no workspace_src
         home/  tmp/          HOME and /tmp inside (private, persistent across exec calls)
@@ -46,7 +46,7 @@ from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, strip_e
 from clawgym_env.sandbox._process import run_process
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
-__all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap"]
+__all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _ETC_FROM_HOST = (
@@ -158,6 +158,43 @@ def _system_binds(rootfs: Path | None) -> list[str]:
     return args
 
 
+_SHM_MIN_FREE = 4 << 30
+
+
+@functools.cache
+def sandbox_root() -> str:
+    """Where sandbox folders live: $CLAWGYM_SANDBOX_DIR, else /dev/shm when it is a writable
+    tmpfs with >= 4 GiB free, else the temp dir.
+
+    Measured on the dev box: creating and removing a sandbox's folders took 24 ms median on the
+    ext4 /tmp and 0.6 ms on tmpfs (rmdir on the shared disk is slow); 200 concurrent episodes
+    4.7 s vs 2.8 s. tmpfs pages a sandbox writes are charged to its memory cgroup.
+    """
+    env = os.environ.get("CLAWGYM_SANDBOX_DIR")
+    if env:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        return env
+    shm = "/dev/shm"
+    try:
+        st = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and st.f_bavail * st.f_frsize >= _SHM_MIN_FREE and _is_tmpfs(shm):
+            return shm
+    except OSError:
+        pass
+    return tempfile.gettempdir()
+
+
+def _is_tmpfs(path: str) -> bool:
+    try:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 2 and parts[1] == path:
+                return parts[2] == "tmpfs"
+    except OSError:
+        pass
+    return False
+
+
 def _processes_of_uid(uid: int) -> int:
     """How many processes (threads count too, as for RLIMIT_NPROC) the host uid runs now."""
     n = 0
@@ -206,7 +243,7 @@ class BwrapSandbox(Sandbox):
         self._bwrap, self._overlay = probe.binary, probe.overlay
         cfg = self.config
         self._check_config(cfg)
-        self.dir = Path(tempfile.mkdtemp(prefix="clawgym-bwrap-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="clawgym-bwrap-", dir=sandbox_root()))
         try:
             for sub in ("upper", "empty", "home", "tmp", "extra"):
                 (self.dir / sub).mkdir()

@@ -57,6 +57,11 @@ def check_bwrap() -> list[Check]:
         rows.append(Check("bwrap", "proxy forwarder", "ok", f"socat at {_bridge.socat_path()}"))
     else:
         rows.append(Check("bwrap", "proxy forwarder", "warn", "no socat: python forwarder (slower to start)", "apt-get install socat"))
+    from clawgym_env.sandbox.bwrap import sandbox_root
+
+    root = sandbox_root()
+    where = "tmpfs" if root == "/dev/shm" else "disk (set CLAWGYM_SANDBOX_DIR to a tmpfs for faster start/stop)"
+    rows.append(Check("bwrap", "sandbox folders", "ok", f"{root}: {where}"))
     info = detect()
     if info is None:
         rows.append(
