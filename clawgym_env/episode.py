@@ -82,13 +82,18 @@ class EpisodeResult:
 
 
 def resolve_task(task: TaskSpec | str) -> TaskSpec:
-    """A TaskSpec, from a spec or a full id ``"<suite>/<task>"`` found in the repo or user suites."""
+    """A TaskSpec, from a spec, a full id ``"<suite>/<task>"`` (repo or user suites), or ``"<suite folder>/<task>"``."""
     from clawgym_env.task import TaskRegistry, TaskSpec
 
     if isinstance(task, TaskSpec):
         return task
     if "/" not in task:
         raise ConfigError(f"task {task!r}: give a full id '<suite>/<task>' (e.g. clawgym-original/smoke-hello-file-p0)")
+    folder, _, task_id = task.rpartition("/")
+    if (Path(folder) / "suite.yaml").is_file():  # "<suite folder>/<task>"
+        from clawgym_env.task import load_suite
+
+        return load_suite(folder).get(task_id)
     return TaskRegistry.default().get(task)
 
 

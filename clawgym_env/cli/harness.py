@@ -45,3 +45,39 @@ def list_() -> None:
         except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
             state = f"not installed ({type(exc).__name__})"
         typer.echo(f"{n:12} {harness.version:10} {harness.dialect:17} {state:14} {HARNESSES[n]}")
+
+
+@app.command("run")
+def run(
+    name: str = typer.Argument(..., help="claude-code, openclaw, custom, or module:Class"),
+    task: str = typer.Option(..., "--task", help="full task id <suite>/<task>, e.g. clawgym-original/smoke-hello-file-p0"),
+    model: str = typer.Option("default", "--model", help="policy spec (hf:PATH, vllm:URL, scripted:FILE, ...)"),
+    capture_dir: str | None = typer.Option(None, "--capture-dir", help="keep the capture and the harness transcript here"),
+    sandbox: str = typer.Option("bwrap", "--sandbox", help="sandbox backend"),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="cap each completion (overrides the harness)"),
+) -> None:
+    """Run one episode of a harness on a task and print its outcome as JSON (for adapter debugging)."""
+    import asyncio
+    import json
+    from pathlib import Path
+
+    from clawgym_env.episode import run_episode
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.proxy.backends.factory import backend_from_spec
+
+    try:
+        backend = backend_from_spec(model)
+        sampling = {"max_tokens": max_tokens} if max_tokens else None
+        result = asyncio.run(run_episode(task, name, backend, sandbox=sandbox, sampling=sampling,
+                                         capture_dir=Path(capture_dir) if capture_dir else None))
+    except ClawGymError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(json.dumps({
+        "session_id": result.session_id, "task_id": result.task_id, "harness": result.harness, "status": result.status,
+        "score": result.score, "subscores": result.subscores, "calls": len(result.calls), "error": result.error,
+        "harness_exit_code": result.harness_exit_code, "timings": {k: round(v, 3) for k, v in result.timings.items()},
+        "capture": str(result.capture_path) if result.capture_path else None,
+    }, indent=2))
+    if result.status == "error":
+        raise typer.Exit(2)

@@ -73,3 +73,19 @@ def test_cli_install_all_is_idempotent_on_an_installed_cache() -> None:
         assert f"[{name}] ready at" in out.output
     listing = CliRunner().invoke(app, ["harness", "list"]).output
     assert "not installed" not in listing
+
+
+@pytest.mark.sandbox
+def test_cli_run_one_episode(tmp_path: Path, smoke_suite: Path) -> None:
+    """`clawgym harness run` drives one real episode with a scripted policy file and prints its outcome."""
+    from clawgym_env.cli.main import app
+
+    script = tmp_path / "policy.yaml"
+    script.write_text('replies:\n  - {tool_calls: [{name: write, arguments: {path: hello.txt, content: "hello world"}}]}\n'
+                      'default: "done"\n')
+    out = CliRunner().invoke(app, ["harness", "run", "custom", "--task", f"{smoke_suite}/hello-file",
+                                   "--model", f"scripted:{script}", "--capture-dir", str(tmp_path / "cap")])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output[out.output.index("{"):])
+    assert (summary["status"], summary["score"], summary["calls"]) == ("completed", 1.0, 2)
+    assert Path(summary["capture"]).is_file()
