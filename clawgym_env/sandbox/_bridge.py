@@ -63,12 +63,15 @@ def prelude(port: int, use_socat: bool, python: str = sys.executable) -> list[st
     else:
         fwd = f'"$CLAWGYM_PY" -c "$CLAWGYM_FWD" {port} {SOCKET_INSIDE} </dev/null >/dev/null 2>&1 &'
     hexport = f"{port:04X}"
+    # Poll /proc/net/tcp with shell builtins only (no grep forks competing with socat for CPU).
     script = (
         f"{fwd}\n"
+        "ready() { while read -r _ l _ st _; do [ \"$l $st\" = \"00000000:"
+        f"{hexport} 0A\" ] || [ \"$l $st\" = \"0100007F:{hexport} 0A\" ] && return 0; done </proc/net/tcp; return 1; }}\n"
         "i=0\n"
-        f"until grep -q ':{hexport} 00000000:0000 0A' /proc/net/tcp 2>/dev/null; do\n"
+        "until ready; do\n"
         "  i=$((i+1)); if [ $i -gt 3000 ]; then echo 'clawgym: proxy forwarder did not start' >&2; exit 125; fi\n"
-        "  [ $i -gt 20 ] && sleep 0.01\n"
+        "  [ $i -gt 200 ] && sleep 0.005\n"
         "done\n"
         "unset CLAWGYM_FWD CLAWGYM_PY\n"
         'exec "$@"'
