@@ -81,7 +81,7 @@ class TreeTrainerBase:
         load = dict(dtype=dtype, attn_implementation="sdpa")
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
         self.model.train()
-        if config.gradient_checkpointing:
+        if getattr(config, "activation_checkpointing", None) or config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
         self.ref_model = None
         if config.beta != 0.0:

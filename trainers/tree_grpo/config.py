@@ -63,7 +63,9 @@ class TreeGRPOConfig(GRPOConfig):
     )
     # TRL defaults changed for tree training on CPU-sized models
     num_generations: int | None = field(default=4, metadata={"help": "Rollouts per (task, harness) group."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Enable gradient checkpointing."})
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Old name of activation_checkpointing (off by default for tree packs)."}
+    )
     logging_steps: float = field(default=1, metadata={"help": "Log every X steps."})
     report_to: str | list[str] | None = field(default="none", metadata={"help": "'tensorboard', 'wandb' or 'none'."})
 

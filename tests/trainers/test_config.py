@@ -1,0 +1,50 @@
+"""TreeGRPOConfig / TreePPOConfig invariants: each refusal names the field and what to set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawgym_env.errors import ConfigError
+from tests.trainers.conftest import make_config
+from trainers.tree_ppo.config import TreePPOConfig
+
+
+def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, harness="custom, claude-code", mix_weights="1,3", epsilon=0.1, beta=0.02)
+    assert cfg.harness_names == ["custom", "claude-code"] and cfg.harness_weights == [1.0, 3.0]
+    assert (cfg.epsilon, cfg.beta, cfg.loss_type, cfg.bf16) == (0.1, 0.02, "grpo", False)
+    assert make_config(tmp_path).harness_weights == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"mix_weights": "1,1"}, "set one weight per harness"),
+        ({"mix_weights": "a"}, "comma-separated numbers"),
+        ({"mix_weights": "-1"}, "non-negative"),
+        ({"harness": ""}, "set --harness"),
+        ({"num_generations": 1}, "num_generations >= 2"),
+        ({"loss_type": "cispo"}, "set loss_type to one of"),
+        ({"is_cap": 0.5}, "is_cap >= 1"),
+        ({"max_leaves": 0}, "max_leaves"),
+        ({"max_policy_lag": -1}, "max_policy_lag"),
+        ({"use_vllm": True}, "use_vllm=False"),
+        ({"suite": ""}, "set --suite"),
+        ({"importance_sampling_level": "sequence"}, "importance_sampling_level='token'"),
+    ],
+)
+def test_invalid_settings_say_what_to_set(tmp_path: Path, kw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make_config(tmp_path, **kw)
+
+
+def test_ppo_config_checks_its_value_fields(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, TreePPOConfig, value_warmup_steps=3)
+    assert cfg.value_warmup_steps == 3 and cfg.skip_zero_variance is False
+    with pytest.raises(ConfigError, match="value_warmup_steps"):
+        make_config(tmp_path, TreePPOConfig, value_warmup_steps=-1)
+    with pytest.raises(ConfigError, match="cliprange_value"):
+        make_config(tmp_path, TreePPOConfig, cliprange_value=0.0)
