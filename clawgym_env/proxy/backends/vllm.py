@@ -21,6 +21,7 @@ on your vLLM version (or restart the server on the new checkpoint) before relyin
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -140,10 +141,10 @@ class VLLMBackend(PolicyBackend):
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=30)
+                await asyncio.to_thread(self.process.wait, 30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                self.process.wait()
+                await asyncio.to_thread(self.process.wait)
 
 
 def parse_completion(data: Any, version: int | None) -> Completion:
