@@ -16,6 +16,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
 
@@ -40,6 +41,7 @@ _ROUTES: dict[str, ModuleType] = {
 }
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+_KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: every SSE parser skips it
 
 
 class ServerState(enum.Enum):
@@ -70,8 +72,11 @@ class ProxyServer:
     """Serves every open session's model calls; ``async with ProxyServer() as s`` starts and stops it."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, uds_path: Path | None = None,
-                 *, max_body_bytes: int = DEFAULT_MAX_BODY) -> None:
+                 *, max_body_bytes: int = DEFAULT_MAX_BODY, stream_keepalive_s: float = 10.0) -> None:
         self.host = host
+        self.stream_keepalive_s = stream_keepalive_s
+        """A streaming call whose policy is slower than this gets its SSE headers and a comment line
+        every this many seconds, so harness clients with idle timeouts keep waiting."""
         self.port = port
         self.uds_path = Path(uds_path) if uds_path else None
         self.max_body_bytes = max_body_bytes
@@ -301,6 +306,7 @@ class ProxyServer:
                                "dialect": dialect.NAME, "path": path, "started_at": started_at,
                                "stream": bool(body.get("stream")), "model": str(body.get("model", ""))}
         status = 200
+        opened: list[bool] = []  # non-empty once SSE headers went out (slow policy, keep-alive sent)
         try:
             try:
                 parsed = dialect.parse_request(body, sess.ids)
@@ -312,20 +318,32 @@ class ProxyServer:
                 # which agent prompt this call ran under (subagents and side calls differ); informational
                 digest = hashlib.blake2b(parsed.messages[0]["content"].encode(), digest_size=6).hexdigest()
                 rec["meta"] = {"system_hash": digest}
-            reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body), receive)
+            async def keepalive() -> None:  # a slow policy: open the stream, keep it from idling out
+                if not opened:
+                    opened.append(True)
+                    await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+                await send({"type": "http.response.body", "body": _KEEPALIVE, "more_body": True})
+
+            reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body), receive,
+                                            self.stream_keepalive_s if parsed.stream else None,
+                                            keepalive if parsed.stream else None)
             if parsed.stream:
                 extra = (parsed.include_usage,) if dialect is openai_chat else ()
                 frames = b"".join(dialect.render_stream(reply, *extra))
-                # the whole stream is ready: a content-length saves chunked framing (and a send)
-                headers = [*_SSE, (b"content-length", str(len(frames)).encode())]
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                if not opened:  # the whole stream is ready: a content-length saves chunked framing
+                    headers = [*_SSE, (b"content-length", str(len(frames)).encode())]
+                    await send({"type": "http.response.start", "status": 200, "headers": headers})
                 await send({"type": "http.response.body", "body": frames, "more_body": False})
             else:
                 await _send_json(send, 200, dialect.render_response(reply))
         except CallFailed as exc:
             status = exc.status
             rec.update(status=status, error=exc.message, finish_reason="error")
-            await _send_json(send, status, dialect.error_body(status, exc.message))
+            if opened:  # headers are out: the error travels as the dialect's stream error event
+                await send({"type": "http.response.body", "body": dialect.stream_error(status, exc.message),
+                            "more_body": False})
+            else:
+                await _send_json(send, status, dialect.error_body(status, exc.message))
         except _Disconnected:
             rec.update(status=499, error="client disconnected before the reply was sent", finish_reason="error")
         except Exception as exc:  # a proxy bug must still answer in the dialect's shape and be recorded
@@ -333,7 +351,11 @@ class ProxyServer:
             msg = f"proxy internal error: {type(exc).__name__}: {exc}"
             rec.update(status=status, error=msg, finish_reason="error")
             with contextlib.suppress(Exception):
-                await _send_json(send, status, dialect.error_body(status, msg))
+                if opened:
+                    await send({"type": "http.response.body", "body": dialect.stream_error(status, msg),
+                                "more_body": False})
+                else:
+                    await _send_json(send, status, dialect.error_body(status, msg))
         finally:
             rec.setdefault("status", status)
             rec["latency_s"] = time.perf_counter() - t0
@@ -344,21 +366,28 @@ class ProxyServer:
             sess._writer.sync_soon()
 
 
-async def _until_disconnect(coro: Any, receive: Any) -> Any:
-    """Await ``coro`` unless the client hangs up first (then cancel it and raise _Disconnected)."""
+async def _until_disconnect(coro: Any, receive: Any, idle_s: float | None = None,
+                            on_idle: Callable[[], Awaitable[None]] | None = None) -> Any:
+    """Await ``coro`` unless the client hangs up first (then cancel it and raise _Disconnected).
+
+    ``on_idle`` runs every ``idle_s`` seconds while waiting (SSE keep-alives).
+    """
     work = asyncio.ensure_future(coro)
     watch = asyncio.ensure_future(receive())
     try:
-        done, _ = await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
-        if work in done:
-            return work.result()
-        msg = watch.result()
-        if msg.get("type") == "http.disconnect":
-            work.cancel()
-            with contextlib.suppress(BaseException):
-                await work
-            raise _Disconnected
-        return await work
+        while True:
+            done, _ = await asyncio.wait({work, watch}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
+            if work in done:
+                return work.result()
+            if watch in done:
+                if watch.result().get("type") == "http.disconnect":
+                    work.cancel()
+                    with contextlib.suppress(BaseException):
+                        await work
+                    raise _Disconnected
+                watch = asyncio.ensure_future(receive())
+            elif on_idle is not None:
+                await on_idle()
     finally:
         if not watch.done():
             watch.cancel()

@@ -147,3 +147,31 @@ async def test_client_disconnect_mid_stream_leaves_server_healthy(server: ProxyS
                 break  # hang up after the first event
     await healthy(server)
     assert sess.calls[0].stream is True
+
+
+async def test_slow_policy_keeps_streams_alive_and_errors_arrive_in_stream(tmp_path) -> None:
+    async def slow(request):
+        await asyncio.sleep(0.35)
+        if request.call_index >= 2:
+            raise RuntimeError("fell over late")
+        return {"text": "slow but sure", "tool_calls": [{"name": "Write", "arguments": {"file_path": "a"}}]}
+
+    async with ProxyServer(stream_keepalive_s=0.1) as server:
+        sess = server.open_session(ScriptedBackend(slow))
+        c = anthropic.AsyncAnthropic(base_url=server.url, api_key=sess.api_key, max_retries=0)
+        async with c.messages.stream(model="m", max_tokens=8, messages=USER) as s:
+            final = await s.get_final_message()
+        assert [b.type for b in final.content] == ["text", "tool_use"] and final.stop_reason == "tool_use"
+        async with httpx.AsyncClient(base_url=server.url) as h:
+            r = await h.post("/v1/chat/completions", headers={"authorization": f"Bearer {sess.api_key}"},
+                             json={"model": "m", "stream": True, "messages": USER})
+        assert r.text.startswith(": keep-alive\n\n") and r.text.rstrip().endswith("data: [DONE]")
+        o = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=sess.api_key, max_retries=0)
+        with pytest.raises(openai.APIError, match="fell over late"):
+            async for _ in await o.chat.completions.create(model="m", messages=USER, stream=True):
+                pass
+        with pytest.raises(anthropic.APIError, match="fell over late"):
+            async with c.messages.stream(model="m", max_tokens=8, messages=USER) as s:
+                await s.get_final_message()
+        assert [r.status for r in sess.calls] == [200, 200, 500, 500]
+        await healthy(server)
