@@ -89,7 +89,9 @@ class HFBackend(PolicyBackend):
             raise ConfigError(f"{path}: not a Hugging Face model folder (no config.json); pass hf:PATH to one")
         if num_threads:
             torch.set_num_threads(num_threads)  # process-wide; 1 avoids OpenMP spin-waits on a busy shared CPU
-        torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+        torch_dtype = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+        if dtype is not None and not isinstance(torch_dtype, torch.dtype):
+            raise ConfigError(f"HFBackend: dtype {dtype!r} is not a torch dtype (use float32, bfloat16 or float16)")
         self.model_path = path
         self._tokenizer = AutoTokenizer.from_pretrained(path)
         model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or "auto")

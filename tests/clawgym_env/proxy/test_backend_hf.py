@@ -186,6 +186,8 @@ async def test_a_cancelled_call_stops_decoding(tiny_model_dir: Path) -> None:
 async def test_bad_requests_and_lifecycle(tiny_model_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config.json"):
         HFBackend(tmp_path)
+    with pytest.raises(ConfigError, match="not a torch dtype"):
+        HFBackend(tiny_model_dir, dtype="float33")
     b = HFBackend(tiny_model_dir)
     with pytest.raises(PolicyBackendError, match="prompt_ids"):
         await b.handle(req([]))
