@@ -146,6 +146,8 @@ class SuiteInfo:
     content_hash: str
     pass_threshold: float
     tasks: list[TaskInfo]
+    warnings: list[str] = field(default_factory=list)
+    """Shown before the run starts (e.g. rubric tasks without a judge)."""
 
 
 @dataclass(frozen=True)
@@ -334,6 +336,11 @@ async def run_benchmark(config: RunConfig, *, progress: bool = True) -> RunSumma
         raise ConfigError(
             f"suite {suite.name!r}: pattern {config.tasks!r} selects no task; run `clawgym tasks list {suite.name}`"
         )
+    if progress:
+        from rich.console import Console
+
+        for w in suite.warnings:
+            Console(stderr=True).print(f"[yellow]warning:[/] {w}")
     out_dir.mkdir(parents=True, exist_ok=True)
     for sub in ("attempts", "captures"):
         (out_dir / sub).mkdir(exist_ok=True)
@@ -483,11 +490,17 @@ class EpisodeWorker:
     @classmethod
     def describe_suite(cls, config: RunConfig) -> SuiteInfo:
         suite, tasks = cls._load_suite(config)
+        rubric = [t.full_id for t in tasks if any(getattr(v, "kind", "") == "rubric" for v in t.verifiers)]
+        warnings = []
+        if rubric and not config.judge:
+            warnings.append(f"{len(rubric)} task(s) have rubric verifiers (e.g. {rubric[0]}) but no --judge was given: "
+                            "their rubric items will score 0. Pass --judge SPEC (e.g. openai:URL#MODEL).")
         return SuiteInfo(
             name=suite.name,
             content_hash=suite.content_hash,
             pass_threshold=float(suite.pass_threshold),
             tasks=[TaskInfo(t.full_id, getattr(t, "category", ""), getattr(t, "difficulty", "")) for t in tasks],
+            warnings=warnings,
         )
 
     async def start(self) -> WorkerInfo:

@@ -119,3 +119,18 @@ def test_episode_status_mapping(status: str, score: float, want: str) -> None:
     assert a.timings == {"sandbox": 0.1, "total": 2.0}
     if status == "exploded":
         assert "unknown episode status" in (a.error or "")
+
+
+def test_rubric_suite_without_judge_warns(tmp_path: Path) -> None:
+    from clawgym_env.runner import EpisodeWorker
+
+    suite = tmp_path / "mini"
+    (suite / "memo").mkdir(parents=True)
+    (suite / "suite.yaml").write_text("name: mini\npass_threshold: 0.5\n")
+    (suite / "memo" / "task.yaml").write_text(
+        "id: memo\nversion: 1\ncategory: content\ndifficulty: easy\ninstruction: Write memo.md\n"
+        "verifiers:\n  - kind: rubric\n    items:\n      - {criterion: 'has a title', weight: 1}\n")
+    info = EpisodeWorker.describe_suite(RunConfig(suite=str(suite)))
+    assert info.pass_threshold == 0.5 and [t.task_id for t in info.tasks] == ["mini/memo"]
+    assert len(info.warnings) == 1 and "--judge" in info.warnings[0]
+    assert EpisodeWorker.describe_suite(RunConfig(suite=str(suite), judge="scripted:j.yaml")).warnings == []
