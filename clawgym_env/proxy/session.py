@@ -16,7 +16,7 @@ import orjson
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.capture.store import CaptureWriter
 from clawgym_env.errors import ProxyError
-from clawgym_env.proxy._neutral import ToolIdMap
+from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments
 from clawgym_env.proxy._output import parse_model_output
 from clawgym_env.proxy._tito import PromptBuilder
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
@@ -151,8 +151,8 @@ class ProxySession:
                prompt_ids: list[int] | None) -> Reply:
         if c.structured is not None:
             raw_msg = c.structured
-            calls_in = [{"name": t["function"]["name"], "arguments": t["function"].get("arguments", {})}
-                        if "function" in t else t for t in raw_msg.get("tool_calls") or ()]
+            calls_in = [{"name": fn["name"], "arguments": parse_arguments(fn.get("arguments"))}
+                        for fn in (t.get("function", t) for t in raw_msg.get("tool_calls") or ())]
             out = {"content": raw_msg.get("content") or "", "reasoning_content": raw_msg.get("reasoning_content") or "",
                    "tool_calls": calls_in}
             text = c.text or ""

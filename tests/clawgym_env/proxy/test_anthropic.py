@@ -119,3 +119,17 @@ async def test_unix_socket_serves_the_same_sessions(server: ProxyServer) -> None
         c = anthropic.AsyncAnthropic(base_url="http://proxy", api_key=sess.api_key, http_client=h, max_retries=0)
         r = await c.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     assert r.content[0].text == "via uds" and sess.calls[0].status == 200
+
+
+async def test_structured_openai_style_tool_calls_translate_to_tool_use(server: ProxyServer) -> None:
+    """A message-level backend (e.g. an API passthrough) may return OpenAI-shaped calls with JSON-string arguments."""
+    from clawgym_env.proxy import Completion
+
+    structured = {"content": "", "tool_calls": [{"id": "upstream-1", "type": "function", "function": {
+        "name": "Write", "arguments": '{"file_path": "b.txt", "content": "x"}'}}]}
+    sess = server.open_session(ScriptedBackend(lambda r: Completion(None, None, text="", structured=structured)))
+    r = await client(server, sess.api_key).messages.create(model="m", max_tokens=8,
+                                                           messages=[{"role": "user", "content": "go"}])
+    (block,) = r.content
+    assert block.type == "tool_use" and block.input == {"file_path": "b.txt", "content": "x"}
+    assert block.id.startswith("toolu_") and r.stop_reason == "tool_use"
