@@ -67,7 +67,7 @@ class TreeGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Old name of activation_checkpointing (off by default for tree packs)."}
     )
     logging_steps: float = field(default=1, metadata={"help": "Log every X steps."})
-    report_to: str | list[str] | None = field(default="none", metadata={"help": "'tensorboard', 'wandb' or 'none'."})
+    report_to: None | str | list[str] = field(default="none", metadata={"help": "'tensorboard', 'wandb' or 'none'."})
 
     def __post_init__(self) -> None:
         if self.bf16 is None:  # None means: bf16 where a GPU runs it, fp32 on CPU
