@@ -44,7 +44,7 @@ def chain_tokens(calls: Sequence[CallRecord]) -> int:
 def load_sources(paths: list[Path]) -> dict[str, list[list[CallRecord]]]:
     """Episodes by label: given files, else tests/golden/<harness>/*.jsonl, else SYNTHETIC."""
     if not paths:
-        paths = sorted((ROOT / "tests" / "golden").glob("*/*.jsonl"))
+        paths = sorted((ROOT / "tests" / "golden").glob("*/capture.jsonl*"))  # real captures (H6's golden set)
     if paths:
         out: dict[str, list[list[CallRecord]]] = {}
         for p in paths:

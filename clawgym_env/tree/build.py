@@ -7,6 +7,7 @@ stored once; every call keeps its episode id, which is what advantages are attac
 
 from __future__ import annotations
 
+import gzip
 import math
 from array import array
 from collections import defaultdict
@@ -120,17 +121,19 @@ class PrefixTree:
 
 
 def load_calls(path: Path | str) -> list[CallRecord]:
-    """Read one capture JSONL (one CallRecord per line)."""
+    """Read one capture JSONL (one CallRecord per line); ``.gz`` files are decompressed."""
+    from clawgym_env.capture.store import read_capture
+
+    p = Path(path)
+    if p.suffix != ".gz":
+        return read_capture(p)
+    if not p.is_file():
+        raise CaptureError(f"capture file {p} does not exist; pass the JSONL(.gz) the proxy wrote")
     try:
-        from clawgym_env.capture.store import read_capture  # the capture owner's reader, when present
-    except ImportError:  # pragma: no cover - fallback while the store module is absent
-        read_capture = None
-    if read_capture is not None:
-        return list(read_capture(path))
-    p = Path(path)  # pragma: no cover
-    if not p.is_file():  # pragma: no cover
-        raise CaptureError(f"capture file {p} not found; pass the JSONL written by the proxy")
-    return [CallRecord.model_validate_json(line) for line in p.read_text().splitlines() if line.strip()]
+        with gzip.open(p, "rt", encoding="utf-8") as fh:
+            return [CallRecord.model_validate_json(line) for line in fh if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise CaptureError(f"{p}: not a gzipped capture of CallRecords ({exc})") from exc
 
 
 def _meta_kind(meta: Mapping[str, object]) -> BranchKind | None:
@@ -269,16 +272,16 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
     infos: dict[CallRef, CallInfo] = {}
     episodes: list[str] = []
     for episode_id, ep_calls in by_episode.items():
-        ep_root = TreeNode(tokens=[], depth=0)
-        ep_infos = _insert_episode(ep_root, ep_calls, filters, dropped)
-        if filters.max_leaves is not None:
-            leaves = _leaf_counts(ep_root).get(episode_id, 0)
-            if leaves > filters.max_leaves:
+        if filters.max_leaves is not None:  # count the episode's leaves on a scratch tree first
+            scratch = TreeNode(tokens=[], depth=0)
+            _insert_episode(scratch, ep_calls, filters, None)
+            if _leaf_counts(scratch).get(episode_id, 0) > filters.max_leaves:
                 dropped["too_many_leaves"].append(episode_id)
                 continue
+        ep_infos = _insert_episode(root, ep_calls, filters, dropped)
         if ep_infos:
             episodes.append(episode_id)
-            infos.update(_insert_episode(root, ep_calls, filters, None))
+            infos.update(ep_infos)
     for node in root.walk():  # splits move call ends to tails: point each call at its final node
         for ref in node.ends:
             infos[ref].end = node

@@ -9,11 +9,11 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 VOCAB = 300
 
 
-def tiny_qwen3(attn: str = "eager", dtype: torch.dtype = torch.float32) -> Qwen3ForCausalLM:
+def tiny_qwen3(attn: str = "eager", dtype: torch.dtype = torch.float32, vocab: int = VOCAB) -> Qwen3ForCausalLM:
     """Random-init Qwen3 architecture, 2 layers, hidden 64, head_dim 32, GQA 2:1 (built in ~0.1 s)."""
     torch.manual_seed(0)
     cfg = Qwen3Config(
-        vocab_size=VOCAB,
+        vocab_size=vocab,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
@@ -24,6 +24,11 @@ def tiny_qwen3(attn: str = "eager", dtype: torch.dtype = torch.float32) -> Qwen3
         attn_implementation=attn,
     )
     return Qwen3ForCausalLM(cfg).to(dtype).eval()
+
+
+@pytest.fixture(scope="session")
+def make_tiny():
+    return tiny_qwen3
 
 
 @pytest.fixture(scope="session")
