@@ -137,7 +137,10 @@ class SandboxCgroup:
         self.info = info
         name = f"clawgym-{uuid.uuid4().hex[:12]}"
         self.dirs: dict[str, Path] = {}
+        wanted = {"memory": memory_mb, "pids": pids, "cpu": cpus}
         for c, parent in info.parents.items():
+            if wanted.get(c) is None:  # each extra v1 hierarchy costs a migration per exec
+                continue
             d = parent / name
             if d not in self.dirs.values():
                 d.mkdir()

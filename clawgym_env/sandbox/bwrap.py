@@ -253,6 +253,8 @@ class BwrapSandbox(Sandbox):
             info = detect()
             if info is not None and (cfg.memory_mb or cfg.pids or cfg.cpus):
                 self._cg = SandboxCgroup(info, cfg.memory_mb, cfg.pids, cfg.cpus)
+                if not self._cg.dirs:  # no controller for the limits asked for
+                    self._cg = None
             self._use_socat = _bridge.socat_path() is not None or cfg.rootfs is not None
             self._base = self._static_args()
         except BaseException:
