@@ -12,15 +12,10 @@ from transformers import AutoModelForCausalLM
 
 from clawgym_env.errors import ConfigError, PolicyBackendError
 from clawgym_env.models.smollm2 import default_model_path
-from clawgym_env.models.testing import tiny_model_path
 from clawgym_env.models.tiny import build_tiny_model
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
 
-
-@pytest.fixture(scope="module")
-def tiny_model_dir() -> Path:
-    return tiny_model_path()
 
 
 @pytest.fixture(scope="module")

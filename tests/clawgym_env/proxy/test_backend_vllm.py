@@ -27,7 +27,6 @@ from starlette.routing import Route
 from transformers import AutoModelForCausalLM
 
 from clawgym_env.errors import ConfigError, PolicyBackendError, UpstreamTimeout
-from clawgym_env.models.testing import tiny_model_path
 from clawgym_env.models.tiny import build_tiny_model
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
@@ -147,10 +146,6 @@ class ServerThread:
         self.thread.join(timeout=10)
         self.sock.close()
 
-
-@pytest.fixture(scope="module")
-def tiny_model_dir() -> Path:
-    return tiny_model_path()
 
 
 @pytest.fixture(scope="module")
