@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import functools
 import os
 import shutil
@@ -384,7 +385,7 @@ class BwrapSandbox(Sandbox):
             return cg.limit_hit() if cg is not None else None
 
         try:
-            return await run_process(
+            result = await run_process(
                 self._argv(cmd, workdir, cwd, binds, proxy),
                 env=run_env,
                 cwd=None,
@@ -396,6 +397,10 @@ class BwrapSandbox(Sandbox):
                 on_start=self._procs.add,
                 classify=classify,
             )
+            if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
+                # command not found: 127 as from a shell (and the docker backend)
+                result = dataclasses.replace(result, return_code=127)
+            return result
         finally:
             self._procs = {p for p in self._procs if p.returncode is None}
             await asyncio.to_thread(rmtree_hard, workdir)

@@ -226,3 +226,16 @@ async def test_bwrap_python_forwarder_when_socat_is_absent(tmp_path: Path, monke
         assert seen == [b"GET /v1/ping HTTP/1.1"]
     finally:
         server.close()
+
+
+async def test_missing_command_exits_127(make, tmp_path: Path) -> None:
+    sb = await make()
+    r = await sb.exec(["no-such-program-xyz"])
+    assert r.return_code == 127
+    sock = tmp_path / "p.sock"
+    server = await _unix_http_server(sock, [])
+    try:
+        bridged = await make(proxy_socket=sock)
+        assert (await bridged.exec(["no-such-program-xyz"])).return_code == 127
+    finally:
+        server.close()
