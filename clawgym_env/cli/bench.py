@@ -41,7 +41,7 @@ def run(
     seed: Annotated[int | None, typer.Option("--seed")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Backend spec for rubric verifiers.")] = None,
     save_workspaces: Annotated[bool, typer.Option("--save-workspaces", help="Keep final workspaces.")] = False,
-    html: Annotated[Path | None, typer.Option("--html", help="Also write the HTML report here.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="HTML report path (default DIR/report.html).")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display.")] = False,
     worker: Annotated[str, typer.Option("--worker", hidden=True)] = "clawgym_env.runner:EpisodeWorker",
 ) -> None:
@@ -64,11 +64,10 @@ def run(
                            save_workspaces=save_workspaces, worker=worker)
         summary = run_sync(run_benchmark(config, progress=not no_progress))
         print_report(summary.out_dir)
-        if html:
-            write_html(summary.out_dir, html)
+        page = write_html(summary.out_dir, html)
     except ClawGymError as exc:
         _fail(exc)
-    typer.echo(f"results: {summary.out_dir}  ({summary.ran} attempts run, {summary.elapsed_s:.0f}s)")
+    typer.echo(f"results: {summary.out_dir}  ({summary.ran} attempts run, {summary.elapsed_s:.0f}s)  report: {page}")
 
 
 @app.command()
@@ -80,15 +79,16 @@ def resume(
     """Rerun only the attempts of DIR that have not finished, then print the table."""
     from clawgym_env._sync import run_sync
     from clawgym_env.errors import ClawGymError
-    from clawgym_env.report import print_report
+    from clawgym_env.report import print_report, write_html
     from clawgym_env.runner import resume as resume_run
 
     try:
         summary = run_sync(resume_run(out, progress=not no_progress, executor=executor))
         print_report(summary.out_dir)
+        page = write_html(summary.out_dir)
     except ClawGymError as exc:
         _fail(exc)
-    typer.echo(f"results: {summary.out_dir}  ({summary.ran} attempts run)")
+    typer.echo(f"results: {summary.out_dir}  ({summary.ran} attempts run)  report: {page}")
 
 
 @app.command()

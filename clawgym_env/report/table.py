@@ -105,4 +105,22 @@ def print_compare(dir_a: Path, dir_b: Path, console: Console | None = None) -> T
                       f"({runs[0][1].suite} {_short(runs[0][1].suite_hash)} vs {runs[1][1].suite} {_short(runs[1][1].suite_hash)})[/]")
     t = compare_table(runs[0], runs[1])
     console.print(t)
+    changed = task_changes(runs[0][2], runs[1][2])
+    if changed:
+        ct = Table(title="tasks whose mean score changed most (B - A)", title_justify="left", box=box.SIMPLE_HEAD,
+                   padding=(0, 0, 0, 1), pad_edge=False)
+        ct.add_column("task | harness", no_wrap=True)
+        for col in ("A", "B", "delta"):
+            ct.add_column(col, justify="right")
+        for key, sa, sb in changed[:15]:
+            ct.add_row(key, f"{sa:.2f}", f"{sb:.2f}", f"{sb - sa:+.2f}")
+        console.print(ct)
     return t
+
+
+def task_changes(a: Metrics, b: Metrics) -> list[tuple[str, float, float]]:
+    """(task|harness, score A, score B) for pairs in both runs whose mean score differs, largest change first."""
+    both = sorted(set(a.per_task) & set(b.per_task))
+    rows = [(k, a.per_task[k].mean_score, b.per_task[k].mean_score) for k in both]
+    rows = [r for r in rows if abs(r[2] - r[1]) > 1e-9]
+    return sorted(rows, key=lambda r: (-abs(r[2] - r[1]), r[0]))

@@ -73,6 +73,7 @@ def test_cli_report_compare_and_errors(two_runs: tuple[RunSummary, RunSummary], 
     r = CliRunner().invoke(app, ["bench", "compare", str(a.out_dir), str(b.out_dir)])
     assert r.exit_code == 0, r.output
     assert "harness other" in r.output and "scripted:b" in r.output
+    assert "changed most" in r.output and "fake/task-0" in r.output
     r = CliRunner().invoke(app, ["bench", "report", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "no manifest.json" in r.output
 
@@ -83,6 +84,7 @@ def test_cli_run_and_resume(tmp_path: Path) -> None:
                                  "-k", "2", "--out", str(out), "--no-progress", "--worker", FAKE])
     assert r.exit_code == 0, r.output
     assert "6 attempts run" in r.output and len(list((out / "attempts").glob("*.json"))) == 6
+    assert (out / "report.html").is_file()
     (out / "attempts" / "fake--task-01__custom__1.json").unlink()
     r = CliRunner().invoke(app, ["bench", "resume", str(out), "--no-progress"])
     assert r.exit_code == 0, r.output
