@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> list[float]:
     p.add_argument("--tasks", default="say-short")
     p.add_argument("--num-generations", type=int, default=4)
     p.add_argument("--pairs-per-step", type=int, default=2)
-    p.add_argument("--learning-rate", type=float, default=3e-3)
+    p.add_argument("--learning-rate", type=float, default=1e-2)
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--loss-type", default="grpo")
     p.add_argument("--seed", type=int, default=0)
