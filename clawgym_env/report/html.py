@@ -133,7 +133,7 @@ def build_html(out_dir: Path) -> str:
         }
         for a in attempts
     ]
-    env = jinja2.Environment(loader=jinja2.PackageLoader("clawgym_env.report", "templates"),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent),  # *.j2 ships as package data
                              autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
     data = json.dumps(trajectories).replace("</", "<\\/")
     return env.get_template("report.html.j2").render(
