@@ -95,3 +95,22 @@ def test_real_run_killed_and_resumed_equals_clean(clean_run: RunSummary, tmp_pat
     sessions = {a.session_id for a in s.attempts}
     assert {p.name.split(".")[0] for p in (out / "captures").iterdir()} == sessions
     assert all(AttemptResult.model_validate_json(d).status != "error" for d in before.values())
+
+
+def test_token_level_model_counts_exact_tokens(tmp_path: Path) -> None:
+    """hf:tiny (a real, random-weight model) through the runner: token counts come from the capture."""
+    import asyncio
+
+    suite = copy_smoke_suite(tmp_path)
+    s = asyncio.run(run_benchmark(RunConfig(model="hf:tiny", harnesses=["custom"], suite=str(suite),
+                                            tasks="smoke-hello-file-p0", max_tokens=8, temperature=0.0,
+                                            out=str(tmp_path / "tiny")), progress=False))
+    (a,) = s.attempts
+    assert not s.manifest.evaluation_only and s.manifest.model_info["token_level"] is True
+    assert s.manifest.sampling == {"max_tokens": 8, "temperature": 0.0}
+    calls = [json.loads(line) for line in (s.out_dir / "captures" / f"{a.session_id}.jsonl").read_text().splitlines()]
+    done = [c for c in calls if c["completion_ids"]]
+    assert done and all(len(c["completion_ids"]) <= 8 for c in done)
+    assert a.model_calls == len(calls)
+    assert a.prompt_tokens == sum(len(c["prompt_ids"] or []) for c in calls) > 0
+    assert a.completion_tokens == sum(len(c["completion_ids"] or []) for c in calls) > 0
