@@ -111,6 +111,8 @@ def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, re
 
     t_tree, m_tree = timed(tree_step, repeats, device)
     t_naive, m_naive = timed(naive_step, repeats, device)
+    if device == "cpu":  # inductor's CPU flex template fails to compile the dynamic-shape recompile
+        torch._dynamo.reset()
     with torch.no_grad():  # sanity: flex over the BlockMask gives the per-call logprobs of the first calls
         lp_tree = tree_logprobs(model, pk, bm, device)
         order = {int(ix): n for n, ix in enumerate(torch.nonzero(pk.loss_mask)[:, 0].tolist())}

@@ -2,11 +2,12 @@
 
     python bench/tree.py                      # captures from tests/golden/*/ if any, else SYNTHETIC episodes
     python bench/tree.py --captures a.jsonl b.jsonl
-    python bench/tree.py --time-system-tokens 1000 --repeats 2   # quicker timing
+    python bench/tree.py --time-head 128 --repeats 1   # quicker timing
 
-Token counts are measured at full size. Step times use a random-init tiny Qwen3 (2 layers,
-hidden 64) on CPU; when episodes are synthetic, timing runs on a smaller system prompt (the
---time-system-tokens flag) so a dense N x N tree mask fits in memory. Prints figures; asserts nothing.
+Token counts are measured at full size, on real captures (tests/golden/) and on SYNTHETIC
+episodes of the same shape. Step times use a random-init tiny Qwen3 (2 layers, hidden 64) on
+CPU, on the same episodes with the head every call shares cut to --time-head tokens (tree shape
+unchanged) so a dense N x N tree mask fits a small machine. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from clawgym_env.capture.records import CallRecord  # noqa: E402
 from clawgym_env.tree import PrefixTree, build_forest, build_tree, load_calls, pack_naive, pack_tree  # noqa: E402
 from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode, synthetic_group  # noqa: E402
+from clawgym_env.tree.transform import compact_vocab, trim_shared_head  # noqa: E402
 
 
 def chain_tokens(calls: Sequence[CallRecord]) -> int:
@@ -42,18 +44,15 @@ def chain_tokens(calls: Sequence[CallRecord]) -> int:
 
 
 def load_sources(paths: list[Path]) -> dict[str, list[list[CallRecord]]]:
-    """Episodes by label: given files, else tests/golden/<harness>/*.jsonl, else SYNTHETIC."""
+    """Real episodes by label: the given files, else tests/golden/<harness>/capture.jsonl*; may be empty."""
     if not paths:
         paths = sorted((ROOT / "tests" / "golden").glob("*/capture.jsonl*"))  # real captures (H6's golden set)
-    if paths:
-        out: dict[str, list[list[CallRecord]]] = {}
-        for p in paths:
-            calls = load_calls(p)
-            if calls:
-                out.setdefault(f"real {p.parent.name}", []).append(calls)
-        return out
-    shape = EpisodeShape()
-    return {f"SYNTHETIC {style}": [synthetic_episode(style, shape=shape)] for style in ("claude-code", "openclaw")}
+    out: dict[str, list[list[CallRecord]]] = {}
+    for p in paths:
+        calls = load_calls(p)
+        if calls:
+            out.setdefault(f"real {p.parent.name}", []).append(calls)
+    return out
 
 
 def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
@@ -89,11 +88,11 @@ def group_report(n_rollouts: int) -> None:
         )
 
 
-def tiny_model(attn: str) -> torch.nn.Module:
+def tiny_model(attn: str, vocab: int) -> torch.nn.Module:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
-    cfg = Qwen3Config(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+    cfg = Qwen3Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                       num_key_value_heads=1, head_dim=32, max_position_embeddings=65_536, attn_implementation=attn)
     return Qwen3ForCausalLM(cfg).train()
 
@@ -108,8 +107,8 @@ def _median_time(fn, repeats: int) -> float:  # noqa: ANN001
     return statistics.median(times)
 
 
-def step_report(tree: PrefixTree, label: str, repeats: int) -> None:
-    model = tiny_model("sdpa")
+def step_report(tree: PrefixTree, label: str, repeats: int, vocab: int) -> None:
+    model = tiny_model("sdpa", vocab)
     packed = pack_tree(tree)
     naive = pack_naive(tree)
     inputs = packed.model_inputs("bool")
@@ -136,29 +135,36 @@ def step_report(tree: PrefixTree, label: str, repeats: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--captures", nargs="*", type=Path, default=[], help="capture JSONL files (one episode each)")
-    ap.add_argument("--time-system-tokens", type=int, default=2000, help="system prompt size for SYNTHETIC timing")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--time-head", type=int, default=256,
+                    help="timing: shared head kept of real episodes / system prompt size of SYNTHETIC ones")
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--group", type=int, default=8, help="rollouts in the SYNTHETIC GRPO group report")
     ap.add_argument("--max-time-tokens", type=int, default=12_000, help="skip timing of trees larger than this")
     args = ap.parse_args(argv)
     torch.set_num_threads(max(1, torch.get_num_threads()))
     sources = load_sources(args.captures)
-    token_report(sources)
+    shape = EpisodeShape()
+    synthetic = {f"SYNTHETIC {style}": [synthetic_episode(style, shape=shape)] for style in ("claude-code", "openclaw")}
+    token_report({**sources, **synthetic} if sources else synthetic)
     group_report(args.group)
     print(f"\n== CPU fwd+bwd step, random-init tiny Qwen3 (sdpa; tree: bool tree mask), median of {args.repeats} ==")
     if any(label.startswith("real") for label in sources):
-        timed = {label: eps for label, eps in sources.items()}
+        print(f"(real episodes with the head every call shares cut to {args.time_head} tokens and ids renumbered 1:1 "
+              "onto a compact vocab: same tree shape, CPU-sized)")
+        timed = {}
+        for label, episodes in sources.items():
+            timed[label] = [compact_vocab(trim_shared_head(calls, keep=args.time_head)) for calls in episodes]
     else:
-        shape = EpisodeShape(system_tokens=args.time_system_tokens)
-        timed = {f"SYNTHETIC {s} (sys {args.time_system_tokens})": [synthetic_episode(s, shape=shape)]
+        shape = EpisodeShape(system_tokens=args.time_head)
+        timed = {f"SYNTHETIC {s} (sys {args.time_head})": [(synthetic_episode(s, shape=shape), shape.vocab_size)]
                  for s in ("claude-code", "openclaw")}
     for label, episodes in timed.items():
-        for i, calls in enumerate(episodes):
+        for i, (calls, vocab) in enumerate(episodes):
             tree = build_tree(calls)
             if tree.num_tokens > args.max_time_tokens:
                 print(f"{label} #{i}: {tree.num_tokens} tokens > --max-time-tokens, skipped (dense mask memory)")
                 continue
-            step_report(tree, f"{label} #{i}", args.repeats)
+            step_report(tree, f"{label} #{i}", args.repeats, vocab)
 
 
 if __name__ == "__main__":

@@ -146,3 +146,30 @@ def test_load_calls_reads_capture_jsonl(tmp_path) -> None:  # noqa: ANN001
     loaded = load_calls(path)
     assert [c.prompt_ids for c in loaded] == [c.prompt_ids for c in calls]
     assert build_tree(loaded).num_tokens == build_tree(calls).num_tokens
+
+
+def test_same_token_sampled_twice_keeps_first_logprob_and_both_samplers() -> None:
+    a = call(0, [1, 2], [3], session="a")
+    b = call(0, [1, 2], [3], session="b")
+    b.logprobs = [-2.0]
+    tree = build_forest([[a], [b]])
+    node = tree.calls[CallRef("a", 0)].end
+    assert tree.num_trainable == 1 and node.logprobs[-1] == pytest.approx(-0.1)
+    assert node.samplers[len(node) - 1] == [CallRef("a", 0), CallRef("b", 0)]
+
+
+def test_branch_hint_by_name_in_meta() -> None:
+    calls = [call(0, [1, 2], [3]), call(1, [9, 9], [4], meta={"branch": "compaction"})]
+    tree = build_tree(calls)
+    assert tree.calls[CallRef("s", 1)].kind == "compaction"
+
+
+def test_public_surface_is_pinned() -> None:
+    import clawgym_env.tree as tree_pkg
+
+    assert tree_pkg.__all__ == sorted(tree_pkg.__all__, key=lambda s: (not s.isupper(), s))
+    assert set(tree_pkg.__all__) == {
+        "BRANCH_KINDS", "BranchKind", "CallInfo", "CallRef", "NaiveBatch", "PackedTree", "PrefixTree", "TreeFilters",
+        "TreeNode", "build_forest", "build_tree", "classify_calls", "load_calls", "pack_naive", "pack_tree",
+        "pack_trees", "tree_attention_mask", "tree_mask_mod", "unpack_logprobs",
+    }
