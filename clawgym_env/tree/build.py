@@ -190,7 +190,7 @@ def classify_calls(calls: Sequence[CallRecord]) -> dict[int, tuple[BranchKind, b
         kind = kinds[call.call_index]
         later = ordered[i + 1 :]
         failed = call.error is not None or call.status >= 400 or not call.completion_ids
-        superseded = any(tuple(c.prompt_ids or ()) == tuple(call.prompt_ids or ()) for c in later)
+        superseded = prompt_bytes[i] in prompt_bytes[i + 1 :]
         key = _branch_key(call, kind)
         has_successor = any(_branch_key(c, kinds[c.call_index]) == key for c in later)
         needle = _ids_bytes(call.completion_ids or ())
