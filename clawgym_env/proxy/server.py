@@ -294,7 +294,10 @@ class ProxyServer:
             return await _send_json(send, 400, anthropic.error_body(400, str(exc)))
         tok = sess.backend.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(parsed.messages, tools=parsed.tools or None, tokenize=False)
+            try:
+                text = tok.apply_chat_template(parsed.messages, tools=parsed.tools or None, tokenize=False)
+            except Exception as exc:  # the template rejects these messages
+                return await _send_json(send, 400, anthropic.error_body(400, f"chat template failed: {exc}"))
             n = len(tok(text, add_special_tokens=False)["input_ids"])
         else:  # message-level backend: an estimate (~4 bytes per token)
             n = len(orjson.dumps(parsed.messages)) // 4 + len(orjson.dumps(parsed.tools)) // 4
