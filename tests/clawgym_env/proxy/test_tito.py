@@ -151,3 +151,14 @@ async def test_tools_change_invalidates_the_prefix(server: ProxyServer, tiny_tok
     await c.chat.completions.create(model="m", messages=msgs, tools=[WRITE_TOOL_OPENAI])
     assert sess.calls[1].prompt_ids == render_ids(tok, msgs, [WRITE_TOOL_OPENAI])
     assert sess.calls[1].reused_prompt_tokens == 0
+
+
+async def test_count_tokens_uses_the_chat_template(server: ProxyServer, tiny_tokenizer) -> None:
+    tok = tiny_tokenizer
+    sess = server.open_session(ScriptedBackend([], tokenizer=tok))
+    c = anthropic.AsyncAnthropic(base_url=server.url, api_key=sess.api_key, max_retries=0)
+    msgs = [{"role": "user", "content": "count these tokens please"}]
+    n = await c.messages.count_tokens(model="m", system="sys", messages=msgs, tools=[WRITE_TOOL_ANTHROPIC])
+    neutral = [{"role": "system", "content": "sys"}, *msgs]
+    text = tok.apply_chat_template(neutral, tools=[WRITE_TOOL_OPENAI], tokenize=False)
+    assert n.input_tokens == len(tok(text, add_special_tokens=False)["input_ids"]) and sess.calls == []
