@@ -81,3 +81,17 @@ def test_openclaw_other_provider_apis(api: str, dialect: str, path: str, opencla
     assert info["status"] == "completed" and reward == 1.0, info["error"]
     assert {(c.dialect, c.path.split("?")[0]) for c in info["capture"]} == {(dialect, path)}
     assert OpenClaw.count_calls(tmp_path / f"{info['session_id']}.harness" / "openclaw-state") == len(info["capture"])
+
+
+def test_claude_code_first_prompt_is_byte_stable(claude_code_installed: None, smoke_suite: Path) -> None:
+    """Fixed HOME, workspace and model name: two episodes of a task start from the same bytes."""
+    firsts = []
+    with gym.make("ClawGym/ClaudeCode-v0", suite=str(smoke_suite), task="hello-file") as env:
+        for seed in (0, 1):
+            obs, _ = env.reset(seed=seed)
+            firsts.append(obs)
+            done = False
+            while not done:
+                obs, _, terminated, truncated, _ = env.step(hello_policy(obs))
+                done = terminated or truncated
+    assert firsts[0] == firsts[1]
