@@ -147,3 +147,24 @@ async def test_missing_install_is_an_error_status(spec: Any, tmp_path: Path) -> 
     assert result.status == "error"
     assert "clawgym harness install claude-code" in (result.error or "")
     assert result.calls == []
+
+
+async def test_imported_clawgym_task_runs_in_its_own_workspace(tmp_path: Path, sandboxes: list[Any]) -> None:
+    """A real ClawGym sample task (copied, imported): the harness works in /root/.openclaw/workspace,
+    sees the task's input files, and the task's own reward script grades the result."""
+    import shutil
+
+    from clawgym_env.task.importers import import_suite
+
+    sample = Path("/work/shared/data/clawgym-sample/task_0000")
+    shutil.copytree(sample, tmp_path / "src" / sample.name)
+    import_suite("clawgym", tmp_path / "src", "cg-sample", tmp_path / "out")
+    spec = load_suite(tmp_path / "out" / "cg-sample").tasks[0]
+    assert spec.workspace_mount == "/root/.openclaw/workspace"
+    result = await run_episode(spec, "custom", ScriptedBackend([bash("pwd; ls input")], default="Nothing done."))
+    assert result.status == "completed" and result.error is None  # the verifier ran cleanly
+    assert result.score == 0.0  # doing nothing earns nothing
+    tool_output = next(m for m in result.calls[-1].messages if m.get("role") == "tool")["content"]
+    assert tool_output.splitlines()[1] == "/root/.openclaw/workspace"
+    assert set(tool_output.splitlines()[2:]) == {p.name for p in (sample / "input_files" / "input").iterdir()}
+    assert_no_leftovers(sandboxes)
