@@ -132,9 +132,21 @@ _ETC_GENERATED = {
 
 @functools.cache
 def _shared_etc() -> Path:
-    """passwd, group, hosts, resolv.conf for every sandbox of this process (written once:
-    files that were bind-mounted cost milliseconds each to delete)."""
+    """The sandboxes' /etc, built once per process: the host entries programs need (copied,
+    symlinks kept) plus generated passwd, group, hosts, resolv.conf.
+
+    One bind instead of ~20: measured, each bind mount added ~1 ms to every exec under load.
+    """
     d = Path(tempfile.mkdtemp(prefix="clawgym-etc-"))
+    for name in _ETC_FROM_HOST:
+        src = Path("/etc", name)
+        try:
+            if src.is_dir() and not src.is_symlink():
+                shutil.copytree(src, d / name, symlinks=True)
+            elif src.exists():
+                shutil.copy2(src, d / name)  # follows a symlink (os-release -> ../usr/lib/...)
+        except OSError:
+            pass
     for name, text in _ETC_GENERATED.items():
         (d / name).write_text(text)
         os.chmod(d / name, 0o644)
@@ -284,13 +296,12 @@ class BwrapSandbox(Sandbox):
             "--uid", str(self.uid), "--gid", str(self.uid), "--hostname", "clawgym",
         ]  # fmt: skip
         a += _system_binds(cfg.rootfs)
-        if cfg.rootfs is None:
-            for name in _ETC_FROM_HOST:
-                if Path("/etc", name).exists():
-                    a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         etc = _shared_etc()
-        for name in _ETC_GENERATED:
-            a += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+        if cfg.rootfs is None:
+            a += ["--ro-bind", str(etc), "/etc"]
+        else:  # the rootfs brings its own /etc; only our users and hosts go on top
+            for name in _ETC_GENERATED:
+                a += ["--ro-bind", str(etc / name), f"/etc/{name}"]
         a += ["--proc", "/proc", "--dev", "/dev"]
         a += ["--bind", str(d / "tmp"), "/tmp", "--bind", str(d / "home"), self.home]
         if cfg.rootfs is None:
