@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import os
 import queue
 import random
 import threading
@@ -87,8 +88,12 @@ class HFBackend(PolicyBackend):
         path = Path(model_path)
         if not (path / "config.json").exists():
             raise ConfigError(f"{path}: not a Hugging Face model folder (no config.json); pass hf:PATH to one")
+        if num_threads is None and device == "cpu":
+            # Sandboxes, harnesses and verifiers share the CPU with us; OpenMP threads that spin-wait on
+            # busy cores made SmolLM2 13x slower on 2 cores (1.5 s/token with 2 threads, 0.12 s with 1).
+            num_threads = max(1, (os.cpu_count() or 2) // 2)
         if num_threads:
-            torch.set_num_threads(num_threads)  # process-wide; 1 avoids OpenMP spin-waits on a busy shared CPU
+            torch.set_num_threads(num_threads)  # process-wide
         torch_dtype = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
         if dtype is not None and not isinstance(torch_dtype, torch.dtype):
             raise ConfigError(f"HFBackend: dtype {dtype!r} is not a torch dtype (use float32, bfloat16 or float16)")
