@@ -1,0 +1,34 @@
+"""One tree GRPO step through the real Claude Code binary (in bwrap), mixed with the custom loop.
+
+Slow on CPU: Claude Code's ~30k-token prompt (tiny tokenizer) makes a ~30k-token tree, and the
+dense tree mask forward/backward of it takes minutes on two cores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.trainers.conftest import make_config
+from trainers.tree_grpo.trainer import TreeGRPOTrainer
+
+pytestmark = [pytest.mark.harness, pytest.mark.slow, pytest.mark.sandbox]
+
+
+def test_grpo_step_through_claude_code_and_custom(tiny_path: Path, tmp_path: Path) -> None:
+    from clawgym_env.harness_install import cache_root
+
+    if not list((cache_root() / "harnesses").glob("anthropic-ai-claude-code-*")):
+        pytest.fail("Claude Code is not installed; run `clawgym harness install claude-code`")
+    cfg = make_config(tmp_path, harness="claude-code,custom", mix_weights="1,1", pairs_per_step=2, num_generations=2,
+                      skip_zero_variance=False, tasks="say-short", seed=1)
+    trainer = TreeGRPOTrainer(cfg, tiny_path)
+    batch = trainer.rollout()
+    harnesses = {g.harness for g in batch.all_groups}
+    cc = [g for g in batch.groups if g.harness == "claude-code"]
+    assert cc, f"no Claude Code group was sampled or trainable: {harnesses}, skipped={batch.skipped}"
+    assert cc[0].tree is not None and cc[0].tree.num_trainable > 0 and cc[0].versions == {0}
+    metrics = trainer.train_step(batch)
+    assert metrics["mismatch/claude-code"] < 1e-3
+    assert metrics["policy_version"] == 1.0 and metrics["grad_norm"] > 0
