@@ -19,6 +19,7 @@ from clawgym_env.errors import ConfigError, HarnessInstallError
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
 from clawgym_env.sandbox.base import Mount
+from harnesses import _compile_cache
 from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount
 
 __all__ = ["OpenClaw"]
@@ -51,34 +52,47 @@ class OpenClaw(Harness):
         self.api = api
         self.dialect = APIS[api]  # type: ignore[misc]  # per-instance override of the ClassVar
         self.timeout_s = timeout_s
+        self._warm_cache = False
 
     def install(self, cache_dir: Path) -> Path:
-        """npm-install the pinned package with npm running on Node 24 (engine-strict)."""
+        """npm-install the pinned package with npm running on Node 24 (engine-strict), then warm
+        its compile cache once (see ``harnesses._compile_cache``)."""
         install_node(cache_dir)
-        return install_npm_package(
+        root = install_npm_package(
             PACKAGE, self.version, cache_dir=cache_dir, path_prefix=node_bin_dir(cache_dir),
             check=[f"node_modules/{PACKAGE}/openclaw.mjs"],
         )
+        _compile_cache.warm(self, cache_dir)
+        return root
 
-    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+    def base_mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+        """The install and Node 24, read-only."""
         root = installed_root(PACKAGE, self.version, cache_dir)
         if not is_installed(PACKAGE, self.version, cache_dir):
             raise HarnessInstallError(f"OpenClaw {self.version} is not installed in {root.parent}; run `clawgym harness install openclaw`")
         return (Mount(host=root, inside=INSIDE), node_mount(cache_dir))
 
+    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+        """``base_mounts`` plus the warm compile cache, read-only, when one was built."""
+        self._warm_cache = _compile_cache.is_warm(self, cache_dir)
+        extra = (Mount(host=_compile_cache.cache_dir_for(self, cache_dir), inside=_compile_cache.CACHE_INSIDE),)
+        return self.base_mounts(cache_dir) + (extra if self._warm_cache else ())
+
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return {
+        env = {
             "HOME": session.home,
             "PATH": f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
             "OPENCLAW_NO_UPDATE_CHECK": "1",
-            # Its launcher would write a ~34 MB, 5k-file compile cache to /tmp each episode (slow to
-            # write and to delete, never reused in a throwaway sandbox).
-            "NODE_DISABLE_COMPILE_CACHE": "1",
             "NO_COLOR": "1",
             "TERM": "dumb",
             "LANG": "C.UTF-8",
             "TZ": "UTC",
         }
+        if self._warm_cache:  # set by mounts(): the read-only warm cache is bound
+            env["NODE_COMPILE_CACHE"] = _compile_cache.CACHE_INSIDE
+        else:  # a cold cache would cost each episode 34 MB / 5k files of writes, never reused
+            env["NODE_DISABLE_COMPILE_CACHE"] = "1"
+        return env
 
     def _paths(self, session: HarnessSession) -> tuple[str, str]:
         return f"{session.home}/.openclaw-exec.json", f"{session.home}/{self.transcript}"

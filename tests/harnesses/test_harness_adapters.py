@@ -119,3 +119,24 @@ def test_agent_script_is_stdlib_only() -> None:
 def test_npm_harness_mounts_fail_clearly_when_not_installed(cls: type, tmp_path: Path) -> None:
     with pytest.raises(HarnessInstallError, match="clawgym harness install"):
         cls().mounts(tmp_path)
+
+
+def test_openclaw_uses_a_warm_compile_cache_only_read_only(tmp_path: Path) -> None:
+    from clawgym_env.harness_install import NODE_PACKAGE, NODE_VERSION, installed_root
+    from harnesses import _compile_cache
+
+    for pkg, ver in (("openclaw", OpenClaw.version), (NODE_PACKAGE, NODE_VERSION)):  # pretend both are installed
+        root = installed_root(pkg, ver, tmp_path)
+        root.mkdir(parents=True)
+        (root / ".clawgym-installed.json").write_text("{}")
+    h = OpenClaw()
+    assert len(h.mounts(tmp_path)) == 2
+    env = h.build_env(SESSION)
+    assert env["NODE_DISABLE_COMPILE_CACHE"] == "1" and "NODE_COMPILE_CACHE" not in env
+    warm = _compile_cache.cache_dir_for(h, tmp_path)
+    warm.mkdir()
+    (warm / ".clawgym-warm.json").write_text("{}")
+    cache_mount = h.mounts(tmp_path)[-1]
+    assert cache_mount.host == warm and not cache_mount.writable
+    env = h.build_env(SESSION)
+    assert env["NODE_COMPILE_CACHE"] == cache_mount.inside and "NODE_DISABLE_COMPILE_CACHE" not in env
