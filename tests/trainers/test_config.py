@@ -33,6 +33,7 @@ def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> 
         ({"max_policy_lag": -1}, "max_policy_lag"),
         ({"use_vllm": True}, "use_vllm=False"),
         ({"suite": ""}, "set --suite"),
+        ({"max_steps": -1}, "set --max_steps"),
         ({"importance_sampling_level": "sequence"}, "importance_sampling_level='token'"),
     ],
 )

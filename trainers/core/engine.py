@@ -78,7 +78,8 @@ class TreeTrainerBase:
         torch.manual_seed(config.seed)
         self.rng = random.Random(config.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-        load = dict(dtype=dtype, attn_implementation="sdpa")
+        attn = (config.model_init_kwargs or {}).get("attn_implementation", "sdpa")  # GRPOConfig.model_init_kwargs
+        load = dict(dtype=dtype, attn_implementation=attn)
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
         self.model.train()
         if getattr(config, "activation_checkpointing", None) or config.gradient_checkpointing:

@@ -125,6 +125,8 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"pairs_per_step={self.pairs_per_step}: set at least 1 group per step")
         if self.max_concurrent_episodes < 1:
             raise ConfigError(f"max_concurrent_episodes={self.max_concurrent_episodes}: set at least 1")
+        if self.max_steps is None or self.max_steps < 1:
+            raise ConfigError(f"max_steps={self.max_steps}: set --max_steps (tree trainers count steps; there are no epochs)")
         if self.num_iterations < 1:
             raise ConfigError(f"num_iterations={self.num_iterations}: set at least 1")
         if self.use_vllm:

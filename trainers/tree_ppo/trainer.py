@@ -27,11 +27,11 @@ __all__ = ["TreePPOTrainer", "ValueModel"]
 class ValueModel(nn.Module):
     """The policy's transformer trunk (its own copy) and a linear head giving V at every position."""
 
-    def __init__(self, model_path: str | Path, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, model_path: str | Path, dtype: torch.dtype = torch.float32, attn_implementation: str = "sdpa") -> None:
         from transformers import AutoModel
 
         super().__init__()
-        self.backbone = AutoModel.from_pretrained(model_path, dtype=dtype, attn_implementation="sdpa")
+        self.backbone = AutoModel.from_pretrained(model_path, dtype=dtype, attn_implementation=attn_implementation)
         self.head = nn.Linear(self.backbone.config.hidden_size, 1, dtype=dtype)
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
@@ -53,7 +53,8 @@ class TreePPOTrainer(TreeTrainerBase):
 
     def setup_models(self) -> None:
         dtype = next(self.model.parameters()).dtype
-        self.value_model = ValueModel(self.model_path, dtype).to(self.device)
+        attn = getattr(self.model.config, "_attn_implementation", None) or "sdpa"
+        self.value_model = ValueModel(self.model_path, dtype, attn).to(self.device)  # same mask form as the policy
         self.value_optimizer = torch.optim.AdamW(self.value_model.parameters(), lr=self.config.value_learning_rate)
 
     def policy_enabled(self) -> bool:
