@@ -3,7 +3,7 @@
 Inside the sandbox a forwarder listens on ``127.0.0.1:PORT`` and connects each client to the
 socket bind-mounted at ``SOCKET_INSIDE``. socat is preferred: measured with bench/sandbox.py on
 the 2-core dev box (load ~10), an exec with the socat bridge took 51 ms median against 20 ms
-without a bridge (``TCP4-LISTEN``: 23 ms to listen vs 35 ms for ``TCP-LISTEN``), and ~200 ms
+without a bridge (``TCP4-LISTEN``: 23 ms to listen vs 35 ms for ``TCP-LISTEN``), and 120-200 ms
 with the stdlib python forwarder (threads, ``-I -S``; interpreter start-up), which is only the fallback when socat
 is absent.
 ``prelude`` is a shell script that starts the forwarder, waits until the port is LISTENing (read
