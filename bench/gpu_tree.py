@@ -25,14 +25,21 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clawgym_env.tree import NaiveBatch, PackedTree, build_tree, load_calls, pack_naive, pack_tree  # noqa: E402
-from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode  # noqa: E402
+from clawgym_env.tree import (
+    NaiveBatch,
+    PackedTree,
+    build_tree,
+    load_calls,
+    pack_naive,
+    pack_tree,
+)
+from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode
 
-QWEN3_06B = dict(vocab_size=151_936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, rope_theta=1_000_000.0,
-                 tie_word_embeddings=True, max_position_embeddings=40_960)
-TINY = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=1, head_dim=32, max_position_embeddings=40_960)
+QWEN3_06B = {"vocab_size": 151_936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+             "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "rope_theta": 1_000_000.0,
+             "tie_word_embeddings": True, "max_position_embeddings": 40_960}
+TINY = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "max_position_embeddings": 40_960}
 
 
 def build_model(shape: dict, device: str, dtype: torch.dtype) -> torch.nn.Module:
@@ -50,7 +57,7 @@ def _selected_logprobs(model: torch.nn.Module, hidden: torch.Tensor, rows: torch
     return torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0]
 
 
-def tree_logprobs(model: torch.nn.Module, pk: PackedTree, mask, device: str) -> torch.Tensor:  # noqa: ANN001
+def tree_logprobs(model: torch.nn.Module, pk: PackedTree, mask, device: str) -> torch.Tensor:
     """Loss-token logprobs from one pass over the pack; a BlockMask selects flex_attention, a dense mask sdpa."""
     model.config._attn_implementation = "sdpa" if isinstance(mask, torch.Tensor) else "flex_attention"
     try:
@@ -74,7 +81,7 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def timed(fn, repeats: int, device: str) -> tuple[float, float]:  # noqa: ANN001
+def timed(fn, repeats: int, device: str) -> tuple[float, float]:
     """Median seconds and peak GiB (CUDA) of ``fn`` after one warm-up (which also compiles)."""
     fn()
     _sync(device)
@@ -90,7 +97,7 @@ def timed(fn, repeats: int, device: str) -> tuple[float, float]:  # noqa: ANN001
     return statistics.median(times), peak
 
 
-def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, repeats: int, block: int) -> dict:  # noqa: ANN001
+def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, repeats: int, block: int) -> dict:
     tree = build_tree(calls)
     pk = pack_tree(tree).padded(block)  # whole blocks: pad tokens see only themselves, outside the loss
     naive = pack_naive(tree)

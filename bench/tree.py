@@ -13,6 +13,7 @@ unchanged) so a dense N x N tree mask fits a small machine. Prints figures; asse
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
@@ -24,10 +25,17 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clawgym_env.capture.records import CallRecord  # noqa: E402
-from clawgym_env.tree import PrefixTree, build_forest, build_tree, load_calls, pack_naive, pack_tree  # noqa: E402
-from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode, synthetic_group  # noqa: E402
-from clawgym_env.tree.transform import compact_vocab, trim_shared_head  # noqa: E402
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.tree import (
+    PrefixTree,
+    build_forest,
+    build_tree,
+    load_calls,
+    pack_naive,
+    pack_tree,
+)
+from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode, synthetic_group
+from clawgym_env.tree.transform import compact_vocab, trim_shared_head
 
 
 def chain_tokens(calls: Sequence[CallRecord]) -> int:
@@ -66,7 +74,7 @@ def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
             chain = chain_tokens(calls)
             ordered = sorted(calls, key=lambda c: c.call_index)
             extends = sum(
-                1 for a, b in zip(ordered, ordered[1:])
+                1 for a, b in itertools.pairwise(ordered)
                 if (b.prompt_ids or [])[: len(a.prompt_ids or []) + len(a.completion_ids or [])]
                 == list(a.prompt_ids or []) + list(a.completion_ids or [])
             )
@@ -97,7 +105,7 @@ def tiny_model(attn: str, vocab: int) -> torch.nn.Module:
     return Qwen3ForCausalLM(cfg).train()
 
 
-def _median_time(fn, repeats: int) -> float:  # noqa: ANN001
+def _median_time(fn, repeats: int) -> float:
     fn()  # warm-up
     times = []
     for _ in range(repeats):

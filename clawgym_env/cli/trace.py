@@ -30,7 +30,12 @@ def show(
 
     from clawgym_env.errors import ClawGymError
     from clawgym_env.tree import TreeFilters, build_tree, load_calls
-    from clawgym_env.tree.view import calls_table, render_html, render_rich, summary_table
+    from clawgym_env.tree.view import (
+        calls_table,
+        render_html,
+        render_rich,
+        summary_table,
+    )
 
     console = Console()
     try:
@@ -43,7 +48,9 @@ def show(
             from transformers import AutoTokenizer
 
             tok = AutoTokenizer.from_pretrained(tokenizer)
-            decode = tok.decode
+
+            def decode(ids: list[int]) -> str:
+                return str(tok.decode(ids))
     except ClawGymError as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

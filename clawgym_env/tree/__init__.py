@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from clawgym_env.tree.build import PrefixTree, TreeFilters, build_forest, build_tree, classify_calls, load_calls
+from clawgym_env.tree.build import (
+    PrefixTree,
+    TreeFilters,
+    build_forest,
+    build_tree,
+    classify_calls,
+    load_calls,
+)
 from clawgym_env.tree.node import BRANCH_KINDS, BranchKind, CallInfo, CallRef, TreeNode
 from clawgym_env.tree.pack import (
     NaiveBatch,

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import CaptureError, TreeError
-from clawgym_env.tree.node import BRANCH_KINDS, BranchKind, CallInfo, CallRef, TreeNode, new_span
+from clawgym_env.tree.node import (
+    BRANCH_KINDS,
+    BranchKind,
+    CallInfo,
+    CallRef,
+    TreeNode,
+    new_span,
+)
 
 __all__ = ["PrefixTree", "TreeFilters", "build_forest", "build_tree", "classify_calls", "load_calls"]
 

@@ -126,8 +126,10 @@ def _html_node(tree: PrefixTree, node: TreeNode, decode: Decoder | None, scale: 
     bits = [
         f'<span class="kind {node.kind}">{node.kind}</span>',
         f"{node.depth}..{node.end_depth} ({len(node)} tok: <b>{sampled} sampled</b>, {prompt} prompt)",
-        f'<span class="bar" style="width:{max(1, sampled * scale):.0f}px"></span>'
-        f'<span class="pbar" style="width:{max(1, prompt * scale):.0f}px"></span>',
+        (
+            f'<span class="bar" style="width:{max(1, sampled * scale):.0f}px"></span>'
+            f'<span class="pbar" style="width:{max(1, prompt * scale):.0f}px"></span>'
+        ),
     ]
     if len(node.children) > 1:
         bits.append(f'<span class="branch">branch &times;{len(node.children)}</span>')

@@ -36,7 +36,7 @@ def tiny_model() -> Qwen3ForCausalLM:
     return tiny_qwen3()
 
 
-def packed_vs_per_call(model, tree, packs, *, mask: str = "additive") -> float:  # noqa: ANN001
+def packed_vs_per_call(model, tree, packs, *, mask: str = "additive") -> float:
     """Max |packed - per-call| completion logprob over every call; also checks each call is in one pack."""
     from clawgym_env.tree import pack_naive, unpack_logprobs
 

@@ -139,7 +139,7 @@ def test_calls_without_token_ids_are_reported_and_corrupt_ones_refused() -> None
         TreeFilters(exclude_kinds=frozenset({"tool"}))  # type: ignore[arg-type]
 
 
-def test_load_calls_reads_capture_jsonl(tmp_path) -> None:  # noqa: ANN001
+def test_load_calls_reads_capture_jsonl(tmp_path) -> None:
     calls = synthetic_episode("claude-code", shape=EpisodeShape(n_calls=3, system_tokens=20))
     path = tmp_path / "ep.jsonl"
     path.write_text("".join(c.model_dump_json() + "\n" for c in calls))

@@ -16,18 +16,18 @@ SHAPE = EpisodeShape(n_calls=4, system_tokens=40, task_tokens=8, completion_toke
 
 
 @pytest.fixture(scope="module")
-def forest():  # noqa: ANN201
+def forest():
     return build_forest(synthetic_group("openclaw", 2, SHAPE))
 
 
-def test_mask_mod_equals_dense_tree_mask(forest) -> None:  # noqa: ANN001
+def test_mask_mod_equals_dense_tree_mask(forest) -> None:
     for pk in [pack_tree(forest), *pack_trees(forest, forest.max_depth + 10)]:
         n = len(pk)
         dense = create_mask(pk.mask_mod(), 1, 1, n, n, device="cpu")
         assert torch.equal(dense, pk.attention_mask("bool"))
 
 
-def test_block_mask_skips_blocks_nobody_sees(forest) -> None:  # noqa: ANN001
+def test_block_mask_skips_blocks_nobody_sees(forest) -> None:
     pk = pack_tree(forest)
     bm = pk.block_mask("cpu", block_size=16)
     assert bm.shape == (1, 1, len(pk), len(pk))
@@ -41,7 +41,7 @@ def test_block_mask_skips_blocks_nobody_sees(forest) -> None:  # noqa: ANN001
     assert live.sum() < nb * (nb + 1) // 2  # sparser than causal: sibling branches are skipped
 
 
-def test_flex_attention_through_block_mask_equals_sdpa_with_dense_mask(forest) -> None:  # noqa: ANN001
+def test_flex_attention_through_block_mask_equals_sdpa_with_dense_mask(forest) -> None:
     pk = pack_tree(forest)
     n = len(pk)
     g = torch.Generator().manual_seed(0)
@@ -54,7 +54,7 @@ def test_flex_attention_through_block_mask_equals_sdpa_with_dense_mask(forest) -
 
 
 @pytest.mark.slow
-def test_transformers_qwen3_with_flex_attention_and_block_mask(forest, tiny_model) -> None:  # noqa: ANN001
+def test_transformers_qwen3_with_flex_attention_and_block_mask(forest, tiny_model) -> None:
     """transformers passes a BlockMask straight to its flex_attention integration (~30 s on CPU)."""
     pk = pack_tree(forest)
     with torch.no_grad():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -13,17 +14,17 @@ GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 HARNESSES = ["claude-code", "openclaw"]
 
 
-def golden(harness: str):  # noqa: ANN201
+def golden(harness: str):
     return load_calls(GOLDEN / harness / "capture.jsonl.gz")
 
 
-def as_sampled(calls):  # noqa: ANN001, ANN201
+def as_sampled(calls):
     """The golden backend is scripted and token-level (its ids are exact, logprobs 0.0) and the
     capture marks them "tokenized"; relabel them sampled to exercise the trainable bookkeeping."""
     return [c.model_copy(update={"token_source": "sampled"}) for c in calls]
 
 
-def extends(a, b) -> bool:  # noqa: ANN001
+def extends(a, b) -> bool:
     path = a.prompt_ids + a.completion_ids
     return b.prompt_ids[: len(path)] == path
 
@@ -37,7 +38,7 @@ def test_real_episode_rebuilds_exactly_and_shares_its_prompts(harness: str) -> N
         assert tree.call_path(CallRef(c.session_id, c.call_index)) == (c.prompt_ids, c.completion_ids)
     assert tree.num_trainable == 0  # "tokenized" completions are never trained on
     assert len(pack_tree(tree)) == tree.num_tokens
-    n_extend = sum(extends(a, b) for a, b in zip(calls, calls[1:]))
+    n_extend = sum(extends(a, b) for a, b in itertools.pairwise(calls))
     if harness == "claude-code":
         assert n_extend == 20 and len(tree.leaves()) == 1
         assert tree.naive_tokens / tree.num_tokens > 15
@@ -63,7 +64,7 @@ def test_real_episode_trains_each_sampled_token_once(harness: str) -> None:
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_real_episode_packed_forward_equals_per_call(harness: str, make_tiny, compare) -> None:  # noqa: ANN001
+def test_real_episode_packed_forward_equals_per_call(harness: str, make_tiny, compare) -> None:
     """Shared head cut to 64 tokens and ids renumbered 1:1 so a tiny model runs it on CPU."""
     calls, vocab = compact_vocab(trim_shared_head(as_sampled(golden(harness)), keep=64))
     tree = build_tree(calls)

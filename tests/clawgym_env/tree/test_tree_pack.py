@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from clawgym_env.errors import TreeError
-from clawgym_env.tree import PackedTree, build_forest, build_tree, pack_naive, pack_tree, pack_trees
+from clawgym_env.tree import (
+    PackedTree,
+    build_forest,
+    build_tree,
+    pack_naive,
+    pack_tree,
+    pack_trees,
+)
 from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode, synthetic_group
 
 SHAPE = EpisodeShape(
@@ -49,7 +56,7 @@ def test_mask_lets_each_token_see_exactly_its_ancestors(style: str) -> None:
 
 @pytest.mark.parametrize("style", ["claude-code", "openclaw"])
 @pytest.mark.parametrize("mask", ["additive", "bool"])
-def test_one_packed_forward_equals_per_call_forwards(style: str, mask: str, tiny_model, compare) -> None:  # noqa: ANN001
+def test_one_packed_forward_equals_per_call_forwards(style: str, mask: str, tiny_model, compare) -> None:
     tree = build_tree(synthetic_episode(style, shape=SHAPE))
     assert {i.kind for i in tree.calls.values()} == {"main", "retry", "subagent", "compaction"}
     tiny_model.config._attn_implementation = "eager" if mask == "additive" else "sdpa"
@@ -59,7 +66,7 @@ def test_one_packed_forward_equals_per_call_forwards(style: str, mask: str, tiny
         tiny_model.config._attn_implementation = "eager"
 
 
-def test_group_forest_and_split_packs_match_per_call(tiny_model, compare) -> None:  # noqa: ANN001
+def test_group_forest_and_split_packs_match_per_call(tiny_model, compare) -> None:
     forest = build_forest(synthetic_group("openclaw", 3, SHAPE))
     budget = forest.max_depth + 40
     packs = pack_trees(forest, budget)
@@ -71,7 +78,7 @@ def test_group_forest_and_split_packs_match_per_call(tiny_model, compare) -> Non
     assert compare(tiny_model, forest, packs) < 1e-5
 
 
-def test_splitting_inside_a_long_node_keeps_every_token(tiny_model, compare) -> None:  # noqa: ANN001
+def test_splitting_inside_a_long_node_keeps_every_token(tiny_model, compare) -> None:
     tree = build_tree(synthetic_episode("claude-code", shape=SHAPE))  # one long chain: splits cut nodes
     packs = pack_trees(tree, tree.max_depth)
     assert len(packs) >= 2
@@ -81,7 +88,7 @@ def test_splitting_inside_a_long_node_keeps_every_token(tiny_model, compare) -> 
         pack_trees(tree, 30)
 
 
-def test_several_trees_in_one_sequence(tiny_model) -> None:  # noqa: ANN001
+def test_several_trees_in_one_sequence(tiny_model) -> None:
     a = build_tree(synthetic_episode("claude-code", "a", SHAPE, seed=1))
     b = build_tree(synthetic_episode("openclaw", "b", SHAPE, seed=2))
     pk = pack_tree([a, b])
@@ -109,7 +116,7 @@ def test_loss_mask_logprobs_and_rollouts_follow_the_capture() -> None:
     assert int(shared.max()) == 2  # the first completion token of both rollouts: one token, two samplers
 
 
-def test_advantage_weighted_loss_and_gradient_equal_the_per_call_loss(tiny_model) -> None:  # noqa: ANN001
+def test_advantage_weighted_loss_and_gradient_equal_the_per_call_loss(tiny_model) -> None:
     """Why sampler sums: a token two rollouts share must carry both advantages for GRPO to match."""
     forest = build_forest(synthetic_group("claude-code", 2, SHAPE))
     adv = {"rollout0": 1.5, "rollout1": -0.5}
@@ -148,7 +155,7 @@ def test_set_advantages_refuses_missing_rollouts() -> None:
         pk.set_advantages([1.0])
 
 
-def test_padding_to_whole_blocks_changes_no_logprob(tiny_model, compare) -> None:  # noqa: ANN001
+def test_padding_to_whole_blocks_changes_no_logprob(tiny_model, compare) -> None:
     tree = build_tree(synthetic_episode("openclaw", shape=SHAPE))
     pk = pack_tree(tree)
     padded = pk.padded(128)

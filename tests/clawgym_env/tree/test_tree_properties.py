@@ -108,7 +108,7 @@ def test_split_packs_own_every_token_once_and_hold_each_call(calls: list[CallRec
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(calls=call_sets(), slack=st.integers(0, 8), split=st.booleans())
-def test_packed_forward_equals_per_call_forwards(calls: list[CallRecord], slack: int, split: bool, tiny_model, compare) -> None:  # noqa: ANN001
+def test_packed_forward_equals_per_call_forwards(calls: list[CallRecord], slack: int, split: bool, tiny_model, compare) -> None:
     tree = build_tree(calls)
     packs = pack_trees(tree, tree.max_depth + slack) if split else [pack_tree(tree)]
     assert compare(tiny_model, tree, packs) < 1e-5

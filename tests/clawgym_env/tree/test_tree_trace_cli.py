@@ -14,7 +14,7 @@ from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode, syntheti
 SHAPE = EpisodeShape(n_calls=5, system_tokens=80, retry_at=1, subagent_at=2, compaction_at=3)
 
 
-def write(path: Path, calls) -> Path:  # noqa: ANN001
+def write(path: Path, calls) -> Path:
     path.write_text("".join(c.model_dump_json() + "\n" for c in calls))
     return path
 
