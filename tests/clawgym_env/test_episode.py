@@ -149,14 +149,16 @@ async def test_missing_install_is_an_error_status(spec: Any, tmp_path: Path) -> 
     assert result.calls == []
 
 
-async def test_imported_clawgym_task_runs_in_its_own_workspace(tmp_path: Path, sandboxes: list[Any]) -> None:
+async def test_imported_clawgym_task_runs_in_its_own_workspace(
+    tmp_path: Path, sandboxes: list[Any], clawgym_sample_dir: Path
+) -> None:
     """A real ClawGym sample task (copied, imported): the harness works in /root/.openclaw/workspace,
     sees the task's input files, and the task's own reward script grades the result."""
     import shutil
 
     from clawgym_env.task.importers import import_suite
 
-    sample = Path("/work/shared/data/clawgym-sample/task_0000")
+    sample = clawgym_sample_dir / "task_0000"
     shutil.copytree(sample, tmp_path / "src" / sample.name)
     import_suite("clawgym", tmp_path / "src", "cg-sample", tmp_path / "out")
     spec = load_suite(tmp_path / "out" / "cg-sample").tasks[0]

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-SAMPLE = Path("/work/shared/data/clawgym-sample")
-if not SAMPLE.is_dir():  # CI checkouts keep shared/ next to the repo
-    SAMPLE = Path(__file__).resolve().parents[4] / "shared" / "data" / "clawgym-sample"
+from tests.conftest import shared_data_dir
+
+SAMPLE = shared_data_dir() / "clawgym-sample"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "importers"
 
 MakeTask = Callable[..., Path]
