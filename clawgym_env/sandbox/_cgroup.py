@@ -9,11 +9,14 @@ The backend starts its outer process through ``wrap_argv`` so the process joins 
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from clawgym_env.sandbox._sweep import owner_tag, sweep_cgroups
 
 __all__ = ["CgroupInfo", "SandboxCgroup", "detect"]
 
@@ -135,7 +138,8 @@ class SandboxCgroup:
 
     def __init__(self, info: CgroupInfo, memory_mb: int | None, pids: int | None, cpus: float | None) -> None:
         self.info = info
-        name = f"clawgym-{uuid.uuid4().hex[:12]}"
+        _sweep_once(tuple(sorted(set(info.parents.values()))))
+        name = f"clawgym-{owner_tag()}-{uuid.uuid4().hex[:8]}"
         self.dirs: dict[str, Path] = {}
         wanted = {"memory": memory_mb, "pids": pids, "cpu": cpus}
         for c, parent in info.parents.items():
@@ -222,6 +226,12 @@ class SandboxCgroup:
                     break
                 except OSError:
                     _sleep(0.002)
+
+
+@functools.cache
+def _sweep_once(parents: tuple[Path, ...]) -> int:
+    """Once per process: remove cgroups left by processes that died without closing."""
+    return sweep_cgroups(list(parents))
 
 
 def _sleep(s: float) -> None:

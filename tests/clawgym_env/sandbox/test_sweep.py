@@ -1,0 +1,49 @@
+"""Leftovers of processes that died without closing their sandboxes are removed; live ones stay."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from clawgym_env.sandbox._cgroup import detect
+from clawgym_env.sandbox._sweep import owner_tag, sweep_cgroups, sweep_folders
+
+
+def _dead_tag() -> str:
+    """The tag of a process that has exited."""
+    r = subprocess.run(
+        [sys.executable, "-c", "from clawgym_env.sandbox._sweep import owner_tag; print(owner_tag())"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return r.stdout.strip()
+
+
+def test_sweep_folders_removes_only_dead_owners(tmp_path: Path) -> None:
+    dead = tmp_path / f"clawgym-bwrap-{_dead_tag()}-abc"
+    (dead / "upper" / "work").mkdir(parents=True)
+    (dead / "upper" / "work").chmod(0)  # like overlayfs leaves it
+    live = tmp_path / f"clawgym-bwrap-{owner_tag()}-def"
+    live.mkdir()
+    untagged = tmp_path / "clawgym-bwrap-xyz"
+    untagged.mkdir()
+    assert sweep_folders(tmp_path) == 1
+    assert not dead.exists() and live.exists() and untagged.exists()
+
+
+def test_sweep_cgroups_removes_only_dead_owners() -> None:
+    info = detect()
+    parents = sorted(set(info.parents.values())) if info is not None else []
+    if not parents:
+        return  # nothing to sweep on a machine without writable cgroups
+    dead = parents[0] / f"clawgym-{_dead_tag()}-0001"
+    live = parents[0] / f"clawgym-{owner_tag()}-0002"
+    dead.mkdir()
+    live.mkdir()
+    try:
+        assert sweep_cgroups(parents) >= 1
+        assert not dead.exists() and live.exists()
+    finally:
+        for d in (dead, live):
+            if d.exists():
+                d.rmdir()
