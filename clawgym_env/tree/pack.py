@@ -140,10 +140,12 @@ class PackedTree:
     def token_logprobs(self, logits: torch.Tensor) -> torch.Tensor:
         """Logprob of every token under ``logits`` ([N, V] or [1, N, V]); 0 where no parent exists."""
         logits = logits.reshape(-1, logits.shape[-1])
-        valid = self.prev_index >= 0
-        out = torch.zeros(len(self), dtype=logits.dtype, device=logits.device)
-        rows = logits[self.prev_index[valid].to(logits.device)]
-        out[valid.to(logits.device)] = torch.log_softmax(rows, dim=-1).gather(-1, self.input_ids[valid].to(logits.device)[:, None])[:, 0]
+        dev = logits.device
+        valid = (self.prev_index >= 0).to(dev)
+        prev = self.prev_index.to(dev)[valid]
+        lse = torch.logsumexp(logits, dim=-1)  # [N]: no [N, V] copy of gathered rows
+        out = torch.zeros(len(self), dtype=logits.dtype, device=dev)
+        out[valid] = logits[prev, self.input_ids.to(dev)[valid]] - lse[prev]
         return out
 
     def set_advantages(self, per_rollout: Mapping[str, float] | Sequence[float]) -> torch.Tensor:
