@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SIZES = {  # Qwen3-architecture shapes, random init
-    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=32),
-    "realistic": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
-                      num_key_value_heads=8, head_dim=128),  # Qwen3-0.6B's shape
+    "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32},
+    "realistic": {"hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+                      "num_key_value_heads": 8, "head_dim": 128},  # Qwen3-0.6B's shape
 }
 
 
@@ -74,7 +74,11 @@ def naive_step(trainer: Any, batch: Any) -> float:
     import torch
 
     from clawgym_env.tree import pack_naive
-    from trainers.core.losses import clipped_policy_loss, pair_weights, truncated_is_weights
+    from trainers.core.losses import (
+        clipped_policy_loss,
+        pair_weights,
+        truncated_is_weights,
+    )
     from trainers.tree_grpo.trainer import rollout_advantages
 
     c = trainer.config

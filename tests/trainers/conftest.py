@@ -37,10 +37,10 @@ def make_config(out: Path, cls: Any = None, **kw: Any) -> Any:
     """A TreeGRPOConfig (or ``cls``) sized for CPU tests."""
     from trainers.tree_grpo.config import TreeGRPOConfig
 
-    base: dict[str, Any] = dict(
-        output_dir=str(out), suite=str(SUITE), harness="custom", max_completion_length=16, learning_rate=1e-3,
-        max_steps=4, save_steps=0, num_generations=4, pairs_per_step=2, loss_type="grpo", seed=0,
-    )
+    base: dict[str, Any] = {
+        "output_dir": str(out), "suite": str(SUITE), "harness": "custom", "max_completion_length": 16, "learning_rate": 1e-3,
+        "max_steps": 4, "save_steps": 0, "num_generations": 4, "pairs_per_step": 2, "loss_type": "grpo", "seed": 0,
+    }
     base.update(kw)
     return (cls or TreeGRPOConfig)(**base)
 

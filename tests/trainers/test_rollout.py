@@ -10,7 +10,13 @@ import pytest
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.episode import EpisodeResult
 from clawgym_env.errors import ConfigError
-from trainers.rollout import RolloutBatch, make_group, rollout_metrics, sample_pairs, tree_filters
+from trainers.rollout import (
+    RolloutBatch,
+    make_group,
+    rollout_metrics,
+    sample_pairs,
+    tree_filters,
+)
 
 FILTERS = tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False)
 

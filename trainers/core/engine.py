@@ -25,7 +25,12 @@ import torch
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import PackedTree, pack_trees
-from trainers.core.losses import clipped_policy_loss, mismatch, pair_weights, truncated_is_weights
+from trainers.core.losses import (
+    clipped_policy_loss,
+    mismatch,
+    pair_weights,
+    truncated_is_weights,
+)
 from trainers.rollout import Group, RolloutBatch, collect, tree_filters
 from trainers.tree_grpo.config import TreeGRPOConfig
 
@@ -78,8 +83,9 @@ class TreeTrainerBase:
         torch.manual_seed(config.seed)
         self.rng = random.Random(config.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-        attn = (config.model_init_kwargs or {}).get("attn_implementation", "sdpa")  # GRPOConfig.model_init_kwargs
-        load = dict(dtype=dtype, attn_implementation=attn)
+        init_kwargs = config.model_init_kwargs if isinstance(config.model_init_kwargs, dict) else {}
+        attn = init_kwargs.get("attn_implementation", "sdpa")  # GRPOConfig.model_init_kwargs
+        load = {"dtype": dtype, "attn_implementation": attn}
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
         self.model.train()
         if getattr(config, "activation_checkpointing", None) or config.gradient_checkpointing:
@@ -262,7 +268,7 @@ class TreeTrainerBase:
                     delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref,
                 )
                 weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts, num_rollouts=num_rollouts,
-                                       max_completion_length=c.max_completion_length).to(lp.device)
+                                       max_completion_length=int(c.max_completion_length or 1)).to(lp.device)
                 loss = (loss_pairs * weights).sum()
                 loss.backward()
                 if it == 0:
@@ -331,7 +337,7 @@ class TreeTrainerBase:
             for k, v in metrics.items():
                 self._writer.add_scalar(k, v, self.step)
         if "wandb" in report:
-            import wandb  # only when asked for; not a dependency
+            import wandb  # type: ignore[import-not-found]  # only when asked for; not a dependency
 
             wandb.log(metrics, step=self.step)
 
