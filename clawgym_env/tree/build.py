@@ -269,11 +269,18 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
     filters = filters or TreeFilters()
     by_episode: dict[str, list[CallRecord]] = defaultdict(list)
     dropped: dict[str, list[str]] = defaultdict(list)
+    seen: set[CallRef] = set()
     for call in calls:
         if not call.prompt_ids:
             dropped["no_token_ids"].append(str(CallRef(call.session_id, call.call_index)))
             continue
         _check(call)
+        ref = CallRef(call.session_id, call.call_index)
+        if ref in seen:
+            raise TreeError(
+                f"call {call.call_index} of session {call.session_id!r} appears twice; pass each capture file once"
+            )
+        seen.add(ref)
         by_episode[call.session_id].append(call)
     root = TreeNode(tokens=[], depth=0)
     infos: dict[CallRef, CallInfo] = {}

@@ -135,6 +135,8 @@ def test_calls_without_token_ids_are_reported_and_corrupt_ones_refused() -> None
     bad.logprobs = [-1.0]
     with pytest.raises(TreeError, match="1 logprobs for 2 completion ids"):
         build_tree([bad])
+    with pytest.raises(TreeError, match="appears twice"):
+        build_tree([call(1, [1], [2]), call(1, [1], [2])])
     with pytest.raises(TreeError, match="exclude_kinds"):
         TreeFilters(exclude_kinds=frozenset({"tool"}))  # type: ignore[arg-type]
 
