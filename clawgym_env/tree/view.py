@@ -90,14 +90,22 @@ def _label(tree: PrefixTree, node: TreeNode, decode: Decoder | None) -> str:
 def render_rich(tree: PrefixTree, decode: Decoder | None = None) -> Tree:
     """The tree as a rich Tree; each node lists the calls that end on it."""
     top = Tree(f"[bold]{len(tree.episodes)} episode(s), {len(tree.calls)} calls[/]")
-    stack: list[tuple[TreeNode, Tree]] = [(c, top) for c in reversed(list(_children(tree.root)))]
+    stack: list[tuple[TreeNode, Tree, bool]] = [(c, top, False) for c in reversed(_children(tree.root))]
     while stack:
-        node, parent = stack.pop()
-        branch = parent.add(_label(tree, node, decode))
+        node, parent, spine = stack.pop()
+        branch = parent.add(("[bold]⤷[/] " if spine else "") + _label(tree, node, decode))
         for ref in node.ends:
             if ref in tree.calls:
                 branch.add(f"[dim]↳ {escape(_call_line(tree.calls[ref]))}[/]")
-        stack.extend((c, branch) for c in reversed(list(_children(node))))
+        kids = _children(node)
+        inner = [c for c in kids if not c.is_leaf]
+        if len(kids) > 1 and len(inner) == 1:
+            # a spine (OpenClaw: one leaf per call off a growing history): leaves hang here and the
+            # one continuing child is drawn at this level, marked ⤷, so depth does not grow per call
+            stack.append((inner[0], parent, True))
+            stack.extend((c, branch, False) for c in reversed(kids) if c.is_leaf)
+        else:
+            stack.extend((c, branch, False) for c in reversed(kids))
     return top
 
 
