@@ -346,6 +346,14 @@ class TreeTrainerBase:
             self._writer.close()
             self._writer = None
 
+    def close(self) -> None:
+        """Close the logger and the rollout backend this trainer created (idempotent)."""
+        self.close_logging()
+        if self._backend is not None and hasattr(self._backend, "aclose"):
+            from clawgym_env._sync import run_sync
+
+            run_sync(self._backend.aclose())
+
     def extra_state(self) -> dict[str, Any]:
         """More state a subclass checkpoints (tensors and state dicts)."""
         return {}

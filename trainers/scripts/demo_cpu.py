@@ -61,7 +61,10 @@ def main(argv: list[str] | None = None) -> list[float]:
         print(curve_line(int(m["step"]), m["reward"], avg) + f"  mismatch {m.get('mismatch', 0.0):.1e}  "
               f"{time.perf_counter() - t0:5.0f}s", flush=True)
 
-    trainer.train(on_step=on_step)
+    try:
+        trainer.train(on_step=on_step)
+    finally:
+        trainer.close()
     k = max(1, min(5, len(rewards) // 3))
     first, last = sum(rewards[:k]) / k, sum(rewards[-k:]) / k
     print(f"mean reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f} "

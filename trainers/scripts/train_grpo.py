@@ -21,8 +21,11 @@ def main(script_args: Any, training_args: Any) -> Any:
 
     trainer = TreeGRPOTrainer(training_args, resolve_model(script_args.model_name_or_path),
                               resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.train()
-    final = trainer.save_checkpoint(Path(training_args.output_dir) / "final")
+    try:
+        trainer.train()
+        final = trainer.save_checkpoint(Path(training_args.output_dir) / "final")
+    finally:
+        trainer.close()
     print(f"saved {final}")
     return trainer
 
