@@ -151,7 +151,7 @@ class TreeTrainerBase:
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
         from transformers import get_scheduler
 
-        steps = max(1, self.config.max_steps)
+        steps = max(1, self.config.max_steps) * max(1, self.config.num_iterations)  # optimizer steps, as TRL counts them
         warmup = self.config.get_warmup_steps(steps) if hasattr(self.config, "get_warmup_steps") else 0
         return get_scheduler(self.config.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps)
 
