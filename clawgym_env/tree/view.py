@@ -128,10 +128,11 @@ summary{cursor:pointer;white-space:nowrap}
 """
 
 
-def _html_node(tree: PrefixTree, node: TreeNode, decode: Decoder | None, scale: float) -> str:
+def _html_one(tree: PrefixTree, node: TreeNode, decode: Decoder | None, scale: float, spine: bool, inner: str) -> str:
     sampled = node.num_sampled
     prompt = len(node) - sampled
     bits = [
+        '<span class="branch">&#10551;</span>' if spine else "",
         f'<span class="kind {node.kind}">{node.kind}</span>',
         f"{node.depth}..{node.end_depth} ({len(node)} tok: <b>{sampled} sampled</b>, {prompt} prompt)",
         (
@@ -146,8 +147,23 @@ def _html_node(tree: PrefixTree, node: TreeNode, decode: Decoder | None, scale: 
     calls = "".join(
         f'<div class="call">&#8627; {html.escape(_call_line(tree.calls[r]))}</div>' for r in node.ends if r in tree.calls
     )
-    kids = "".join(_html_node(tree, c, decode, scale) for c in _children(node))
-    return f"<details open><summary>{' '.join(bits)}</summary>{calls}{kids}</details>"
+    return f"<details open><summary>{' '.join(b for b in bits if b)}</summary>{calls}{inner}</details>"
+
+
+def _html_siblings(tree: PrefixTree, nodes: list[TreeNode], decode: Decoder | None, scale: float) -> str:
+    """Nodes at one level; a spine's continuing child follows its parent at the same level (as in the terminal)."""
+    out: list[str] = []
+    for first in nodes:
+        node: TreeNode | None = first
+        spine = False
+        while node is not None:
+            kids = _children(node)
+            inner = [c for c in kids if not c.is_leaf]
+            nxt = inner[0] if len(kids) > 1 and len(inner) == 1 else None
+            shown = [c for c in kids if c.is_leaf] if nxt is not None else kids
+            out.append(_html_one(tree, node, decode, scale, spine, _html_siblings(tree, shown, decode, scale)))
+            node, spine = nxt, True
+    return "".join(out)
 
 
 def render_html(tree: PrefixTree, title: str = "ClawGym trace", decode: Decoder | None = None) -> str:
@@ -164,7 +180,7 @@ def render_html(tree: PrefixTree, title: str = "ClawGym trace", decode: Decoder 
     )
     longest = max((len(n) for n in tree.nodes()), default=1)
     scale = 300.0 / max(longest, 1)
-    body = "".join(_html_node(tree, c, decode, scale) for c in _children(tree.root))
+    body = _html_siblings(tree, _children(tree.root), decode, scale)
     head = "<tr><th>episode</th><th>call</th><th>kind</th><th>dead</th><th>prompt</th><th>completion</th><th>latency ms</th><th>finish</th></tr>"
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head>"
