@@ -123,7 +123,8 @@ def run_variant(a: argparse.Namespace) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as d:
         folder = model_folder(a.model, Path(d) / "model")
-        cfg = TreeGRPOConfig(output_dir=d, suite="bench", loss_type="grpo", learning_rate=1e-6, bf16=a.bf16 or None)
+        cfg = TreeGRPOConfig(output_dir=d, suite="bench", loss_type="grpo", learning_rate=1e-6, bf16=a.bf16 or None,
+                             max_steps=1000, lr_scheduler_type="constant")
         trainer = TreeGRPOTrainer(cfg, folder)
         batch = make_batch(a.style, a.rollouts, a.calls, a.system)
         tree = batch.groups[0].tree

@@ -121,3 +121,12 @@ def test_resume_continues_the_same_run(real_batch: Any, tiny_path: Path, tmp_pat
     c.scheduler = c._scheduler(c.optimizer)
     c.train_step(copy.deepcopy(second))
     assert any(not torch.allclose(pa, pc, atol=1e-7) for pa, pc in zip(a.model.parameters(), c.model.parameters(), strict=True))
+
+
+def test_num_iterations_reuses_the_batch_with_ratios_against_the_first_pass(real_batch: Any, tiny_path: Path, tmp_path: Path) -> None:
+    trainer = TreeGRPOTrainer(make_config(tmp_path, num_iterations=3, learning_rate=1e-2, epsilon=0.01), tiny_path)
+    metrics = trainer.train_step(copy.deepcopy(real_batch))
+    state = trainer.optimizer.state_dict()["state"]
+    assert {int(v["step"]) for v in state.values()} == {3}  # three AdamW steps on one batch
+    assert metrics["policy_version"] == 1.0  # one sync per batch, not per iteration
+    assert trainer.scheduler.get_last_lr()[0] == pytest.approx(1e-2 * (1 - 3 / 12))  # linear over 4 steps x 3
