@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 SIZES = {  # Qwen3-architecture shapes, random init
     "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32},
+    "small": {"hidden_size": 384, "intermediate_size": 1152, "num_hidden_layers": 4, "num_attention_heads": 6,
+              "num_key_value_heads": 2, "head_dim": 64},
     "realistic": {"hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
                       "num_key_value_heads": 8, "head_dim": 128},  # Qwen3-0.6B's shape
 }
