@@ -34,6 +34,8 @@ def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> 
         ({"use_vllm": True}, "use_vllm=False"),
         ({"suite": ""}, "set --suite"),
         ({"max_steps": -1}, "set --max_steps"),
+        ({"eval_every_steps": 2}, "set --eval_suite"),
+        ({"eval_episodes": 0}, "eval_episodes >= 1"),
         ({"importance_sampling_level": "sequence"}, "importance_sampling_level='token'"),
     ],
 )

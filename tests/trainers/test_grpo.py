@@ -130,3 +130,18 @@ def test_num_iterations_reuses_the_batch_with_ratios_against_the_first_pass(real
     assert {int(v["step"]) for v in state.values()} == {3}  # three AdamW steps on one batch
     assert metrics["policy_version"] == 1.0  # one sync per batch, not per iteration
     assert trainer.scheduler.get_last_lr()[0] == pytest.approx(1e-2 * (1 - 3 / 12))  # linear over 4 steps x 3
+
+
+def test_eval_every_n_steps_runs_the_held_out_split(tiny_path: Path, tmp_path: Path) -> None:
+    from tests.trainers.conftest import SUITE
+
+    cfg = make_config(tmp_path, tasks="say-short", eval_suite=str(SUITE), eval_tasks="say-digits", eval_every_steps=1,
+                      eval_episodes=2, pairs_per_step=1, num_generations=2, skip_zero_variance=False,
+                      report_to="tensorboard")
+    trainer = TreeGRPOTrainer(cfg, tiny_path)
+    history = trainer.train(steps=1)
+    m = history[0]
+    assert m["eval/episodes"] == 2.0 and 0.0 <= m["eval/reward"] <= 1.0
+    assert m["eval/reward/custom"] == m["eval/reward"] and "eval/pass_rate" in m
+    assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
+    trainer.close()

@@ -311,10 +311,46 @@ class TreeTrainerBase:
             self.log(metrics)
             if on_step is not None:
                 on_step(metrics)
+            every = self.config.eval_every_steps
+            if every and self.step % every == 0:
+                evaluation = self.evaluate()
+                metrics.update(evaluation)
+                print(f"eval @ step {self.step}: " + "  ".join(f"{k}={v:.3f}" for k, v in sorted(evaluation.items())), flush=True)
+                self.report(evaluation)
             if self.config.save_steps and self.step % int(self.config.save_steps) == 0:
                 self.save_checkpoint()
         self.close_logging()
         return self.history
+
+    def evaluate(self) -> dict[str, float]:
+        """Run ``eval_episodes`` episodes of every held-out (task, harness) pair with the current policy.
+
+        Same path as a benchmark run (``run_episode``: sandbox, unmodified harness, proxy, hidden
+        verifier), without writing a results folder. Returns ``eval/reward``, ``eval/pass_rate`` and
+        the same per harness.
+        """
+        from clawgym_env._sync import run_sync
+        from clawgym_env.task import load_suite
+        from trainers.rollout import harness_name, run_groups
+
+        c = self.config
+        suite = load_suite(str(c.eval_suite))
+        tasks = [suite.get(t) for t in c.eval_task_ids] if c.eval_task_ids else list(suite.tasks)
+        harnesses = [self.harness_adapters.get(n, n) for n in c.harness_names]
+        pairs = [(t, h) for t in tasks for h in harnesses]
+        sampling = {"max_tokens": c.max_completion_length, "temperature": c.temperature, "top_p": c.top_p}
+        results = run_sync(run_groups(pairs, self.backend, c.eval_episodes, sandbox=c.sandbox, sampling=sampling,
+                                      concurrency=c.max_concurrent_episodes, wall_time_s=c.episode_wall_time_s))
+        scores: dict[str, list[float]] = defaultdict(list)
+        for (_, h), episodes in zip(pairs, results, strict=True):
+            scores[harness_name(h)].extend(e.score for e in episodes)
+        out: dict[str, float] = {}
+        every = [s for v in scores.values() for s in v]
+        for key, vals in [("", every), *((f"/{h}", v) for h, v in scores.items())]:
+            out[f"eval/reward{key}"] = sum(vals) / max(1, len(vals))
+            out[f"eval/pass_rate{key}"] = sum(suite.passed(v) for v in vals) / max(1, len(vals))
+        out["eval/episodes"] = float(len(every))
+        return out
 
     def log(self, metrics: dict[str, float]) -> None:
         """One console line per step (every ``logging_steps``), and TensorBoard / W&B when asked."""
@@ -328,6 +364,10 @@ class TreeTrainerBase:
                 f"train {metrics.get('train_s', 0.0):.1f}s",
                 flush=True,
             )
+        self.report(metrics)
+
+    def report(self, metrics: dict[str, float]) -> None:
+        """Send metrics to TensorBoard (``<output_dir>/runs``) and W&B, as ``report_to`` asks."""
         report = self.config.report_to or []
         if "tensorboard" in report:
             if self._writer is None:

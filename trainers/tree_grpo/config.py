@@ -61,6 +61,13 @@ class TreeGRPOConfig(GRPOConfig):
     pack_max_tokens: int | None = field(
         default=None, metadata={"help": "Split a group's tree into packs of at most this many tokens (default: one pack)."}
     )
+    # Parameters that control evaluation
+    eval_suite: str | None = field(
+        default=None, metadata={"help": "Held-out suite (folder or name) evaluated every eval_every_steps; None: no eval."}
+    )
+    eval_tasks: str | None = field(default=None, metadata={"help": "Comma-separated task ids of eval_suite (default: all)."})
+    eval_every_steps: int = field(default=0, metadata={"help": "Evaluate every N steps (0: never)."})
+    eval_episodes: int = field(default=1, metadata={"help": "Episodes per (eval task, harness) pair."})
     # TRL defaults changed for tree training on CPU-sized models
     num_generations: int | None = field(default=4, metadata={"help": "Rollouts per (task, harness) group."})
     gradient_checkpointing: bool | None = field(
@@ -88,6 +95,11 @@ class TreeGRPOConfig(GRPOConfig):
         if not self.mix_weights:
             return [1.0] * len(self.harness_names)
         return [float(w) for w in _split(self.mix_weights)]
+
+    @property
+    def eval_task_ids(self) -> list[str]:
+        """Eval task ids; empty means every task of ``eval_suite``."""
+        return _split(self.eval_tasks)
 
     @property
     def task_ids(self) -> list[str]:
@@ -127,6 +139,10 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"max_concurrent_episodes={self.max_concurrent_episodes}: set at least 1")
         if self.max_steps is None or self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps}: set --max_steps (tree trainers count steps; there are no epochs)")
+        if self.eval_every_steps < 0 or self.eval_episodes < 1:
+            raise ConfigError("eval_every_steps must be >= 0 and eval_episodes >= 1; set e.g. --eval_every_steps 10 --eval_episodes 1")
+        if self.eval_every_steps and not self.eval_suite:
+            raise ConfigError(f"eval_every_steps={self.eval_every_steps} needs a held-out suite; set --eval_suite")
         if self.num_iterations < 1:
             raise ConfigError(f"num_iterations={self.num_iterations}: set at least 1")
         if self.use_vllm:
