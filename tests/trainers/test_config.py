@@ -32,6 +32,7 @@ def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> 
         ({"max_leaves": 0}, "max_leaves"),
         ({"max_policy_lag": -1}, "max_policy_lag"),
         ({"use_vllm": True}, "use_vllm=False"),
+        ({"rollout_backend": "openai:gpt-4o"}, "'hf:PATH' or 'vllm:URL'"),
         ({"suite": ""}, "set --suite"),
         ({"max_steps": -1}, "set --max_steps"),
         ({"eval_every_steps": 2}, "set --eval_suite"),

@@ -145,3 +145,28 @@ def test_eval_every_n_steps_runs_the_held_out_split(tiny_path: Path, tmp_path: P
     assert m["eval/reward/custom"] == m["eval/reward"] and "eval/pass_rate" in m
     assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
     trainer.close()
+
+
+class FakeServerBackend:
+    """FAKE stand-in for a vLLM server (none can run here): records the folder it was told to reload."""
+
+    def __init__(self) -> None:
+        self.policy_version = 0
+        self.reloads: list[tuple[Path, int]] = []
+
+    async def reload_weights(self, path: Path, version: int) -> None:
+        self.reloads.append((Path(path), version))
+        self.policy_version = version
+
+
+def test_server_backends_reload_a_saved_folder_after_each_update(real_batch: Any, tiny_path: Path, tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    fake = FakeServerBackend()
+    trainer = TreeGRPOTrainer(make_config(tmp_path), tiny_path, backend=fake)
+    trainer.train_step(copy.deepcopy(real_batch))
+    assert [v for _, v in fake.reloads] == [1] and fake.policy_version == 1
+    folder = fake.reloads[0][0]
+    saved = AutoModelForCausalLM.from_pretrained(folder)
+    for name, p in trainer.model.state_dict().items():
+        assert torch.equal(p, saved.state_dict()[name]), name

@@ -131,9 +131,14 @@ class TreeTrainerBase:
     def backend(self) -> Any:
         """The in-process HF policy backend the harnesses are served from (created on first use)."""
         if self._backend is None:
-            from clawgym_env.proxy.backends.hf import HFBackend
+            if self.config.rollout_backend:
+                from clawgym_env.proxy.backends.factory import backend_from_spec
 
-            self._backend = HFBackend(self.model_path, device=self.device, seed=self.config.seed)
+                self._backend = backend_from_spec(self.config.rollout_backend, tokenizer_path=self.model_path)
+            else:
+                from clawgym_env.proxy.backends.hf import HFBackend
+
+                self._backend = HFBackend(self.model_path, device=self.device, seed=self.config.seed)
             if self.policy_version:
                 self.sync_weights()
         return self._backend
@@ -156,9 +161,26 @@ class TreeTrainerBase:
         return get_scheduler(self.config.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps)
 
     def sync_weights(self) -> None:
-        """Copy the policy's weights into the rollout backend; later captures carry the new version."""
-        if self._backend is not None:
-            self._backend.update_weights(self.model, self.policy_version)
+        """Give the rollout backend the policy's weights; later captures carry the new version.
+
+        In-process backends (``update_weights``) copy the state dict. Server backends
+        (``reload_weights``, vLLM) get a folder: ``<output_dir>/policy-latest`` is rewritten and
+        the server reloads it (see ``clawgym_env.proxy.backends.vllm`` for what that relies on).
+        """
+        backend = self._backend
+        if backend is None:
+            return
+        if hasattr(backend, "update_weights"):
+            backend.update_weights(self.model, self.policy_version)
+        elif hasattr(backend, "reload_weights"):
+            from clawgym_env._sync import run_sync
+
+            folder = Path(self.config.output_dir) / "policy-latest"
+            self.model.save_pretrained(folder)
+            self.tokenizer.save_pretrained(folder)
+            run_sync(backend.reload_weights(folder, self.policy_version))
+        else:
+            raise ConfigError(f"rollout backend {type(backend).__name__} cannot take new weights; use an hf: or vllm: backend")
 
     # -- one step -------------------------------------------------------------------------------
 

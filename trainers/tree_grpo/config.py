@@ -40,6 +40,11 @@ class TreeGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Comma-separated sampling weights, one per harness (default: equal)."}
     )
     pairs_per_step: int = field(default=2, metadata={"help": "(task, harness) groups sampled per training step."})
+    rollout_backend: str | None = field(
+        default=None,
+        metadata={"help": "Policy backend spec for rollouts, e.g. 'vllm:http://gpu:8000#policy' (weights reloaded from a "
+                          "saved folder after each update); None: the in-process hf backend on the trainer's device."},
+    )
     sandbox: str = field(default="bwrap", metadata={"help": "Sandbox backend the episodes run in (bwrap, docker)."})
     max_concurrent_episodes: int = field(default=8, metadata={"help": "Episodes run at the same time during a rollout."})
     episode_wall_time_s: float | None = field(
@@ -147,7 +152,13 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"num_iterations={self.num_iterations}: set at least 1")
         if self.use_vllm:
             raise ConfigError(
-                "use_vllm=True: the tree trainers sample through the in-process hf backend only; set use_vllm=False"
+                "use_vllm=True is TRL's own vLLM path, which the tree trainers do not use; set use_vllm=False and "
+                "--rollout_backend vllm:http://HOST:PORT#MODEL to sample from a vLLM server"
+            )
+        if self.rollout_backend is not None and self.rollout_backend.split(":", 1)[0] not in ("hf", "vllm"):
+            raise ConfigError(
+                f"rollout_backend={self.rollout_backend!r}: training needs sampled token ids and a weight sync; "
+                "set an 'hf:PATH' or 'vllm:URL' spec, or None"
             )
         if not self.suite:
             raise ConfigError("TreeGRPOConfig.suite is empty; set --suite to a suite folder or name (e.g. trainers/toy_suite)")
