@@ -27,6 +27,7 @@ def curve_line(step: int, reward: float, avg: float, width: int = 40) -> str:
 
 def main(argv: list[str] | None = None) -> list[float]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--algo", choices=["grpo", "ppo"], default="grpo")
     p.add_argument("--steps", type=int, default=25)
     p.add_argument("--tasks", default="say-short")
     p.add_argument("--num-generations", type=int, default=4)
@@ -39,20 +40,25 @@ def main(argv: list[str] | None = None) -> list[float]:
     a = p.parse_args(argv)
 
     from clawgym_env.models import tiny_model_path
-    from trainers.tree_grpo.config import TreeGRPOConfig
-    from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
     out = a.output_dir or tempfile.mkdtemp(prefix="clawgym-demo-")
-    cfg = TreeGRPOConfig(
+    if a.algo == "ppo":
+        from trainers.tree_ppo.config import TreePPOConfig as Config
+        from trainers.tree_ppo.trainer import TreePPOTrainer as Trainer
+    else:
+        from trainers.tree_grpo.config import TreeGRPOConfig as Config  # type: ignore[assignment]
+        from trainers.tree_grpo.trainer import TreeGRPOTrainer as Trainer  # type: ignore[assignment]
+    extra = {"value_warmup_steps": 2, "value_learning_rate": 3e-3} if a.algo == "ppo" else {"skip_zero_variance": True}
+    cfg = Config(
         output_dir=out, suite=str(SUITE), tasks=a.tasks, harness="custom", num_generations=a.num_generations,
         pairs_per_step=a.pairs_per_step, max_completion_length=a.max_tokens, learning_rate=a.learning_rate,
         lr_scheduler_type="constant", loss_type=a.loss_type, max_steps=a.steps, save_steps=0, seed=a.seed,
-        logging_steps=10_000, skip_zero_variance=True,
+        logging_steps=10_000, **extra,
     )
-    trainer = TreeGRPOTrainer(cfg, tiny_model_path())
+    trainer = Trainer(cfg, tiny_model_path())
     rewards: list[float] = []
     t0 = time.perf_counter()
-    print(f"tree GRPO, tiny model, custom harness in bwrap; tasks {a.tasks}; {a.num_generations} rollouts x "
+    print(f"tree {a.algo.upper()}, tiny model, custom harness in bwrap; tasks {a.tasks}; {a.num_generations} rollouts x "
           f"{a.pairs_per_step} groups per step", flush=True)
 
     def on_step(m: dict[str, float]) -> None:
