@@ -7,6 +7,7 @@ in-process HF backend, so every test that trains on it trains on real captures.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,9 @@ def make_config(out: Path, cls: Any = None, **kw: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def real_batch(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def real_batch(tiny_path: Path) -> Iterator[Any]:
     """One step's rollouts (2 groups x 4 episodes of the toy tasks, custom harness, bwrap), version 0."""
+    from clawgym_env._sync import run_sync
     from clawgym_env.proxy.backends.hf import HFBackend
     from clawgym_env.task import load_suite
     from trainers.rollout import collect, tree_filters
@@ -59,4 +61,5 @@ def real_batch(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Any
         filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False), policy_version=0,
         skip_zero_variance=False, sampling={"max_tokens": 16, "temperature": 1.0},
     )
-    return batch
+    yield batch
+    run_sync(backend.aclose())
