@@ -8,16 +8,19 @@ call after call, or OpenClaw-shaped ones that never do); logprobs are random, so
 capped: this measures cost, not learning. Each variant runs in its own process so its peak RSS
 is its own (CPU); on a GPU, ``torch.cuda.max_memory_allocated``.
 
-Measured on the shared 2-core CPU box (other jobs running; times varied up to ~5x between runs):
-  tiny,  4 rollouts x 8 calls, 2000-token system prompt, median of 3 steps:
-    claude-code  tokens tree 7,302 vs per-call 87,674 (12.0x)  step 1.16 s vs 12.76 s  peak RSS +614 MB vs +152 MB
-    openclaw     tokens tree 11,416 vs per-call 91,968 (8.1x)  step 7.99 s vs 25.45 s  peak RSS +1,353 MB vs +144 MB
-  small (384 hidden, 4 layers), 4 x 6 calls, 1000-token system prompt, 1 step:
-    claude-code  tokens 4,792 vs 37,436 (7.8x)  step 5.18 s vs 17.47 s  peak +1,305 MB vs +547 MB
-    openclaw     tokens 8,231 vs 40,490 (4.9x)  step 13.17 s vs 17.88 s  peak +2,704 MB vs +586 MB
+Measured on the shared 2-core CPU box (other jobs running; two runs each, times as "run1 / run2"):
+  tiny, 4 rollouts x 8 calls, 2000-token system prompt, median of 3 steps:
+    claude-code  tokens tree 7,302 vs per-call 87,674 (12.0x)  step tree 1.16/1.23 s vs per-call 12.76/3.83 s
+                 peak RSS tree +614/+628 MB vs per-call +152/+163 MB
+    openclaw     tokens tree 11,416 vs per-call 91,968 (8.1x)  step tree 7.99/2.81 s vs per-call 25.45/3.86 s
+                 peak RSS tree +1,353/+1,347 MB vs per-call +144/+171 MB
+  small (384 hidden, 4 layers), 4 x 6 calls, 1000-token system prompt:
+    claude-code  tokens 4,792 vs 37,436 (7.8x)  step 5.18/7.49 s vs 17.47/16.71 s  peak +1,305/+1,274 MB vs +547/+559 MB
+    openclaw     tokens 8,231 vs 40,490 (4.9x)  step 13.17/13.90 s vs 17.88/20.27 s  peak +2,704/+2,473 MB vs +586/+597 MB
   Losses agree to every printed digit. On CPU the tree pays for its dense N x N mask (sdpa/eager):
-  its peak is higher than per-call rows run one at a time (the lowest-memory per-call schedule);
-  FlexAttention's block mask on a GPU avoids that, not measured here (no GPU in this session).
+  its peak is higher than per-call rows run one at a time (the lowest-memory per-call schedule),
+  and attention (quadratic in the pack) eats much of the 5-12x token saving for these small widths.
+  FlexAttention's block mask on a GPU avoids the dense mask; not measured here (no GPU in this session).
 
     python bench/train_step.py                          # tiny model, CPU
     python bench/train_step.py --model realistic --rollouts 8 --calls 21 --system 12000   # GPU, random init
