@@ -1,13 +1,15 @@
-"""What the training scripts share: the script arguments and model resolution."""
+"""What the training scripts share: the script arguments, model resolution, the parser and the train-and-save run."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clawgym_env.errors import ConfigError
 
-__all__ = ["ScriptArguments", "resolve_model"]
+__all__ = ["ScriptArguments", "make_tree_parser", "resolve_model", "train_and_save"]
 
 
 @dataclass
@@ -34,3 +36,27 @@ def resolve_model(name: str) -> Path:
     if not (path / "config.json").is_file():
         raise ConfigError(f"--model_name_or_path {name!r}: not a model folder (no config.json); pass a folder, 'tiny' or 'smollm2'")
     return path
+
+
+def train_and_save(trainer_cls: Any, script_args: ScriptArguments, training_args: Any) -> Any:
+    """Build ``trainer_cls``, train, save ``<output_dir>/final`` and close the trainer even on failure."""
+    trainer = trainer_cls(training_args, resolve_model(script_args.model_name_or_path),
+                          resume_from_checkpoint=training_args.resume_from_checkpoint)
+    try:
+        trainer.train()
+        final = trainer.save_checkpoint(Path(training_args.output_dir) / "final")
+    finally:
+        trainer.close()
+    print(f"saved {final}")
+    return trainer
+
+
+def make_tree_parser(config_cls: type, command: str, help_text: str,
+                     subparsers: argparse._SubParsersAction | None = None, prog: str | None = None) -> Any:
+    """A ``TrlParser`` for ``(ScriptArguments, config_cls)``, or the ``command`` sub-parser when ``subparsers`` is given."""
+    from trl import TrlParser
+
+    types = (ScriptArguments, config_cls)
+    if subparsers is not None:
+        return subparsers.add_parser(command, help=help_text, dataclass_types=types)
+    return TrlParser(types, prog=prog)

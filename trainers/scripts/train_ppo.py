@@ -8,35 +8,21 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 
 def main(script_args: Any, training_args: Any) -> Any:
-    from trainers.scripts._common import resolve_model
+    from trainers.scripts._common import train_and_save
     from trainers.tree_ppo.trainer import TreePPOTrainer
 
-    trainer = TreePPOTrainer(training_args, resolve_model(script_args.model_name_or_path),
-                             resume_from_checkpoint=training_args.resume_from_checkpoint)
-    try:
-        trainer.train()
-        final = trainer.save_checkpoint(Path(training_args.output_dir) / "final")
-    finally:
-        trainer.close()
-    print(f"saved {final}")
-    return trainer
+    return train_and_save(TreePPOTrainer, script_args, training_args)
 
 
 def make_parser(subparsers: argparse._SubParsersAction | None = None, prog: str | None = None) -> Any:
-    from trl import TrlParser
-
-    from trainers.scripts._common import ScriptArguments
+    from trainers.scripts._common import make_tree_parser
     from trainers.tree_ppo.config import TreePPOConfig
 
-    types = (ScriptArguments, TreePPOConfig)
-    if subparsers is not None:
-        return subparsers.add_parser("tree-ppo", help="Tree PPO through harnesses", dataclass_types=types)
-    return TrlParser(types, prog=prog)
+    return make_tree_parser(TreePPOConfig, "tree-ppo", "Tree PPO through harnesses", subparsers, prog)
 
 
 if __name__ == "__main__":
