@@ -15,8 +15,10 @@ app = typer.Typer(help="Evaluate a model through agent harnesses on a task suite
 
 def _fail(exc: Exception) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(f"[red]error:[/] {exc}")
+    # escape: a message may hold brackets ("vllm:URL[#MODEL]", paths) that rich would eat as markup
+    Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

@@ -12,11 +12,12 @@ app = typer.Typer(help="Task suites: list, show, validate, import, pull, check."
 
 def _fail(message: object, code: int = 1) -> typer.Exit:
     from rich.console import Console
+    from rich.markup import escape
 
     if isinstance(message, KeyError) and message.args:  # KeyError's str() adds quotes
         message = message.args[0]
 
-    Console(stderr=True).print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    Console(stderr=True).print(f"[red]error:[/red] {escape(str(message))}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -52,7 +52,9 @@ def show(
             def decode(ids: list[int]) -> str:
                 return str(tok.decode(ids))
     except ClawGymError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        from rich.markup import escape
+
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     console.print(summary_table(tree))
     console.print(render_rich(tree, decode))

@@ -136,3 +136,10 @@ def test_rubric_suite_without_judge_warns(tmp_path: Path) -> None:
     assert info.pass_threshold == 0.5 and [t.task_id for t in info.tasks] == ["mini/memo"]
     assert len(info.warnings) == 1 and "--judge" in info.warnings[0]
     assert EpisodeWorker.describe_suite(RunConfig(suite=str(suite), judge="scripted:j.yaml")).warnings == []
+
+
+def test_cli_error_keeps_brackets() -> None:
+    """Error text is printed literally: rich markup must not eat 'vllm:URL[#MODEL]' from the spec help."""
+    r = CliRunner().invoke(app, ["bench", "run", "--model", "foo:bar"], env={"COLUMNS": "200"})
+    assert r.exit_code == 2 and "unknown kind 'foo'" in r.output
+    assert "vllm:URL[#MODEL]" in r.output

@@ -85,3 +85,8 @@ def test_check_with_a_scripted_judge_grades_rubric_solutions(make_task, suite_di
     assert res.exit_code == 0 and "solutions passed 1" in res.output, res.output
     res = runner.invoke(app, ["tasks", "check", str(suite_dir), "--judge", f"scripted:{no}"])
     assert res.exit_code == 1 and "rubric/item1=0" in res.output
+
+
+def test_error_text_is_not_rich_markup() -> None:
+    res = runner.invoke(app, ["tasks", "show", "clawgym-original/[bold]x"])
+    assert res.exit_code == 1 and "no task '[bold]x'" in res.output
