@@ -7,15 +7,17 @@ paths, symlinks), and jinja2 template errors in the instruction.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import posixpath
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from clawgym_env.errors import TaskSpecError
 from clawgym_env.task.spec import (
@@ -82,7 +84,24 @@ def _where(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def _explain(exc: ValidationError, file: Path) -> TaskSpecError:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
+    """The field names allowed where ``loc`` points (all union members' names for a verifier)."""
+    models = [model]
+    for part in loc[:-1]:
+        if isinstance(part, int) or part in VERIFIER_KINDS:
+            continue
+        models = [m for cls in models if part in cls.model_fields
+                  for m in _models_in(cls.model_fields[part].annotation)]
+    return {name for cls in models for name in cls.model_fields}
+
+
+def _explain(exc: ValidationError, file: Path, model: type[BaseModel] | None = None) -> TaskSpecError:
     lines = []
     for err in exc.errors(include_url=False):
         kind = err["type"]
@@ -95,6 +114,10 @@ def _explain(exc: ValidationError, file: Path) -> TaskSpecError:
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         fix = _FIXES.get(kind, "correct the value")
+        if kind == "extra_forbidden" and model is not None and err["loc"]:
+            close = difflib.get_close_matches(str(err["loc"][-1]), sorted(_known_fields(model, err["loc"])), n=1)
+            if close:
+                fix = f"did you mean {close[0]!r}? Rename it"
         lines.append(f"{file}: field {_where(err['loc'])}: {msg}. Fix: {fix}.")
     if len(lines) == 1:
         return TaskSpecError(lines[0])
@@ -239,7 +262,7 @@ def parse_task(data: Any, task_dir: Path, suite: str, file: Path | None = None) 
     try:
         raw = TaskFile.model_validate(data)
     except ValidationError as exc:
-        raise _explain(exc, file) from None
+        raise _explain(exc, file, TaskFile) from None
     except RecursionError:
         raise TaskSpecError(f"{file}: nested too deeply. Fix: flatten the YAML.") from None
     if raw.id != task_dir.name:
@@ -330,7 +353,7 @@ def load_suite_spec(suite_dir: Path) -> SuiteSpec:
     try:
         spec = SuiteSpec.model_validate(read_yaml(file))
     except ValidationError as exc:
-        raise _explain(exc, file) from None
+        raise _explain(exc, file, SuiteSpec) from None
     if spec.name != suite_dir.name:
         raise TaskSpecError(f"{file}: field name: {spec.name!r} differs from the folder name {suite_dir.name!r}. Fix: make them equal.")
     return spec
