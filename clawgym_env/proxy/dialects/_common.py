@@ -1,4 +1,4 @@
-"""Types shared by the dialect modules: the parsed request, the reply to render, SSE framing."""
+"""What the dialect modules share: the parsed request and its common tail, the reply to render, SSE framing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-__all__ = ["BadRequest", "ParsedRequest", "Reply", "dumps", "guarded", "sse"]
+__all__ = ["BadRequest", "ParsedRequest", "Reply", "dumps", "function_tool", "guarded", "parsed_request", "sse"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +48,41 @@ class Reply:
     response_id: str
     created: int = 0
     stop_sequence: str | None = None
+
+
+def function_tool(name: Any, description: Any, parameters: Any) -> dict[str, Any]:
+    """A neutral function tool; ``description`` is left out when empty."""
+    fn: dict[str, Any] = {"name": name}
+    if description:
+        fn["description"] = description
+    fn["parameters"] = parameters
+    return {"type": "function", "function": fn}
+
+
+def parsed_request(
+    body: dict[str, Any],
+    messages: list[dict[str, Any]],
+    parse_tool: Callable[[dict[str, Any]], dict[str, Any] | None],
+    max_tokens: Any,
+    max_tokens_field: str,
+    **extra: Any,
+) -> ParsedRequest:
+    """The tail every ``parse_request`` shares: ``body["tools"]`` through ``parse_tool`` (dropping what it
+    returns None for), ``max_tokens`` checked as an integer (the error names ``max_tokens_field``), then the
+    model, stream and sampling knobs; ``extra`` sets the other ``ParsedRequest`` fields."""
+    tools = [t for t in (parse_tool(t) for t in body.get("tools") or () if isinstance(t, dict)) if t]
+    if max_tokens is not None and not isinstance(max_tokens, int):
+        raise BadRequest(f"{max_tokens_field}: expected an integer")
+    return ParsedRequest(
+        messages=messages,
+        tools=tools,
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream", False)),
+        max_tokens=max_tokens,
+        temperature=body.get("temperature"),
+        top_p=body.get("top_p"),
+        **extra,
+    )
 
 
 def guarded(parse: F) -> F:

@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawgym_env.proxy._neutral import ToolIdMap, text_of
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, guarded, sse
+from clawgym_env.proxy.dialects._common import (
+    BadRequest,
+    ParsedRequest,
+    Reply,
+    args_json,
+    function_tool,
+    guarded,
+    parsed_request,
+    sse,
+)
 
 __all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
@@ -39,11 +48,7 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
     if "input_schema" not in t:  # server tools (web_search_…): the policy cannot call them
         return None
-    fn: dict[str, Any] = {"name": t["name"]}
-    if t.get("description"):
-        fn["description"] = t["description"]
-    fn["parameters"] = t["input_schema"]
-    return {"type": "function", "function": fn}
+    return function_tool(t["name"], t.get("description"), t["input_schema"])
 
 
 def _user_blocks(blocks: list[Any], ids: ToolIdMap, out: list[dict[str, Any]]) -> None:
@@ -115,21 +120,10 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
             out.append(_assistant_blocks(blocks, ids))
         else:
             raise BadRequest(f"messages.{i}.role: {role!r} is not one of user, assistant, system")
-    tools = [t for t in (_tool(t) for t in body.get("tools") or () if isinstance(t, dict)) if t]
+    parsed = parsed_request(body, out, _tool, body.get("max_tokens"), "max_tokens")
     stop = body.get("stop_sequences") or []
-    max_tokens = body.get("max_tokens")
-    if max_tokens is not None and not isinstance(max_tokens, int):
-        raise BadRequest("max_tokens: expected an integer")
-    return ParsedRequest(
-        messages=out,
-        tools=tools,
-        model=str(body.get("model", "")),
-        stream=bool(body.get("stream", False)),
-        max_tokens=max_tokens,
-        temperature=body.get("temperature"),
-        top_p=body.get("top_p"),
-        stop=list(stop) if isinstance(stop, list) else [str(stop)],
-    )
+    parsed.stop = list(stop) if isinstance(stop, list) else [str(stop)]
+    return parsed
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,7 +6,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, guarded, sse
+from clawgym_env.proxy.dialects._common import (
+    BadRequest,
+    ParsedRequest,
+    Reply,
+    args_json,
+    function_tool,
+    guarded,
+    parsed_request,
+    sse,
+)
 
 __all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
@@ -36,11 +45,7 @@ def parse_tool(t: dict[str, Any]) -> dict[str, Any] | None:
     fn = t.get("function") if t.get("type", "function") == "function" else None
     if not isinstance(fn, dict) or "name" not in fn:
         return None
-    out: dict[str, Any] = {"name": fn["name"]}
-    if fn.get("description"):
-        out["description"] = fn["description"]
-    out["parameters"] = fn.get("parameters") or {"type": "object", "properties": {}}
-    return {"type": "function", "function": out}
+    return function_tool(fn["name"], fn.get("description"), fn.get("parameters") or {"type": "object", "properties": {}})
 
 
 @guarded
@@ -76,24 +81,12 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
             out.append(msg)
         else:
             raise BadRequest(f"messages.{i}.role: {role!r} is not one of system, developer, user, assistant, tool")
-    tools = [t for t in (parse_tool(t) for t in body.get("tools") or () if isinstance(t, dict)) if t]
-    stop = body.get("stop") or []
     opts = body.get("stream_options") or {}
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    if max_tokens is not None and not isinstance(max_tokens, int):
-        raise BadRequest("max_tokens: expected an integer")
-    return ParsedRequest(
-        messages=out,
-        tools=tools,
-        model=str(body.get("model", "")),
-        stream=bool(body.get("stream", False)),
-        max_tokens=max_tokens,
-        temperature=body.get("temperature"),
-        top_p=body.get("top_p"),
-        stop=[stop] if isinstance(stop, str) else list(stop),
-        seed=body.get("seed"),
-        include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")),
-    )
+    parsed = parsed_request(body, out, parse_tool, body.get("max_completion_tokens", body.get("max_tokens")), "max_tokens",
+                            seed=body.get("seed"), include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")))
+    stop = body.get("stop") or []
+    parsed.stop = [stop] if isinstance(stop, str) else list(stop)
+    return parsed
 
 
 def _wire_calls(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,7 +10,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, args_json, guarded, sse
+from clawgym_env.proxy.dialects._common import (
+    BadRequest,
+    ParsedRequest,
+    Reply,
+    args_json,
+    function_tool,
+    guarded,
+    parsed_request,
+    sse,
+)
 from clawgym_env.proxy.dialects.openai_chat import error_body
 
 __all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
@@ -22,11 +31,7 @@ TOOL_ID_PREFIX = "call_"
 def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
     if t.get("type") != "function" or "name" not in t:
         return None
-    fn: dict[str, Any] = {"name": t["name"]}
-    if t.get("description"):
-        fn["description"] = t["description"]
-    fn["parameters"] = t.get("parameters") or {"type": "object", "properties": {}}
-    return {"type": "function", "function": fn}
+    return function_tool(t["name"], t.get("description"), t.get("parameters") or {"type": "object", "properties": {}})
 
 
 @guarded
@@ -89,19 +94,7 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
             if summary or content:
                 pending_reasoning.append(content or summary)
         # other item types (item_reference, web_search_call, ...) carry nothing the policy can use
-    tools = [t for t in (_tool(t) for t in body.get("tools") or () if isinstance(t, dict)) if t]
-    max_tokens = body.get("max_output_tokens")
-    if max_tokens is not None and not isinstance(max_tokens, int):
-        raise BadRequest("max_output_tokens: expected an integer")
-    return ParsedRequest(
-        messages=out,
-        tools=tools,
-        model=str(body.get("model", "")),
-        stream=bool(body.get("stream", False)),
-        max_tokens=max_tokens,
-        temperature=body.get("temperature"),
-        top_p=body.get("top_p"),
-    )
+    return parsed_request(body, out, _tool, body.get("max_output_tokens"), "max_output_tokens")
 
 
 def _items(reply: Reply) -> list[dict[str, Any]]:
