@@ -3,18 +3,17 @@ status, the capture holds every call, and nothing is left behind."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clawgym_env import episode as episode_mod
 from clawgym_env.episode import run_episode
 from clawgym_env.proxy import ScriptedBackend
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.sandbox import SandboxState
 from clawgym_env.task import load_suite
+from tests.sandbox_spy import assert_sandbox_dirs_gone, spy_on_sandboxes
 
 pytestmark = pytest.mark.sandbox
 
@@ -33,23 +32,7 @@ def spec() -> Any:
 @pytest.fixture
 def sandboxes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every sandbox run_episode creates, to check it is gone afterwards."""
-    made: list[Any] = []
-    real = episode_mod.create_sandbox
-
-    def spy(backend: str, config: Any) -> Any:
-        sb = real(backend, config)
-        start = sb.start
-
-        async def recording_start() -> None:
-            await start()
-            sb.host_dir_for_test = str(sb.dir)  # bwrap's per-sandbox host folder
-
-        sb.start = recording_start
-        made.append(sb)
-        return sb
-
-    monkeypatch.setattr(episode_mod, "create_sandbox", spy)
-    return made
+    return spy_on_sandboxes(monkeypatch).made
 
 
 def assert_no_leftovers(made: list[Any]) -> None:
@@ -58,16 +41,7 @@ def assert_no_leftovers(made: list[Any]) -> None:
     dirs = [sb.host_dir_for_test for sb in made]
     for sb in made:
         assert sb.state is SandboxState.CLOSED
-    for d in dirs:
-        assert not os.path.exists(d), f"sandbox folder {d} survived"
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        assert not any(d in cmdline for d in dirs), f"process {pid} of the sandbox survived: {cmdline[:200]}"
+    assert_sandbox_dirs_gone(dirs)
 
 
 async def test_completed_episode_scores_and_captures_every_call(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:

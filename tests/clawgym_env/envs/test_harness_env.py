@@ -13,8 +13,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import clawgym_env  # noqa: F401 - registers the ids
-from clawgym_env import episode as episode_mod
 from clawgym_env.errors import ConfigError
+from tests.sandbox_spy import assert_sandbox_dirs_gone, spy_on_sandboxes
 
 pytestmark = pytest.mark.sandbox
 
@@ -25,36 +25,14 @@ WRITE_HELLO = {"tool_calls": [{"name": "write", "arguments": {"path": "hello.txt
 @pytest.fixture
 def sandbox_dirs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Host folders of every sandbox the env's episodes create."""
-    dirs: list[str] = []
-    real = episode_mod.create_sandbox
-
-    def spy(backend: str, config: Any) -> Any:
-        sb = real(backend, config)
-        start = sb.start
-
-        async def recording_start() -> None:
-            await start()
-            dirs.append(str(sb.dir))
-
-        sb.start = recording_start
-        return sb
-
-    monkeypatch.setattr(episode_mod, "create_sandbox", spy)
-    return dirs
+    return spy_on_sandboxes(monkeypatch).dirs
 
 
 def assert_nothing_left(env: Any, dirs: list[str]) -> None:
     inner = env.unwrapped
     assert inner._lt is None and inner._proxy is None
     assert not [t for t in threading.enumerate() if t.name == "clawgym-loop"], "the env's loop thread survived close()"
-    for d in dirs:
-        assert not os.path.exists(d), f"sandbox folder {d} survived close()"
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            assert d not in cmd, f"process {pid} survived close(): {cmd[:200]}"
+    assert_sandbox_dirs_gone(dirs)
 
 
 def test_check_env_passes() -> None:
