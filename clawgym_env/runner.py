@@ -38,6 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from clawgym_env import __version__
 from clawgym_env.errors import ClawGymError, ConfigError, RunError
 from clawgym_env.metrics import Metrics, compute_metrics
@@ -231,6 +233,16 @@ def write_json_atomic(path: Path, data: str) -> None:
         os.close(dfd)
 
 
+def _first_error(exc: ValueError) -> str:
+    """One line for a pydantic error (its str() spans several lines and ends in a URL)."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        more = f"; {exc.error_count() - 1} more" if exc.error_count() > 1 else ""
+        return f"{where + ': ' if where else ''}{err['msg']}{more}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 def load_manifest(out_dir: Path) -> RunManifest:
     """Read ``manifest.json`` of a results folder, with a clear error if it is missing or invalid."""
     path = Path(out_dir) / "manifest.json"
@@ -239,7 +251,7 @@ def load_manifest(out_dir: Path) -> RunManifest:
     try:
         return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise RunError(f"{path}: invalid manifest ({exc}); the folder is corrupt or from another version") from exc
+        raise RunError(f"{path}: invalid manifest ({_first_error(exc)}); the folder is corrupt or from another version") from exc
 
 
 def load_attempts(out_dir: Path) -> list[AttemptResult]:
@@ -254,7 +266,8 @@ def load_attempts(out_dir: Path) -> list[AttemptResult]:
         try:
             out.append(AttemptResult.model_validate_json(p.read_text(encoding="utf-8")))
         except ValueError as exc:
-            raise RunError(f"{p}: invalid attempt record ({exc}); delete it to rerun that attempt") from exc
+            raise RunError(f"{p}: invalid attempt record ({_first_error(exc)}); delete it and run "
+                           f"`clawgym bench resume {out_dir}` to rerun that attempt") from exc
     out.sort(key=lambda a: (a.task_id, a.harness, a.attempt))
     return out
 

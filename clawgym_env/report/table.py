@@ -58,8 +58,14 @@ def print_report(out_dir: Path, console: Console | None = None) -> Metrics:
     from clawgym_env.runner import load_attempts, load_manifest
 
     manifest = load_manifest(out_dir)
-    metrics = compute_metrics(load_attempts(out_dir), manifest.pass_threshold)
-    (console or Console()).print(summary_tables(manifest, metrics))
+    attempts = load_attempts(out_dir)
+    metrics = compute_metrics(attempts, manifest.pass_threshold)
+    console = console or Console()
+    planned = len(manifest.task_ids) * len(manifest.harnesses) * manifest.attempts
+    if len(attempts) < planned:  # a killed or still-running run: the figures cover only what finished
+        console.print(f"[yellow]incomplete run: {len(attempts)} of {planned} attempts finished; the figures below "
+                      f"cover only those. Run `clawgym bench resume {out_dir}` to finish it.[/]", highlight=False, soft_wrap=True)
+    console.print(summary_tables(manifest, metrics))
     return metrics
 
 

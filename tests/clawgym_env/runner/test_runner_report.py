@@ -143,3 +143,23 @@ def test_cli_error_keeps_brackets() -> None:
     r = CliRunner().invoke(app, ["bench", "run", "--model", "foo:bar"], env={"COLUMNS": "200"})
     assert r.exit_code == 2 and "unknown kind 'foo'" in r.output
     assert "vllm:URL[#MODEL]" in r.output
+
+
+def test_cli_report_on_a_half_written_folder(two_runs: tuple[RunSummary, RunSummary], tmp_path: Path) -> None:
+    import shutil
+
+    half = tmp_path / "half"
+    shutil.copytree(two_runs[0].out_dir, half)
+    records = sorted((half / "attempts").glob("*.json"))
+    records[0].unlink()  # killed before this attempt finished
+    r = CliRunner().invoke(app, ["bench", "report", str(half)], env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    assert f"incomplete run: {len(records) - 1} of {len(records)} attempts finished" in r.output
+    assert f"clawgym bench resume {half}" in r.output
+    records[1].write_text(records[1].read_text()[:40])  # torn write: one line, no pydantic dump
+    r = CliRunner().invoke(app, ["bench", "report", str(half)], env={"COLUMNS": "300"})
+    assert r.exit_code == 2 and "invalid attempt record (Invalid JSON" in r.output
+    assert len(r.output.strip().splitlines()) == 1 and "errors.pydantic.dev" not in r.output
+    (half / "manifest.json").write_text('{"suite": 1')
+    r = CliRunner().invoke(app, ["bench", "report", str(half)], env={"COLUMNS": "300"})
+    assert r.exit_code == 2 and "invalid manifest" in r.output and len(r.output.strip().splitlines()) == 1
