@@ -32,3 +32,22 @@ def test_grpo_step_through_claude_code_and_custom(tiny_path: Path, tmp_path: Pat
     metrics = trainer.train_step(batch)
     assert metrics["mismatch/claude-code"] < 1e-3
     assert metrics["policy_version"] == 1.0 and metrics["grad_norm"] > 0
+
+
+def test_ppo_warmup_and_policy_step_through_claude_code(tiny_path: Path, tmp_path: Path) -> None:
+    import copy
+
+    from trainers.tree_ppo.config import TreePPOConfig
+    from trainers.tree_ppo.trainer import TreePPOTrainer
+
+    cfg = make_config(tmp_path, TreePPOConfig, harness="claude-code", pairs_per_step=1, num_generations=2,
+                      skip_zero_variance=False, tasks="say-short", seed=2, value_warmup_steps=1)
+    trainer = TreePPOTrainer(cfg, tiny_path)
+    batch = trainer.rollout()
+    assert [g.harness for g in batch.groups] == ["claude-code"] and batch.groups[0].tree.num_trainable > 0
+    warm = trainer.train_step(copy.deepcopy(batch))
+    trainer.step += 1
+    assert warm["value_warmup"] == 1.0 and warm["policy_version"] == 0.0 and warm["mismatch"] < 1e-3
+    step = trainer.train_step(batch)
+    assert step["value_warmup"] == 0.0 and step["policy_version"] == 1.0 and step["grad_norm"] > 0
+    assert step["mismatch/claude-code"] < 1e-3
