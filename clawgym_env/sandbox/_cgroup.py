@@ -13,12 +13,13 @@ import functools
 import os
 import signal
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from clawgym_env.sandbox._sweep import owner_tag, sweep_cgroups
 
-__all__ = ["CgroupInfo", "SandboxCgroup", "detect"]
+__all__ = ["CgroupInfo", "SandboxCgroup", "detect", "limit_counters", "limit_fired"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpu")
@@ -180,18 +181,12 @@ class SandboxCgroup:
         return ["/bin/sh", "-c", script, "clawgym-cgroup", *procs, "--", *argv]
 
     def _counters(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        if "memory" in self.dirs:
-            f = "memory.events" if self.info.version == 2 else "memory.oom_control"
-            out["memory"] = _read_key(self.dirs["memory"] / f, "oom_kill")
-        if "pids" in self.dirs:
-            out["pids"] = _read_key(self.dirs["pids"] / "pids.events", "max")
-        return out
+        return limit_counters(self.dirs, "memory.events" if self.info.version == 2 else "memory.oom_control")
 
     def limit_hit(self) -> str | None:
         """"memory" or "pids" if that limit fired since the last call, else None."""
         now = self._counters()
-        hit = next((k for k in ("memory", "pids") if now.get(k, 0) > self._baseline.get(k, 0)), None)
+        hit = limit_fired(self._baseline, now)
         self._baseline = now
         return hit
 
@@ -245,6 +240,21 @@ def _try_write(path: Path, value: str) -> None:
         path.write_text(value)
     except OSError:
         pass
+
+
+def limit_counters(dirs: Mapping[str, Path], memory_file: str) -> dict[str, int]:
+    """OOM kills (``memory_file`` in ``dirs["memory"]``) and pids-limit hits (``dirs["pids"]``), where present."""
+    out: dict[str, int] = {}
+    if "memory" in dirs:
+        out["memory"] = _read_key(dirs["memory"] / memory_file, "oom_kill")
+    if "pids" in dirs:
+        out["pids"] = _read_key(dirs["pids"] / "pids.events", "max")
+    return out
+
+
+def limit_fired(before: Mapping[str, int], now: Mapping[str, int]) -> str | None:
+    """"memory" or "pids" if that counter grew from ``before`` to ``now`` (memory first), else None."""
+    return next((k for k in ("memory", "pids") if now.get(k, 0) > before.get(k, 0)), None)
 
 
 def _read_key(path: Path, key: str) -> int:

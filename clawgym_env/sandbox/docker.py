@@ -31,7 +31,7 @@ from typing import Any
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
-from clawgym_env.sandbox._cgroup import _read_key
+from clawgym_env.sandbox._cgroup import limit_counters, limit_fired
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, strip_escaping_symlinks
 from clawgym_env.sandbox._process import OutputBuffer
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
@@ -165,18 +165,13 @@ class DockerSandbox(Sandbox):
         self._baseline = self._counters()
 
     def _counters(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        if "memory" in self._cg_paths:
-            d = self._cg_paths["memory"]
-            f = d / "memory.oom_control" if (d / "memory.oom_control").exists() else d / "memory.events"
-            out["memory"] = _read_key(f, "oom_kill")
-        if "pids" in self._cg_paths:
-            out["pids"] = _read_key(self._cg_paths["pids"] / "pids.events", "max")
-        return out
+        memory = self._cg_paths.get("memory")
+        v1 = memory is not None and (memory / "memory.oom_control").exists()
+        return limit_counters(self._cg_paths, "memory.oom_control" if v1 else "memory.events")
 
     def _limit_hit(self) -> str | None:
         now = self._counters()
-        hit = next((k for k in ("memory", "pids") if now.get(k, 0) > self._baseline.get(k, 0)), None)
+        hit = limit_fired(self._baseline, now)
         self._baseline = now
         return hit
 
