@@ -9,6 +9,14 @@ import typer
 app = typer.Typer(help="Serve a policy at the model boundary; inspect captures.", no_args_is_help=True)
 
 
+def _fail(message: object) -> typer.Exit:
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True).print(f"[red]error:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
 @app.command()
 def serve(
     model: str = typer.Option("default", "--model", "-m", help="Policy spec, e.g. hf:tiny, vllm:URL, scripted:FILE."),
@@ -49,18 +57,30 @@ def serve(
                 await backend.aclose()
                 typer.echo(f"served {len(calls)} calls; splice hit rate {sess.splice_hit_rate:.1%}")
 
+    from clawgym_env.errors import ClawGymError
+
     try:
         run_sync(main())
     except KeyboardInterrupt:
         pass
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    except OSError as exc:  # the port or socket path is taken or not ours
+        where = f"{host}:{port}" + (f" or {uds}" if uds else "")
+        raise _fail(f"cannot listen on {where}: {exc.strerror or exc}. Fix: pick another --port (0: any free port)"
+                    + (" or --uds path" if uds else "") + ".") from None
 
 
 @app.command()
 def inspect(path: Path = typer.Argument(..., help="A capture JSONL file.")) -> None:
     """One line per captured call: status, dialect, token counts, TITO reuse, finish reason."""
     from clawgym_env.capture import read_capture
+    from clawgym_env.errors import ClawGymError
 
-    records = read_capture(path)
+    try:
+        records = read_capture(path)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
     prompt = reused = 0
     for r in records:
         n_prompt = len(r.prompt_ids or ())

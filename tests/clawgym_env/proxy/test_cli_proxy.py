@@ -39,3 +39,24 @@ def test_serve_then_inspect(tmp_path) -> None:
     res = CliRunner().invoke(app, ["proxy", "inspect", str(cap)])
     assert res.exit_code == 0, res.output
     assert "openai-chat" in res.output and "tool_calls" in res.output and "1 calls" in res.output
+
+
+def test_bad_inputs_give_one_error_line_not_a_traceback(tmp_path) -> None:
+    import socket
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["proxy", "inspect", str(tmp_path / "missing.jsonl")])
+    assert res.exit_code == 2 and res.output.startswith("error: capture file") and "Traceback" not in res.output
+    (tmp_path / "bad.jsonl").write_text("{bad\n")
+    res = runner.invoke(app, ["proxy", "inspect", str(tmp_path / "bad.jsonl")])
+    assert res.exit_code == 2 and "not a valid CallRecord" in res.output and len(res.output.splitlines()) == 1
+    res = runner.invoke(app, ["proxy", "serve", "--model", "foo:bar"])
+    assert res.exit_code == 2 and res.output.startswith("error: --model 'foo:bar': unknown kind")
+    script = tmp_path / "s.yaml"
+    script.write_text("default: done\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = runner.invoke(app, ["proxy", "serve", "--model", f"scripted:{script}", "--port", str(port)])
+    assert res.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in res.output and "--port" in res.output
