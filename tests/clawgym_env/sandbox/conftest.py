@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -50,3 +51,12 @@ def processes_with(marker: str) -> list[int]:
         if marker.encode() in cmdline:
             found.append(int(entry))
     return found
+
+
+async def wait_for_daemon(marker: str) -> None:
+    """Poll (up to about 5 s) until a host process's command line contains ``marker``; fail if none does."""
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if processes_with(marker):
+            break
+    assert processes_with(marker), "daemon did not start"

@@ -13,7 +13,7 @@ import pytest
 
 from clawgym_env.sandbox._cgroup import detect
 
-from .conftest import processes_with
+from .conftest import processes_with, wait_for_daemon
 
 
 async def test_cannot_read_host_file_outside_workspace(make, tmp_path: Path) -> None:
@@ -139,11 +139,7 @@ async def test_sigterm_ignoring_double_fork_is_killed_at_close(make) -> None:
     daemon = f"trap '' TERM HUP INT; exec -a {marker} sleep 300"
     script = f"(setsid sh -c \"{daemon}\" &) ; sleep 300"
     running = asyncio.create_task(sb.exec(["sh", "-c", script], timeout=120))
-    for _ in range(100):
-        await asyncio.sleep(0.05)
-        if processes_with(marker):
-            break
-    assert processes_with(marker), "daemon did not start"
+    await wait_for_daemon(marker)
     await sb.close()
     await asyncio.wait_for(running, 10)
     await asyncio.sleep(0.2)
@@ -184,11 +180,7 @@ async def test_cancelled_exec_kills_its_process_tree(make) -> None:
     sb = await make()
     marker = f"clawgym-cancel-{uuid.uuid4().hex[:8]}"
     task = asyncio.create_task(sb.exec(["sh", "-c", f"(setsid sh -c \"trap '' TERM; exec -a {marker} sleep 300\" &); sleep 300"]))
-    for _ in range(100):
-        await asyncio.sleep(0.05)
-        if processes_with(marker):
-            break
-    assert processes_with(marker), "daemon did not start"
+    await wait_for_daemon(marker)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
