@@ -14,7 +14,10 @@ from typing import Any
 
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, UniqueConstraint, create_engine, event, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+
+from clawgym_env.errors import LeaderboardError
 
 __all__ = ["AttemptRow", "Store", "SubmissionRow", "SubmitterRow", "SuiteRow"]
 
@@ -102,8 +105,12 @@ class Store:
     def add_submitter(self, name: str) -> str:
         """Create a submitter and return its token (shown once; only its hash is stored)."""
         token = "cgl_" + secrets.token_urlsafe(24)
-        with self.session.begin() as s:
-            s.add(SubmitterRow(name=name, token_sha256=hash_token(token), created_at=_now()))
+        try:
+            with self.session.begin() as s:
+                s.add(SubmitterRow(name=name, token_sha256=hash_token(token), created_at=_now()))
+        except IntegrityError:
+            raise LeaderboardError(f"submitter {name!r} already exists in {self.url}; pick another name "
+                                   "(tokens are shown once and cannot be shown again)") from None
         return token
 
     def submitter_for(self, token: str) -> SubmitterRow | None:

@@ -19,6 +19,24 @@ console = Console()
 DEFAULT_DB = "sqlite:///leaderboard.db"
 
 
+def _fail(message: object) -> typer.Exit:
+    from rich.markup import escape
+
+    Console(stderr=True).print(f"[red]error:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _store(db: str) -> Any:
+    """Open the board's database; a malformed URL is one error line."""
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    try:
+        return _lb("leaderboard.store:Store")(db)
+    except (ArgumentError, OperationalError) as exc:
+        raise _fail(f"cannot open the leaderboard database {db!r} ({str(exc).splitlines()[0]}). "
+                    "Fix: give --db a SQLAlchemy URL such as sqlite:///leaderboard.db") from None
+
+
 def _lb(path: str) -> Any:
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
@@ -36,16 +54,24 @@ def submit(
     import httpx
 
     from clawgym_env.bundle import make_bundle
+    from clawgym_env.errors import ClawGymError
 
-    data = make_bundle(results, include_captures=captures)
+    try:
+        data = make_bundle(results, include_captures=captures)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
     if out is not None:
         out.write_bytes(data)
         console.print(f"wrote {out} ({len(data)} bytes)")
         return
     if not server or not token:
         raise typer.BadParameter("give --server and --token (or --out FILE for an offline bundle)")
-    r = httpx.post(f"{server.rstrip('/')}/api/submissions", content=data, timeout=120,
-                   headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"})
+    try:
+        r = httpx.post(f"{server.rstrip('/')}/api/submissions", content=data, timeout=120,
+                       headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"})
+    except httpx.HTTPError as exc:
+        raise _fail(f"cannot reach the leaderboard at {server} ({type(exc).__name__}: {exc}). "
+                    "Fix: check --server (is `clawgym leaderboard serve` running there?)") from None
     body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"error": r.text}
     if r.status_code != 201:
         console.print(f"[red]refused ({r.status_code}):[/red] {body.get('error', body)}")
@@ -62,24 +88,33 @@ def serve(
     """Run the leaderboard server."""
     import uvicorn
 
-    store = _lb("leaderboard.store:Store")(db)
+    store = _store(db)
     uvicorn.run(_lb("leaderboard.app:create_app")(store), host=host, port=port, log_level="info")
 
 
 @app.command("add-submitter")
 def add_submitter(name: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEADERBOARD_DB")) -> None:
     """Create a submitter and print its token (shown once)."""
-    token = _lb("leaderboard.store:Store")(db).add_submitter(name)
+    from clawgym_env.errors import ClawGymError
+
+    try:
+        token = _store(db).add_submitter(name)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
     console.print(token)
 
 
 @app.command("add-suite")
 def add_suite(suite: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEADERBOARD_DB")) -> None:
     """Register the current version of a suite (name or folder) so runs on it are accepted."""
+    from clawgym_env.errors import ClawGymError
     from clawgym_env.task import load_suite
 
-    s = load_suite(suite)
-    _lb("leaderboard.store:Store")(db).add_suite(
+    try:
+        s = load_suite(suite)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
+    _store(db).add_suite(
         s.name, s.content_hash, [t.full_id for t in s.tasks], {t.full_id: t.category for t in s.tasks}, s.pass_threshold
     )
     console.print(f"registered {s.name} {s.content_hash[:16]} ({len(s.tasks)} tasks)")
@@ -91,5 +126,5 @@ def export(
     db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEADERBOARD_DB"),
 ) -> None:
     """Export the whole leaderboard as a static site."""
-    files = _lb("leaderboard.app:export_site")(_lb("leaderboard.store:Store")(db), out)
+    files = _lb("leaderboard.app:export_site")(_store(db), out)
     console.print(f"wrote {len(files)} pages to {out}{os.sep}")

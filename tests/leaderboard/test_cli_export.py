@@ -39,4 +39,21 @@ def test_offline_bundle_and_admin_commands(tmp_path: Path) -> None:
     r = runner.invoke(app, ["leaderboard", "export", "--db", db, "--out", str(tmp_path / "site")])
     assert r.exit_code == 0 and (tmp_path / "site" / "index.html").exists()
     missing = runner.invoke(app, ["leaderboard", "submit", str(tmp_path / "nothing"), "--out", str(out)])
-    assert missing.exit_code != 0 and "manifest.json" in str(missing.exception or missing.output)
+    assert missing.exit_code == 2 and "error: " in missing.output and "manifest.json" in missing.output
+
+
+def test_admin_mistakes_give_one_error_line(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert runner.invoke(app, ["leaderboard", "add-submitter", "dave", "--db", db]).exit_code == 0
+    cases = {
+        ("add-submitter", "dave", "--db", db): "submitter 'dave' already exists",
+        ("add-submitter", "erin", "--db", "not-a-url"): "cannot open the leaderboard database 'not-a-url'",
+        ("add-suite", "clawgym-orignal", "--db", db): "Did you mean clawgym-original?",
+        ("submit", str(write_results(tmp_path / "run")), "--server", "http://127.0.0.1:9", "--token", "t"):
+            "cannot reach the leaderboard at http://127.0.0.1:9",
+    }
+    for args, words in cases.items():
+        r = runner.invoke(app, ["leaderboard", *args])
+        assert r.exit_code == 2 and words in r.output and "Traceback" not in r.output, (args, r.output)
+        assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
+
