@@ -57,3 +57,19 @@ def test_admin_mistakes_give_one_error_line(tmp_path: Path) -> None:
         assert r.exit_code == 2 and words in r.output and "Traceback" not in r.output, (args, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
 
+
+def test_trajectory_page_shows_tool_calls_with_dict_or_string_arguments() -> None:
+    from clawgym_env.capture.records import CallRecord
+    from leaderboard import views
+
+    def call(arguments: object) -> CallRecord:
+        return CallRecord(session_id="s", call_index=0, dialect="openai-chat", messages=[{"role": "user", "content": "go"}],
+                          response={"role": "assistant", "content": "", "tool_calls": [
+                              {"id": "c1", "type": "function", "function": {"name": "write", "arguments": arguments}}]})
+
+    class Sub:
+        id, model = "x", "m"
+
+    for arguments in ({"path": "a.txt"}, '{"path": "a.txt"}'):
+        html = views.render("trajectory.html", static=True, sub=Sub(), session="s", calls=[call(arguments)])
+        assert "write(" in html and "a.txt" in html
