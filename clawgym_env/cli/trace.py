@@ -47,7 +47,11 @@ def show(
         if tokenizer:
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(tokenizer)
+            try:
+                tok = AutoTokenizer.from_pretrained(tokenizer)
+            except (OSError, ValueError) as exc:
+                raise ClawGymError(f"--tokenizer {tokenizer}: cannot load a tokenizer there ({str(exc).splitlines()[0]}). "
+                                   "Fix: give a local Hugging Face model or tokenizer folder") from None
 
             def decode(ids: list[int]) -> str:
                 return str(tok.decode(ids))
@@ -57,6 +61,11 @@ def show(
         Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     console.print(summary_table(tree))
+    no_ids = len(tree.dropped.get("no_token_ids", ()))
+    if no_ids:
+        console.print(f"[yellow]{no_ids} call(s) carry no token ids and are left out: they were served by a "
+                      "message-level backend (scripted:, openai:, anthropic:). Capture with a token-level "
+                      "backend (hf:, vllm:) to build a tree.[/]", highlight=False, soft_wrap=True)
     console.print(render_rich(tree, decode))
     if calls:
         console.print(calls_table(tree))
