@@ -53,13 +53,12 @@ def run(
     """
     import sys
 
-    from clawgym_env._sync import run_sync
-    from clawgym_env.sandbox import SandboxConfig, create_sandbox
+    from rich.console import Console
+    from rich.markup import escape
 
-    config = SandboxConfig(
-        workspace_src=workspace, workspace_mount=workspace_mount, proxy_socket=proxy_socket,
-        proxy_port=proxy_port, memory_mb=memory_mb, pids=pids, user=user,
-    )  # fmt: skip
+    from clawgym_env._sync import run_sync
+    from clawgym_env.errors import ClawGymError
+    from clawgym_env.sandbox import SandboxConfig, create_sandbox
 
     def echo(stream: str, data: bytes) -> None:
         out = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
@@ -75,5 +74,13 @@ def run(
             typer.echo(f"clawgym: killed ({r.killed_by_limit}) after {r.duration_s:.2f}s", err=True)
         return r.return_code
 
-    code = run_sync(go())
+    try:
+        config = SandboxConfig(
+            workspace_src=workspace, workspace_mount=workspace_mount, proxy_socket=proxy_socket,
+            proxy_port=proxy_port, memory_mb=memory_mb, pids=pids, user=user,
+        )  # fmt: skip
+        code = run_sync(go())
+    except ClawGymError as exc:  # bad option, backend unknown or unusable here: one line, not a traceback
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     raise typer.Exit(code if code >= 0 else 128 - code)
