@@ -37,3 +37,21 @@ def test_ppo_script_runs_saves_and_logs(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert trainer.history[0]["value_warmup"] == 1.0 and trainer.history[1]["policy_version"] == 1.0
     assert (tmp_path / "checkpoint-1" / "trainer_state.json").is_file() and (tmp_path / "final" / "model").is_dir()
     assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--config", "nonexist.yaml"], "error: --config: cannot read nonexist.yaml"),
+    (["--config", "trainers/recipes/toy_grpo.yaml", "--harness", "custm"], "did you mean 'custom'?"),
+    (["--config", "trainers/recipes/toy_grpo.yaml", "--model_name_or_path", "./no-model"], "not a model folder"),
+])
+def test_script_mistakes_are_one_error_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+    from trainers.scripts import train_grpo
+    from trainers.scripts._common import run_script
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as info:
+        run_script(train_grpo.make_parser, train_grpo.main, [*args, "--output_dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and words in err and "Traceback" not in err, err
+    assert not list(tmp_path.iterdir())  # failed before any rollout or checkpoint

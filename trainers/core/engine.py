@@ -75,6 +75,11 @@ class TreeTrainerBase:
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from clawgym_env.harness_registry import load_harness_class
+
+        for name in config.harness_names:  # a typo fails here, not as one traceback per rollout task
+            if name not in (harness_adapters or {}):
+                load_harness_class(name)
         self.config = config
         self.model_path = Path(model_path)
         self.device = "cuda" if torch.cuda.is_available() and not config.use_cpu else "cpu"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawgym_env.errors import ConfigError
+from clawgym_env.errors import ClawGymError, ConfigError
 
-__all__ = ["ScriptArguments", "make_tree_parser", "resolve_model", "train_and_save"]
+__all__ = ["ScriptArguments", "make_tree_parser", "resolve_model", "run_script", "train_and_save"]
 
 
 @dataclass
@@ -60,3 +62,16 @@ def make_tree_parser(config_cls: type, command: str, help_text: str,
     if subparsers is not None:
         return subparsers.add_parser(command, help=help_text, dataclass_types=types)
     return TrlParser(types, prog=prog)
+
+
+def run_script(make_parser: Callable[[], Any], main: Callable[[Any, Any], Any], argv: Sequence[str] | None = None) -> None:
+    """Parse flags (and ``--config``) and run ``main``; a configuration mistake is one ``error:`` line, exit 2."""
+    try:
+        try:
+            script_args, training_args = make_parser().parse_args_and_config(argv)
+        except OSError as exc:  # --config names a missing or unreadable file
+            raise ConfigError(f"--config: cannot read {exc.filename or ''} ({exc.strerror or exc})") from None
+        main(script_args, training_args)
+    except ClawGymError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -29,5 +29,6 @@ def make_parser(subparsers: argparse._SubParsersAction | None = None, prog: str 
 
 
 if __name__ == "__main__":
-    script_args, training_args = make_parser().parse_args_and_config()
-    main(script_args, training_args)
+    from trainers.scripts._common import run_script
+
+    run_script(make_parser, main)
