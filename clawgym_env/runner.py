@@ -111,6 +111,10 @@ class RunConfig:
             raise ConfigError(f"RunConfig.concurrency must be >= 1 (got {self.concurrency}): pass --concurrency 1 or more")
         if self.executor not in ("local", "ray"):
             raise ConfigError(f"RunConfig.executor {self.executor!r} is unknown: use 'local' or 'ray'")
+        from clawgym_env.sandbox import BACKENDS, backend_class
+
+        if self.sandbox not in BACKENDS:  # fail now, not as an error record for every attempt
+            backend_class(self.sandbox)
         if ":" not in self.worker:
             raise ConfigError(f"RunConfig.worker {self.worker!r} must be 'module:Class'")
 
@@ -354,6 +358,8 @@ async def run_benchmark(config: RunConfig, *, progress: bool = True) -> RunSumma
 
         for w in suite.warnings:
             Console(stderr=True).print(f"[yellow]warning:[/] {w}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir}: is a file, not a folder; pick a new folder for the results")
     out_dir.mkdir(parents=True, exist_ok=True)
     for sub in ("attempts", "captures"):
         (out_dir / sub).mkdir(exist_ok=True)

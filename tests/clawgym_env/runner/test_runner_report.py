@@ -163,3 +163,14 @@ def test_cli_report_on_a_half_written_folder(two_runs: tuple[RunSummary, RunSumm
     (half / "manifest.json").write_text('{"suite": 1')
     r = CliRunner().invoke(app, ["bench", "report", str(half)], env={"COLUMNS": "300"})
     assert r.exit_code == 2 and "invalid manifest" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_cli_run_refuses_a_bad_sandbox_or_out_before_running(tmp_path: Path) -> None:
+    base = ["bench", "run", "--model", "scripted:x", "--suite", "fake:2", "--no-progress", "--worker", FAKE]
+    r = CliRunner().invoke(app, [*base, "--sandbox", "bwarp", "--out", str(tmp_path / "a")], env={"COLUMNS": "300"})
+    assert r.exit_code == 2 and "sandbox backend 'bwarp' is unknown" in r.output and "Did you mean 'bwrap'" in r.output
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "f").write_text("x")
+    r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "f")], env={"COLUMNS": "300"})
+    assert r.exit_code == 2 and "is a file, not a folder" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
