@@ -533,7 +533,7 @@ class EpisodeWorker:
         self._harnesses = {n: load_harness(n) for n in self.config.harnesses}
         self._backend = backend_from_spec(self.config.model)
         if self.config.judge:
-            self._judge = backend_from_spec(self.config.judge)
+            self._judge = backend_from_spec(self.config.judge, option="--judge")
         self._tmp = tempfile.TemporaryDirectory(prefix="clawgym-run-")
         self._proxy = ProxyServer(host="127.0.0.1", port=0, uds_path=Path(self._tmp.name) / "proxy.sock")
         await self._proxy.start()

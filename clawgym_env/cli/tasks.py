@@ -208,7 +208,7 @@ def check(
         if judge:
             from clawgym_env.proxy.backends.factory import backend_from_spec
 
-            judge_backend = backend_from_spec(judge)
+            judge_backend = backend_from_spec(judge, option="--judge")
     except ClawGymError as exc:
         raise _fail(exc) from None
     if not specs:

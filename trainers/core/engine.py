@@ -139,7 +139,8 @@ class TreeTrainerBase:
             if self.config.rollout_backend:
                 from clawgym_env.proxy.backends.factory import backend_from_spec
 
-                self._backend = backend_from_spec(self.config.rollout_backend, tokenizer_path=self.model_path)
+                self._backend = backend_from_spec(self.config.rollout_backend, tokenizer_path=self.model_path,
+                                                 option="--rollout_backend")
             else:
                 from clawgym_env.proxy.backends.hf import HFBackend
 

@@ -45,14 +45,28 @@ def backend_from_spec(
     api_key: str | None = None,
     tokenizer_path: str | Path | None = None,
     timeout: float = 600.0,
+    option: str = "--model",
     **hf_options: Any,
 ) -> PolicyBackend:
     """Build the backend a spec names (see ``SPEC_FORMS``); a bad spec raises ConfigError listing the forms.
 
     ``api_key`` overrides the environment key of API backends; ``tokenizer_path`` gives vLLM
     backends a local tokenizer; ``hf_options`` (device, dtype, max_batch, seed, logprobs_mode, num_threads)
-    override options written in an ``hf:`` spec.
+    override options written in an ``hf:`` spec. ``option`` is the flag the spec came from, named in errors
+    (``--judge`` for an LLM judge).
     """
+    try:
+        return _build(spec, api_key=api_key, tokenizer_path=tokenizer_path, timeout=timeout, hf_options=hf_options)
+    except ConfigError as exc:
+        if option == "--model":
+            raise
+        msg = str(exc)
+        msg = option + msg[len("--model"):] if msg.startswith("--model ") else f"{option} {spec.strip()!r}: {msg}"
+        raise ConfigError(msg) from None
+
+
+def _build(spec: str, *, api_key: str | None, tokenizer_path: str | Path | None, timeout: float,
+           hf_options: dict[str, Any]) -> PolicyBackend:
     spec = spec.strip()
     if spec == "default":
         spec = "hf:smollm2"

@@ -104,3 +104,12 @@ async def test_scripted_spec(tmp_path: Path) -> None:
     r = CompletionRequest(session_id="s", call_index=0, prompt_ids=None, messages=[{"role": "user", "content": "hi"}])
     assert (await b.handle(r)).text == "first answer"
     assert (await b.handle(r)).text == "second answer"
+
+
+def test_errors_name_the_flag_the_spec_came_from(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^--model 'foo:x': unknown kind"):
+        backend_from_spec("foo:x")
+    with pytest.raises(ConfigError, match=r"^--judge 'foo:x': unknown kind 'foo'\. A policy spec is one of"):
+        backend_from_spec("foo:x", option="--judge")
+    with pytest.raises(ConfigError, match=r"^--judge 'scripted:.*': scripted backend: script file .* does not exist"):
+        backend_from_spec(f"scripted:{tmp_path / 'none.yaml'}", option="--judge")
