@@ -97,7 +97,11 @@ async def run_ray(
 
     owned = not ray.is_initialized()
     if owned:
-        ray.init(address=config.ray_address, log_to_driver=False)
+        try:
+            ray.init(address=config.ray_address, log_to_driver=False)
+        except ConnectionError as exc:  # --ray-address auto (or a host:port) with no cluster there
+            raise RunError(f"--ray-address {config.ray_address}: no Ray cluster found ({str(exc).splitlines()[0]}). "
+                           "Fix: start one with `ray start --head`, or drop --ray-address to start a local one") from None
     actor_cls: Any = ray.remote(num_cpus=0)(NodeWorker)
     actors: list[Any] = [
         actor_cls.options(max_concurrency=config.concurrency + 2,

@@ -30,6 +30,19 @@ def _form(out: Path) -> tuple[list[str], list[dict[str, object]], dict[str, int]
     return files, attempts, captures
 
 
+async def test_no_cluster_at_ray_address_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clawgym_env.errors import RunError
+
+    if ray.is_initialized():
+        pytest.skip("a Ray cluster is already joined in this process")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "init", lambda **kw: (_ for _ in ()).throw(ConnectionError("Could not find any running Ray instance.")))
+    config = RunConfig(model="scripted:fake", harnesses=["custom"], suite="fake:1", executor="ray", ray_address="auto",
+                       worker="runner_fakes:FakeEpisodeWorker", out=str(tmp_path / "r"))
+    with pytest.raises(RunError, match=r"--ray-address auto: no Ray cluster found .*`ray start --head`"):
+        await run_benchmark(config, progress=False)
+
+
 async def test_ray_run_matches_local(tmp_path: Path, ray_cluster: None) -> None:
     kw = dict(model="scripted:fake", harnesses=["custom", "other"], suite="fake:4", attempts=2, concurrency=3,
               worker="runner_fakes:FakeEpisodeWorker", save_workspaces=True)
