@@ -523,6 +523,7 @@ class EpisodeWorker:
         )
 
     async def start(self) -> WorkerInfo:
+        from clawgym_env.harness_install import cache_root
         from clawgym_env.harness_registry import load_harness
         from clawgym_env.proxy import ProxyServer
         from clawgym_env.proxy.backends.factory import backend_from_spec
@@ -531,6 +532,8 @@ class EpisodeWorker:
         self._pass_threshold = float(suite.pass_threshold)
         self._tasks = {t.full_id: t for t in tasks}
         self._harnesses = {n: load_harness(n) for n in self.config.harnesses}
+        for h in self._harnesses.values():  # not installed: one error now, not an error record per attempt
+            h.mounts(cache_root())
         self._backend = backend_from_spec(self.config.model)
         if self.config.judge:
             self._judge = backend_from_spec(self.config.judge, option="--judge")

@@ -174,3 +174,11 @@ def test_cli_run_refuses_a_bad_sandbox_or_out_before_running(tmp_path: Path) -> 
     r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "f")], env={"COLUMNS": "300"})
     assert r.exit_code == 2 and "is a file, not a folder" in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_cli_run_refuses_a_harness_that_is_not_installed(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--harness", "claude-code",
+                                 "--tasks", "smoke-hello*", "--no-progress", "--out", str(tmp_path / "run")],
+                           env={"COLUMNS": "300", "CLAWGYM_CACHE": str(tmp_path / "empty-cache")})
+    assert r.exit_code == 2 and "is not installed" in r.output and "clawgym harness install claude-code" in r.output
+    assert not list((tmp_path / "run" / "attempts").glob("*.json"))
