@@ -150,6 +150,9 @@ def _served_model(spec: str, url: str) -> str:
             data = json.loads(resp.read())
         return str(data["data"][0]["id"])
     except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError) as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, urllib.error.HTTPError):  # nothing answers: #MODEL won't help
+            raise ConfigError(f"--model {spec!r}: no server answers at {models_url} ({exc}). Fix: start the vLLM "
+                              "server first (`vllm serve MODEL`), check the URL, or use vllm:PATH to launch one") from exc
         raise _bad(spec, f"could not read the served model from {models_url} ({exc}); add #MODEL") from exc
 
 

@@ -74,11 +74,13 @@ def test_vllm_url_spec_with_and_without_model() -> None:
         asked = backend_from_spec(f"vllm:{url}")  # model read from /v1/models; a folder, so it is the tokenizer too
         assert isinstance(asked, VLLMBackend) and asked.model == str(tiny_model_path())
         assert asked.tokenizer.eos_token == "<|im_end|>"
+        with pytest.raises(ConfigError, match="add #MODEL"):  # a server answers, but not with a model list
+            backend_from_spec(f"vllm:{url}/elsewhere")
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
-    with pytest.raises(ConfigError, match="add #MODEL"):
+    with pytest.raises(ConfigError, match=r"no server answers at .*/v1/models .*Fix: start the vLLM server"):
         backend_from_spec(f"vllm:{url}")  # server gone
 
 
