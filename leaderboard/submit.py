@@ -33,7 +33,7 @@ def accept_submission(store: Store, submitter: SubmitterRow, data: bytes, limits
         if m.suite not in known:
             raise LeaderboardError(f"unknown suite {m.suite!r}; this leaderboard accepts: {', '.join(known) or 'none yet'}")
         raise LeaderboardError(
-            f"suite {m.suite!r} content hash {m.suite_hash[:16]}... is not a registered version; "
+            f"suite {m.suite!r} content hash {m.suite_hash.rpartition(':')[2][:16]}... is not a registered version; "
             "re-run against the published suite"
         )
     _check_complete(bundle, suite)

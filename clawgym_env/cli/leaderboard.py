@@ -117,7 +117,7 @@ def add_suite(suite: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEA
     _store(db).add_suite(
         s.name, s.content_hash, [t.full_id for t in s.tasks], {t.full_id: t.category for t in s.tasks}, s.pass_threshold
     )
-    console.print(f"registered {s.name} {s.content_hash[:16]} ({len(s.tasks)} tasks)")
+    console.print(f"registered {s.name} {s.content_hash.rpartition(':')[2][:16]} ({len(s.tasks)} tasks)")
 
 
 @app.command()
