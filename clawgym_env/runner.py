@@ -117,6 +117,12 @@ class RunConfig:
             backend_class(self.sandbox)
         if ":" not in self.worker:
             raise ConfigError(f"RunConfig.worker {self.worker!r} must be 'module:Class'")
+        if self.temperature is not None and self.temperature < 0:
+            raise ConfigError(f"--temperature must be >= 0 (got {self.temperature}); 0 means greedy")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ConfigError(f"--top-p must be in (0, 1] (got {self.top_p})")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"--max-tokens must be >= 1 (got {self.max_tokens})")
 
     def sampling(self) -> dict[str, Any]:
         """Sampling parameters that were set (the harness's own values apply to the rest)."""

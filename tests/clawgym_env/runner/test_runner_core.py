@@ -73,6 +73,12 @@ async def test_task_pattern_and_config_errors(tmp_path: Path) -> None:
         cfg(tmp_path, executor="slurm")
     with pytest.raises(ConfigError, match="repeats"):
         cfg(tmp_path, harnesses="custom,custom")
+    with pytest.raises(ConfigError, match="--temperature must be >= 0"):
+        cfg(tmp_path, temperature=-1.0)
+    with pytest.raises(ConfigError, match="--top-p"):
+        cfg(tmp_path, top_p=0.0)
+    with pytest.raises(ConfigError, match="--max-tokens"):
+        cfg(tmp_path, max_tokens=0)
     await run_benchmark(cfg(tmp_path / "a", attempts=1), progress=False)
     with pytest.raises(RunError, match="another run"):
         await run_benchmark(cfg(tmp_path / "a", attempts=1, model="scripted:other"), progress=False)
