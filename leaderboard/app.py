@@ -53,7 +53,7 @@ def create_app(store: Store, limits: BundleLimits | None = None) -> FastAPI:
 
     @app.get("/api/boards/{suite}")
     def board(suite: str) -> list[dict]:  # type: ignore[type-arg]
-        return views.board_rows([s for s in (store.submission(x.id) for x in store.submissions(suite)) if s])
+        return views.board_rows(store.submissions(suite))
 
     @app.get("/api/submissions/{sub_id}")
     def submission(sub_id: str) -> dict:  # type: ignore[type-arg]
@@ -117,9 +117,7 @@ def export_site(store: Store, out_dir: Path) -> list[Path]:
     pages: dict[str, str] = {"index.html": views.render("index.html", static=True, suites=store.suite_names())}
     for suite in store.suite_names():
         pages[f"board-{suite}.html"] = views.render("board.html", static=True, **views.board_context(store, suite))
-        for row in store.submissions(suite):
-            sub = store.submission(row.id)
-            assert sub is not None
+        for sub in store.submissions(suite):
             pages[f"submission-{sub.id}.html"] = views.render("submission.html", static=True, sub=sub,
                                                               attempts=_sorted(sub))
             for session, jsonl in sub.captures.items():

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, UniqueConstraint, create_engine, event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
 
 from clawgym_env.errors import LeaderboardError
 
@@ -136,8 +136,9 @@ class Store:
             return sorted(set(s.scalars(select(SuiteRow.name))))
 
     def submissions(self, suite: str | None = None) -> list[SubmissionRow]:
+        """Submissions with their attempts and submitter loaded (usable after the session closes)."""
         with self.session() as s:
-            q = select(SubmissionRow)
+            q = select(SubmissionRow).options(selectinload(SubmissionRow.attempts), selectinload(SubmissionRow.submitter))
             if suite:
                 q = q.where(SubmissionRow.suite == suite)
             return list(s.scalars(q.order_by(SubmissionRow.created_at)))

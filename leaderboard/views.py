@@ -54,9 +54,7 @@ def _per_category(sub: SubmissionRow, harness: str) -> dict[str, float]:
 
 
 def board_context(store: Store, suite: str) -> dict[str, Any]:
-    subs = store.submissions(suite)
-    full = [store.submission(s.id) for s in subs]
-    rows = board_rows([s for s in full if s is not None])
+    rows = board_rows(store.submissions(suite))
     harnesses = sorted({r["harness"] for r in rows})
     categories = sorted({c for r in rows for c in json.loads(r["categories"])})
     return {"suite": suite, "rows": rows, "harnesses": harnesses, "categories": categories,
