@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mkdir -p proj_304/src proj_304/docs

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+rm tmp_893.txt

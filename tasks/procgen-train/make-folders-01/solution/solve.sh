@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mkdir -p proj_223/src proj_223/docs

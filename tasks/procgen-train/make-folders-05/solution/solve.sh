@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mkdir -p proj_101/src proj_101/docs

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mkdir -p proj_523/src proj_523/docs

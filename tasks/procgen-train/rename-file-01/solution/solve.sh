@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mv draft_830.txt final_830.txt

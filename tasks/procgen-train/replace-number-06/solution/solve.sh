@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+sed -i 's/186/979/g' notes.txt

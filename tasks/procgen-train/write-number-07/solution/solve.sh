@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+echo 683 > 893.txt
