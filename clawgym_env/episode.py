@@ -27,6 +27,7 @@ from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.harness_install import cache_root
 from clawgym_env.harness_registry import load_harness
 from clawgym_env.proxy.backends.base import PolicyBackend
+from clawgym_env.proxy.egress import egress_env
 from clawgym_env.sandbox import Sandbox, SandboxConfig, create_sandbox
 
 if TYPE_CHECKING:
@@ -71,6 +72,9 @@ class EpisodeResult:
     """Folder with the harness's own transcript, next to the capture: ``stdout.log`` (Claude Code's
     stream-json, OpenClaw's --json envelope) and the harness's state files (OpenClaw: its sqlite)."""
     splice_hit_rate: float = 0.0
+    egress_attempts: list[str] = field(default_factory=list)
+    """Network targets the harness (or the agent's commands) tried to reach besides the proxy, e.g.
+    ``"CONNECT play.googleapis.com:443"``; each was refused (see ``clawgym_env.proxy.egress``)."""
 
     @property
     def final_message(self) -> str:
@@ -240,7 +244,8 @@ async def run_episode(
             t0 = time.perf_counter()
             try:
                 exec_result, stopped = await _run_harness(
-                    sb, adapter.build_command(spec.instruction, hs), dict(adapter.build_env(hs)), spec.workspace_mount,
+                    sb, adapter.build_command(spec.instruction, hs),
+                    {**adapter.build_env(hs), **egress_env(sess.api_key, config.proxy_port)}, spec.workspace_mount,
                     wall_time_s or spec.limits.wall_time_s, watch, lambda: sess.over_limit,
                 )
             finally:
@@ -257,6 +262,7 @@ async def run_episode(
             result.calls = await proxy.close_session(sid)
             session_open = False
             result.splice_hit_rate = sess.splice_hit_rate
+            result.egress_attempts = [r.path for r in sess.egress]
             result.timings["collect"] = time.perf_counter() - t0
             if workspace_out is not None:
                 await sb.download(spec.workspace_mount, Path(workspace_out))

@@ -19,6 +19,8 @@ HARNESSES: Mapping[str, str] = {
     "claude-code": "harnesses.claude_code:ClaudeCode",
     "openclaw": "harnesses.openclaw:OpenClaw",
     "custom": "harnesses.custom:CustomLoop",
+    "codex": "harnesses.codex:Codex",
+    "gemini-cli": "harnesses.gemini_cli:GeminiCli",
 }
 
 

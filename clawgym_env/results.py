@@ -61,6 +61,8 @@ class AttemptResult(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict[str, float] = Field(default_factory=dict, description="sandbox, harness, model, verifier, total (s).")
+    egress_attempts: list[str] = Field(default_factory=list,
+                                       description="Network targets tried besides the model proxy (all refused).")
     started_at: str = ""
     finished_at: str = ""
 

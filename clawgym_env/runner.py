@@ -627,6 +627,7 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         prompt_tokens=sum(len(c.prompt_ids or []) for c in calls),
         completion_tokens=sum(len(c.completion_ids or []) for c in calls),
         timings=timings,
+        egress_attempts=list(ep.egress_attempts),
         started_at=started,
         finished_at=_now(),
     )

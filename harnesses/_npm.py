@@ -1,13 +1,24 @@
-"""Shared pieces of the npm-installed adapters: where the Node runtime is mounted inside."""
+"""Shared pieces of the npm-installed adapters: the pinned install, its read-only mount, the Node runtime."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from clawgym_env.harness_install import NODE_PACKAGE, NODE_VERSION, install_node, installed_root
+from clawgym_env.errors import HarnessInstallError
+from clawgym_env.harness import Harness
+from clawgym_env.harness_install import (
+    NODE_PACKAGE,
+    NODE_VERSION,
+    install_node,
+    install_npm_package,
+    installed_root,
+    is_installed,
+    node_bin_dir,
+)
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "node_mount"]
+__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "node_mount", "npm_install", "npm_mount"]
 
 NODE_INSIDE = "/opt/clawgym/node"
 """Where the pinned Node 24 is bind-mounted inside the sandbox."""
@@ -20,3 +31,20 @@ def node_mount(cache_dir: Path) -> Mount:
     install_node(cache_dir)
     root = installed_root(NODE_PACKAGE, NODE_VERSION, cache_dir) / "node_modules" / NODE_PACKAGE
     return Mount(host=root, inside=NODE_INSIDE)
+
+
+def npm_install(harness: Harness, package: str, cache_dir: Path, check: Sequence[str] = ()) -> Path:
+    """npm-install ``package`` at the harness's pinned version, npm running on the cached Node 24
+    (npm resolves ``engines`` and platform binaries against the Node that runs it)."""
+    install_node(cache_dir)
+    return install_npm_package(package, harness.version, cache_dir=cache_dir, check=check,
+                               path_prefix=node_bin_dir(cache_dir))
+
+
+def npm_mount(harness: Harness, package: str, cache_dir: Path, inside: str) -> Mount:
+    """Read-only bind of the pinned install at ``inside``; a clear error when it is not installed."""
+    root = installed_root(package, harness.version, cache_dir)
+    if not is_installed(package, harness.version, cache_dir):
+        raise HarnessInstallError(f"{harness.name} {harness.version} is not installed in {root.parent}; "
+                                  f"run `clawgym harness install {harness.name}`")
+    return Mount(host=root, inside=inside)

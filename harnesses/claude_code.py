@@ -13,11 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from clawgym_env.errors import HarnessInstallError
 from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
 from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH
+from harnesses._npm import SANDBOX_PATH, npm_install, npm_mount
 
 __all__ = ["ClaudeCode"]
 
@@ -39,16 +37,10 @@ class ClaudeCode(Harness):
 
     def install(self, cache_dir: Path) -> Path:
         """npm-install the pinned package (npm run on Node 24: the package declares node >= 22)."""
-        install_node(cache_dir)
-        return install_npm_package(
-            PACKAGE, self.version, cache_dir=cache_dir, check=[self.BINARY], path_prefix=node_bin_dir(cache_dir)
-        )
+        return npm_install(self, PACKAGE, cache_dir, check=[self.BINARY])
 
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        root = installed_root(PACKAGE, self.version, cache_dir)
-        if not is_installed(PACKAGE, self.version, cache_dir):
-            raise HarnessInstallError(f"Claude Code {self.version} is not installed in {root.parent}; run `clawgym harness install claude-code`")
-        return (Mount(host=root, inside=INSIDE),)
+        return (npm_mount(self, PACKAGE, cache_dir, INSIDE),)
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         return {

@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from clawgym_env.errors import ConfigError, HarnessInstallError
+from clawgym_env.errors import ConfigError
 from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.harness_install import install_node, install_npm_package, installed_root, is_installed, node_bin_dir
 from clawgym_env.sandbox.base import Mount
 from harnesses import _compile_cache
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount
+from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount, npm_install, npm_mount
 
 __all__ = ["OpenClaw"]
 
@@ -57,20 +56,13 @@ class OpenClaw(Harness):
     def install(self, cache_dir: Path) -> Path:
         """npm-install the pinned package with npm running on Node 24 (engine-strict), then warm
         its compile cache once (see ``harnesses._compile_cache``)."""
-        install_node(cache_dir)
-        root = install_npm_package(
-            PACKAGE, self.version, cache_dir=cache_dir, path_prefix=node_bin_dir(cache_dir),
-            check=[f"node_modules/{PACKAGE}/openclaw.mjs"],
-        )
+        root = npm_install(self, PACKAGE, cache_dir, check=[f"node_modules/{PACKAGE}/openclaw.mjs"])
         _compile_cache.warm(self, cache_dir)
         return root
 
     def base_mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         """The install and Node 24, read-only."""
-        root = installed_root(PACKAGE, self.version, cache_dir)
-        if not is_installed(PACKAGE, self.version, cache_dir):
-            raise HarnessInstallError(f"OpenClaw {self.version} is not installed in {root.parent}; run `clawgym harness install openclaw`")
-        return (Mount(host=root, inside=INSIDE), node_mount(cache_dir))
+        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
 
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         """``base_mounts`` plus the warm compile cache, read-only, when one was built."""

@@ -78,6 +78,7 @@ def run(
         "score": result.score, "subscores": result.subscores, "calls": len(result.calls), "error": result.error,
         "harness_exit_code": result.harness_exit_code, "timings": {k: round(v, 3) for k, v in result.timings.items()},
         "capture": str(result.capture_path) if result.capture_path else None,
+        "egress_attempts": result.egress_attempts,
     }, indent=2))
     if result.status == "error":
         raise typer.Exit(2)

@@ -238,6 +238,7 @@ class ClawGymEnv(gym.Env[Observation, Action]):
             capture_path=str(result.capture_path) if result.capture_path else None, error=result.error,
             harness_exit_code=result.harness_exit_code, harness_output_tail=result.harness_output_tail,
             timings=result.timings, verifier_output=result.verifier_output, splice_hit_rate=result.splice_hit_rate,
+            egress_attempts=result.egress_attempts,
         )
         self._info.pop("request", None)
         self._info.pop("call_index", None)

@@ -12,6 +12,8 @@ ENV_IDS: Mapping[str, str] = {
     "ClawGym/ClaudeCode-v0": "claude-code",
     "ClawGym/OpenClaw-v0": "openclaw",
     "ClawGym/Custom-v0": "custom",
+    "ClawGym/Codex-v0": "codex",
+    "ClawGym/GeminiCli-v0": "gemini-cli",
 }
 """Env id -> harness name; other kwargs (suite, task, harness_version, sandbox, tokenizer, ...) go to gym.make."""
 

@@ -16,6 +16,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
@@ -26,8 +27,9 @@ import uvicorn
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ProxyError
 from clawgym_env.proxy.backends.base import PolicyBackend
-from clawgym_env.proxy.dialects import anthropic, openai_chat, openai_responses
+from clawgym_env.proxy.dialects import anthropic, gemini, openai_chat, openai_responses
 from clawgym_env.proxy.dialects._common import BadRequest
+from clawgym_env.proxy.egress import egress_target, proxy_key
 from clawgym_env.proxy.session import CallFailed, ProxySession
 
 __all__ = ["ProxyServer", "ServerState"]
@@ -63,6 +65,8 @@ class _Server(uvicorn.Server):
 
 
 def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> ModuleType:
+    if "/models/" in path and ":" in path or b"x-goog-api-key" in headers:
+        return gemini
     if "messages" in path or b"anthropic-version" in headers or b"x-api-key" in headers:
         return anthropic
     return openai_chat
@@ -197,25 +201,32 @@ class ProxyServer:
             return
         t0 = time.perf_counter()
         started_at = time.time()
-        path: str = scope["path"]
         headers = dict(scope["headers"])
+        method = scope["method"]
+        target, path = egress_target(method, scope["path"])
+        if target is not None:  # CONNECT / absolute URL elsewhere: a harness reaching past the proxy
+            return await self._refuse_egress(send, headers, method, target, started_at)
         pinned: str | None = None
         if path.startswith("/s/"):
             _, _, rest = path.partition("/s/")
             pinned, _, tail = rest.partition("/")
             path = "/" + tail
-        method = scope["method"]
         if path in ("/health", "/healthz"):
             return await _send_json(send, 200, {"ok": True, "sessions": len(self._by_id)})
         if path == "/v1/models" and method == "GET":
             return await _send_json(send, 200, self._models(headers))
         count_tokens = path == "/v1/messages/count_tokens"
         dialect = anthropic if count_tokens else _ROUTES.get(path)
+        stream: bool | None = None  # set by the path, not the body (Gemini)
+        gemini_route = gemini.route(path) if dialect is None else None
+        if gemini_route is not None:
+            dialect, stream = gemini, gemini.METHODS[gemini_route[1]]
+            count_tokens = stream is None
         if dialect is None or method != "POST":
             d = dialect or _guess_dialect(path, headers)
             status = 405 if dialect is not None else 404
             return await _send_json(send, status, d.error_body(status, f"{method} {path}: no such endpoint here"))
-        sess, why = self._authenticate(headers, pinned)
+        sess, why = self._authenticate(headers, pinned, scope.get("query_string", b""))
         if sess is None:
             self._refuse(pinned, dialect, path, started_at, why)
             return await _send_json(send, 401, dialect.error_body(401, why))
@@ -226,7 +237,9 @@ class ProxyServer:
         except CallFailed as exc:
             return await _send_json(send, exc.status, dialect.error_body(exc.status, exc.message))
         if count_tokens:
-            return await self._count_tokens(send, sess, body)
+            return await self._count_tokens(send, sess, dialect, body)
+        if gemini_route is not None:
+            body = {**body, "model": gemini_route[0], "stream": bool(stream)}
         await self._serve_call(send, receive, sess, dialect, path, body, started_at, t0)
 
     def _models(self, headers: dict[bytes, bytes]) -> dict[str, Any]:
@@ -236,8 +249,11 @@ class ProxyServer:
                  "created_at": "1970-01-01T00:00:00Z", "owned_by": "clawgym"} for n in names]
         return {"object": "list", "data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
 
-    def _authenticate(self, headers: dict[bytes, bytes], pinned: str | None) -> tuple[ProxySession | None, str]:
-        key = headers.get(b"x-api-key") or headers.get(b"api-key")
+    def _authenticate(self, headers: dict[bytes, bytes], pinned: str | None,
+                      query: bytes = b"") -> tuple[ProxySession | None, str]:
+        key = headers.get(b"x-api-key") or headers.get(b"api-key") or headers.get(b"x-goog-api-key")
+        if key is None and b"key=" in query:  # Gemini API: ?key=<key>
+            key = next((v.encode() for k, v in parse_qsl(query.decode("latin-1")) if k == "key"), None)
         if key is None:
             auth = headers.get(b"authorization", b"")
             if auth[:7].lower() == b"bearer ":
@@ -258,6 +274,21 @@ class ProxyServer:
         self.refused.append(rec)
         if pinned in self._by_id:
             self._by_id[pinned].refused.append(rec)
+
+    async def _refuse_egress(self, send: Any, headers: dict[bytes, bytes], method: str, target: str,
+                             started_at: float) -> None:
+        """Answer 403 and record the attempt on the episode whose key came as the proxy credentials."""
+        key = proxy_key(headers)
+        sess = self._by_key.get(key) if key else None
+        rec = CallRecord.model_construct(session_id=sess.session_id if sess else "", call_index=-1, dialect="egress",
+                                         path=f"{method} {target}", started_at=started_at, status=403,
+                                         error=f"egress refused: {method} {target}", finish_reason="error",
+                                         token_source="none")
+        (sess.egress if sess else self.refused).append(rec)
+        body = b"egress refused by ClawGym: only the model proxy is reachable from this sandbox\n"
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def _read_json(self, receive: Any, headers: dict[bytes, bytes]) -> dict[str, Any]:
         ctype = headers.get(b"content-type", b"application/json").split(b";")[0].strip().lower()
@@ -287,21 +318,22 @@ class ProxyServer:
             raise CallFailed(400, "request body must be a JSON object")
         return body
 
-    async def _count_tokens(self, send: Any, sess: ProxySession, body: dict[str, Any]) -> None:
+    async def _count_tokens(self, send: Any, sess: ProxySession, dialect: ModuleType, body: dict[str, Any]) -> None:
+        """Anthropic ``count_tokens`` and Gemini ``countTokens``: no model call, not recorded."""
         try:
-            parsed = anthropic.parse_request(body, sess.ids)
+            parsed = dialect.parse_request(body, sess.ids)
         except BadRequest as exc:
-            return await _send_json(send, 400, anthropic.error_body(400, str(exc)))
+            return await _send_json(send, 400, dialect.error_body(400, str(exc)))
         tok = sess.backend.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
             try:
                 text = tok.apply_chat_template(parsed.messages, tools=parsed.tools or None, tokenize=False)
             except Exception as exc:  # the template rejects these messages
-                return await _send_json(send, 400, anthropic.error_body(400, f"chat template failed: {exc}"))
+                return await _send_json(send, 400, dialect.error_body(400, f"chat template failed: {exc}"))
             n = len(tok(text, add_special_tokens=False)["input_ids"])
         else:  # message-level backend: an estimate (~4 bytes per token)
             n = len(orjson.dumps(parsed.messages)) // 4 + len(orjson.dumps(parsed.tools)) // 4
-        await _send_json(send, 200, {"input_tokens": n})
+        await _send_json(send, 200, {"totalTokens": n} if dialect is gemini else {"input_tokens": n})
 
     async def _serve_call(self, send: Any, receive: Any, sess: ProxySession, dialect: ModuleType, path: str,
                           body: dict[str, Any], started_at: float, t0: float) -> None:

@@ -71,6 +71,8 @@ class ProxySession:
         self.capture_path = Path(capture_path) if capture_path else None
         self.state = SessionState.OPEN
         self.refused: list[CallRecord] = []
+        self.egress: list[CallRecord] = []
+        """Attempts to reach anything but the proxy (``clawgym_env.proxy.egress``), refused with 403."""
         self.ids = ToolIdMap()
         self._calls: list[CallRecord] = []
         self._next_index = 0
@@ -181,9 +183,8 @@ class ProxySession:
         source = c.token_source or ("sampled" if c.completion_ids is not None else "none")
         rec.update(completion_ids=c.completion_ids, logprobs=c.logprobs, completion_text=text, response=message,
                    finish_reason=finish, token_source=source, policy_version=c.policy_version)
-        prefix = {"anthropic": "msg_", "openai-chat": "chatcmpl-", "openai-responses": "resp_"}[dialect.NAME]
         return Reply(message=message, finish_reason=finish, model=parsed.model or self.model_name,
-                     prompt_tokens=n_prompt, completion_tokens=n_out, response_id=prefix + os.urandom(12).hex(),
+                     prompt_tokens=n_prompt, completion_tokens=n_out, response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(),
                      created=int(time.time()))
 
     def record(self, rec: dict[str, Any]) -> CallRecord:

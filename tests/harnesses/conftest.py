@@ -15,7 +15,8 @@ def smoke_suite() -> Path:
     return SMOKE_SUITE
 
 
-def _require(name: str) -> None:
+def require_installed(name: str) -> None:
+    """Fail (never skip) when a harness is not installed: a missing install is a broken setup."""
     from clawgym_env.harness_install import cache_root
     from clawgym_env.harness_registry import load_harness
 
@@ -27,9 +28,9 @@ def _require(name: str) -> None:
 
 @pytest.fixture
 def claude_code_installed() -> None:
-    _require("claude-code")
+    require_installed("claude-code")
 
 
 @pytest.fixture
 def openclaw_installed() -> None:
-    _require("openclaw")
+    require_installed("openclaw")

@@ -6,17 +6,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
-WRITE_TOOLS = {"Write": "file_path", "write": "path"}
-"""Write-tool name -> its path argument, per harness (Claude Code: Write; OpenClaw, custom: write)."""
+import shlex
+
+WRITE_TOOLS = {"Write": "file_path", "write": "path", "write_file": "file_path"}
+"""Write-tool name -> its path argument, per harness (Claude Code: Write; OpenClaw, custom, pi: write;
+Gemini CLI, Qwen Code: write_file). A ``file_path`` argument takes an absolute path."""
+SHELL_TOOLS = {"exec_command": "cmd", "shell": "command", "bash": "command", "run_shell_command": "command"}
+"""Shell-tool name -> its command argument, for harnesses whose only way to write is a shell (Codex)."""
 
 
 def write_action(obs: dict[str, Any], workspace: str, name: str, content: str) -> dict[str, Any]:
-    """A structured turn calling the harness's own write tool."""
+    """A structured turn calling the harness's own write tool (or, lacking one, its shell)."""
     tools = {t["function"]["name"] for t in json.loads(obs["tools"])}
     tool = next((t for t in WRITE_TOOLS if t in tools), None)
-    assert tool is not None, f"no write tool among {sorted(tools)}"
-    path = f"{workspace}/{name}" if WRITE_TOOLS[tool] == "file_path" else name
-    return {"tool_calls": [{"name": tool, "arguments": {WRITE_TOOLS[tool]: path, "content": content}}]}
+    if tool is not None:
+        path = f"{workspace}/{name}" if WRITE_TOOLS[tool] == "file_path" else name
+        return {"tool_calls": [{"name": tool, "arguments": {WRITE_TOOLS[tool]: path, "content": content}}]}
+    shell = next((t for t in SHELL_TOOLS if t in tools), None)
+    assert shell is not None, f"no write or shell tool among {sorted(tools)}"
+    cmd = f"printf %s {shlex.quote(content)} > {shlex.quote(f'{workspace}/{name}')}"
+    return {"tool_calls": [{"name": shell, "arguments": {SHELL_TOOLS[shell]: cmd}}]}
 
 
 def files_written(obs: dict[str, Any]) -> int:

@@ -11,7 +11,9 @@ import pytest
 from clawgym_env.errors import ConfigError, HarnessInstallError
 from clawgym_env.harness import HarnessSession
 from harnesses.claude_code import ClaudeCode
+from harnesses.codex import Codex
 from harnesses.custom import CustomLoop
+from harnesses.gemini_cli import GeminiCli
 from harnesses.openclaw import OpenClaw
 
 SESSION = HarnessSession(session_id="s1", base_url="http://127.0.0.1:8787", api_key="sk-clawgym-abc",
@@ -115,7 +117,7 @@ def test_agent_script_is_stdlib_only() -> None:
     assert mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
 
 
-@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw])
+@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw, Codex, GeminiCli])
 def test_npm_harness_mounts_fail_clearly_when_not_installed(cls: type, tmp_path: Path) -> None:
     with pytest.raises(HarnessInstallError, match="clawgym harness install"):
         cls().mounts(tmp_path)
@@ -140,3 +142,54 @@ def test_openclaw_uses_a_warm_compile_cache_only_read_only(tmp_path: Path) -> No
     assert cache_mount.host == warm and not cache_mount.writable
     env = h.build_env(SESSION)
     assert env["NODE_COMPILE_CACHE"] == cache_mount.inside and "NODE_DISABLE_COMPILE_CACHE" not in env
+
+
+def test_codex_config_has_only_the_proxy_as_provider() -> None:
+    import tomllib
+
+    h = Codex()
+    files = h.write_configs(SESSION)
+    config = tomllib.loads(files["/tmp/home/.codex/config.toml"])
+    assert config["model_provider"] == "clawgym" and config["model"] == "policy"
+    assert config["model_providers"] == {"clawgym": {
+        "name": "ClawGym proxy", "base_url": "http://127.0.0.1:8787/v1", "env_key": "CLAWGYM_API_KEY",
+        "wire_api": "responses", "request_max_retries": 0, "stream_max_retries": 0, "stream_idle_timeout_ms": 600000}}
+    assert config["check_for_update_on_startup"] is False and config["analytics"] == {"enabled": False}
+    assert config["features"]["plugins"] is False and config["web_search"] == "disabled"
+    env = h.build_env(SESSION)
+    assert env["CLAWGYM_API_KEY"] == "sk-clawgym-abc" and env["CODEX_HOME"] == "/tmp/home/.codex"
+    cmd = h.build_command("do it", SESSION)
+    assert cmd[0].endswith("/bin/codex") and cmd[1] == "exec" and cmd[-1] == "do it"
+    assert "--dangerously-bypass-approvals-and-sandbox" in cmd and cmd[cmd.index("--cd") + 1] == "/workspace"
+
+
+def test_codex_counts_its_own_token_count_events(tmp_path: Path) -> None:
+    day = tmp_path / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+    events = [{"type": "session_meta", "payload": {}},
+              {"type": "event_msg", "payload": {"type": "token_count", "info": None}},  # rate-limit only: no call
+              {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}},
+              {"type": "response_item", "payload": {"type": "message"}},
+              {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}}]
+    (day / "rollout-x.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\nnot json\n")
+    assert Codex.count_calls(tmp_path) == 2
+
+
+def test_gemini_cli_env_points_at_the_proxy_and_settings_switch_off_phoning_home() -> None:
+    h = GeminiCli()
+    env = h.build_env(SESSION)
+    assert env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:8787" and env["GEMINI_API_KEY"] == "sk-clawgym-abc"
+    settings = json.loads(h.write_configs(SESSION)["/tmp/home/.gemini/settings.json"])
+    assert settings["privacy"]["usageStatisticsEnabled"] is False and settings["telemetry"]["enabled"] is False
+    assert settings["general"]["enableAutoUpdate"] is False
+    assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
+    cmd = h.build_command("task", SESSION)
+    assert cmd[2:4] == ["-p", "task"] and "--yolo" in cmd and cmd[cmd.index("--output-format") + 1] == "json"
+    assert h.dialect == "gemini"
+
+
+def test_gemini_cli_counts_requests_in_its_json_envelope() -> None:
+    out = "YOLO mode is enabled.\n" + json.dumps({"response": "done", "stats": {"models": {
+        "policy": {"api": {"totalRequests": 3}}, "flash": {"api": {"totalRequests": 1}}}}})
+    assert GeminiCli.count_calls(out) == 4
+    assert GeminiCli.count_calls("") == 0

@@ -22,10 +22,11 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
 NAME = "anthropic"
 TOOL_ID_PREFIX = "toolu_"
+RESPONSE_ID_PREFIX = "msg_"
 
 _ERROR_TYPES = {
     400: "invalid_request_error",

@@ -17,10 +17,11 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
 NAME = "openai-chat"
 TOOL_ID_PREFIX = "call_"
+RESPONSE_ID_PREFIX = "chatcmpl-"
 DONE = b"data: [DONE]\n\n"
 
 _ERROR_TYPES = {

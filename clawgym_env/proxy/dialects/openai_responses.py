@@ -22,10 +22,11 @@ from clawgym_env.proxy.dialects._common import (
 )
 from clawgym_env.proxy.dialects.openai_chat import error_body
 
-__all__ = ["NAME", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
 
 NAME = "openai-responses"
 TOOL_ID_PREFIX = "call_"
+RESPONSE_ID_PREFIX = "resp_"
 
 
 def _tool(t: dict[str, Any]) -> dict[str, Any] | None:

@@ -105,6 +105,7 @@ class FakeEpisodeResult:
     error: str | None = None
     calls: list[CallRecord] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    egress_attempts: list[str] = field(default_factory=list)
 
 
 @pytest.mark.parametrize(("status", "score", "want"), [

@@ -1,0 +1,59 @@
+"""Network attempts beyond the model proxy: made visible, refused and reported per episode.
+
+A sandbox's network namespace holds only loopback, so any other connection already fails. To
+*see* those attempts (a harness phoning home: telemetry, update checks, login, a web fetch by the
+agent), every harness runs with the proxy as its HTTP(S) proxy (``egress_env``): clients that honour
+``HTTPS_PROXY``/``HTTP_PROXY`` (Node's undici with ``NODE_USE_ENV_PROXY``, reqwest, httpx, requests,
+curl) send ``CONNECT host:443`` or an absolute-form request to the proxy instead of failing on DNS. The
+proxy answers 403 and records the target on the episode, identified by the session key carried
+as the proxy credentials. ``NO_PROXY`` keeps the model calls themselves direct; an absolute-form
+request for the proxy's own loopback address is served as a normal call.
+
+Clients that ignore the proxy variables still fail closed (no route, no DNS) but are not recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import urlsplit
+
+__all__ = ["LOOPBACK", "egress_env", "egress_target", "proxy_key"]
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_PROXY_USER = "clawgym"
+
+
+def egress_env(api_key: str, port: int) -> dict[str, str]:
+    """Environment that routes a harness's non-proxy HTTP(S) traffic to the proxy, tagged with its session key."""
+    url = f"http://{_PROXY_USER}:{api_key}@127.0.0.1:{port}"
+    no_proxy = ",".join(LOOPBACK)
+    env = {"NODE_USE_ENV_PROXY": "1"}
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+        env[name] = env[name.lower()] = url
+    env["NO_PROXY"] = env["no_proxy"] = no_proxy
+    return env
+
+
+def egress_target(method: str, path: str) -> tuple[str | None, str]:
+    """(target, path): ``target`` is the outside address a request tries to reach (None for an ordinary call);
+    ``path`` is the request path to serve, rewritten from an absolute-form URL for the proxy itself."""
+    if method == "CONNECT":
+        return path, path
+    if path.startswith("/"):
+        return None, path
+    url = urlsplit(path)
+    if url.scheme in ("http", "https") and url.hostname in LOOPBACK:
+        return None, url.path or "/"
+    return f"{url.hostname or path}:{url.port or (443 if url.scheme == 'https' else 80)}", path
+
+
+def proxy_key(headers: dict[bytes, bytes]) -> str | None:
+    """The session key in ``Proxy-Authorization: Basic base64(clawgym:<key>)``, if any."""
+    auth = headers.get(b"proxy-authorization", b"")
+    if auth[:6].lower() != b"basic ":
+        return None
+    try:
+        user, _, key = base64.b64decode(auth[6:].strip()).decode("latin-1").partition(":")
+    except ValueError:
+        return None
+    return key if user == _PROXY_USER and key else None

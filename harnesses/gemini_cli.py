@@ -1,0 +1,86 @@
+"""Gemini CLI (npm ``@google/gemini-cli``), unmodified, run headless with ``gemini -p``.
+
+It speaks the Gemini API (``streamGenerateContent?alt=sse``) through the ``@google/genai`` SDK;
+``GOOGLE_GEMINI_BASE_URL`` points it at the proxy (auth type "gemini-api-key", key in ``GEMINI_API_KEY``,
+sent as ``x-goog-api-key``). Usage statistics (Clearcut), telemetry, auto-update and update nags are
+switched off in the settings file we write. Its own record of the run is the ``--output-format
+json`` envelope on stdout, whose ``stats`` count the API requests per model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.sandbox.base import Mount
+from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount, npm_install, npm_mount
+
+__all__ = ["GeminiCli"]
+
+PACKAGE = "@google/gemini-cli"
+INSIDE = "/opt/clawgym/gemini-cli"
+ENTRY = f"node_modules/{PACKAGE}/bundle/gemini.js"
+
+SETTINGS = {
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False, "logPrompts": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False, "checkpointing": {"enabled": False}},
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "ide": {"enabled": False},
+    "ui": {"hideTips": True, "hideBanner": True},
+}
+"""Written to ``~/.gemini/settings.json``: nothing leaves the sandbox but model calls to the proxy."""
+
+
+class GeminiCli(Harness):
+    """``gemini -p <task> --yolo --output-format json`` on the cached Node 24, its only endpoint the proxy."""
+
+    name: ClassVar[str] = "gemini-cli"
+    version: ClassVar[str] = "0.61.0"
+    dialect: ClassVar[str] = "gemini"
+    memory_mb: ClassVar[int] = 2048
+    """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
+    transcript: ClassVar[str] = "stdout"
+    """Its own record: the JSON envelope it prints (``stats.models.*.api.totalRequests``)."""
+
+    def install(self, cache_dir: Path) -> Path:
+        return npm_install(self, PACKAGE, cache_dir, check=[ENTRY])
+
+    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
+
+    def build_env(self, session: HarnessSession) -> Mapping[str, str]:
+        return {
+            "HOME": session.home,
+            "PATH": f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
+            "GOOGLE_GEMINI_BASE_URL": session.base_url,
+            "GEMINI_API_KEY": session.api_key,
+            "GEMINI_MODEL": session.model,
+            "GEMINI_TELEMETRY_ENABLED": "false",
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+            "NO_BROWSER": "true",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+            "LANG": "C.UTF-8",
+            "TZ": "UTC",
+        }
+
+    def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
+        return [
+            f"{NODE_INSIDE}/bin/node", f"{INSIDE}/{ENTRY}", "-p", instruction, "--yolo",
+            "--output-format", "json", "--model", session.model,
+        ]
+
+    def write_configs(self, session: HarnessSession) -> dict[str, str]:
+        return {f"{session.home}/.gemini/settings.json": json.dumps(SETTINGS, indent=2) + "\n"}
+
+    @staticmethod
+    def count_calls(stdout: str) -> int:
+        """Model calls Gemini CLI counted itself: ``totalRequests`` summed over the models in its JSON envelope."""
+        start = stdout.find("{")
+        envelope = json.loads(stdout[start:]) if start >= 0 else {}
+        models = (envelope.get("stats") or {}).get("models") or {}
+        return sum(int((m.get("api") or {}).get("totalRequests", 0)) for m in models.values())

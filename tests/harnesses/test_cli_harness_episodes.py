@@ -1,0 +1,41 @@
+"""The CLI harnesses beyond Claude Code and OpenClaw: a full Gym episode each in a bwrap sandbox with a
+scripted policy; the verifier scores 1.0, every call went over the harness's own wire format, and the
+capture holds as many calls as the harness recorded itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harnesses.codex import Codex
+from harnesses.gemini_cli import GeminiCli
+
+from .conftest import require_installed
+from .test_harness_episodes import drive
+
+pytestmark = [pytest.mark.harness, pytest.mark.sandbox]
+
+OwnCount = Callable[[Path], int]
+"""The harness's own count of its model calls, read from its transcript folder next to the capture."""
+
+CASES: dict[str, tuple[str, str, str, OwnCount]] = {
+    "codex": ("ClawGym/Codex-v0", "openai-responses", "/v1/responses", lambda d: Codex.count_calls(d / "codex")),
+    "gemini-cli": ("ClawGym/GeminiCli-v0", "gemini", "/v1beta/models/policy:streamGenerateContent",
+                   lambda d: GeminiCli.count_calls((d / "stdout.log").read_text())),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_episode_scores_and_capture_matches_own_record(name: str, smoke_suite: Path, tmp_path: Path) -> None:
+    require_installed(name)
+    env_id, dialect, path, own_count = CASES[name]
+    steps, info, reward = drive(env_id, smoke_suite, tmp_path)
+    assert info["status"] == "completed", (info["error"], info["harness_output_tail"][-2000:])
+    assert reward == 1.0 and info["subscores"] == {"code/file_exists": 1.0, "code/content_exact": 1.0}
+    calls = info["capture"]
+    assert {(c.dialect, c.path, c.stream, c.error) for c in calls} == {(dialect, path, True, None)}
+    assert own_count(tmp_path / f"{info['session_id']}.harness") == len(calls) == steps
+    assert [c.call_index for c in calls] == list(range(len(calls)))
+    assert info["egress_attempts"] == []  # no telemetry, update check or login went out (nor was tried)
