@@ -18,12 +18,18 @@ from clawgym_env.harness_install import (
 )
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "node_mount", "npm_install", "npm_mount"]
+__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "base_env", "node_mount", "npm_install", "npm_mount"]
 
 NODE_INSIDE = "/opt/clawgym/node"
 """Where the pinned Node 24 is bind-mounted inside the sandbox."""
 
 SANDBOX_PATH = "/opt/clawgym/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def base_env(home: str, path: str = SANDBOX_PATH, **extra: str) -> dict[str, str]:
+    """The environment every CLI harness starts from: fixed HOME, PATH, locale and zone, no colours or TTY
+    tricks (so prompts and transcripts are byte-stable), plus ``extra``."""
+    return {"HOME": home, "PATH": path, "NO_COLOR": "1", "TERM": "dumb", "LANG": "C.UTF-8", "TZ": "UTC", **extra}
 
 
 def node_mount(cache_dir: Path) -> Mount:

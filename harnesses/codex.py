@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH, npm_install, npm_mount
+from harnesses._npm import SANDBOX_PATH, base_env, npm_install, npm_mount
 
 __all__ = ["Codex"]
 
@@ -61,16 +61,8 @@ class Codex(Harness):
         return (npm_mount(self, PACKAGE, cache_dir, INSIDE),)
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return {
-            "HOME": session.home,
-            "CODEX_HOME": f"{session.home}/{CODEX_HOME}",
-            "CLAWGYM_API_KEY": session.api_key,
-            "PATH": f"{INSIDE}/{VENDOR}/codex-path:{SANDBOX_PATH}",
-            "NO_COLOR": "1",
-            "TERM": "dumb",
-            "LANG": "C.UTF-8",
-            "TZ": "UTC",
-        }
+        return base_env(session.home, f"{INSIDE}/{VENDOR}/codex-path:{SANDBOX_PATH}",
+                        CODEX_HOME=f"{session.home}/{CODEX_HOME}", CLAWGYM_API_KEY=session.api_key)
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
         return [

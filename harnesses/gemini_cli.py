@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount, npm_install, npm_mount
+from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, base_env, node_mount, npm_install, npm_mount
 
 __all__ = ["GeminiCli"]
 
@@ -53,20 +53,11 @@ class GeminiCli(Harness):
         return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return {
-            "HOME": session.home,
-            "PATH": f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
-            "GOOGLE_GEMINI_BASE_URL": session.base_url,
-            "GEMINI_API_KEY": session.api_key,
-            "GEMINI_MODEL": session.model,
-            "GEMINI_TELEMETRY_ENABLED": "false",
-            "GEMINI_CLI_NO_RELAUNCH": "true",
-            "NO_BROWSER": "true",
-            "NO_COLOR": "1",
-            "TERM": "dumb",
-            "LANG": "C.UTF-8",
-            "TZ": "UTC",
-        }
+        return base_env(
+            session.home, f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
+            GOOGLE_GEMINI_BASE_URL=session.base_url, GEMINI_API_KEY=session.api_key, GEMINI_MODEL=session.model,
+            GEMINI_TELEMETRY_ENABLED="false", GEMINI_CLI_NO_RELAUNCH="true", NO_BROWSER="true",
+        )
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
         return [
