@@ -5,7 +5,9 @@ sandbox with the task's workspace, mounts the harness install and the proxy sock
 proxy session (the only way out of the sandbox) and runs the harness's headless command under the
 task's wall-time limit. Whatever happens to the harness (clean exit, crash, hang, output flood,
 call budget exhausted) becomes a ``status``, never a leftover process: the sandbox is closed
-before returning. The verifier runs last, with the hidden files copied in only then.
+before returning. When the harness exits every process of the episode is killed, the final
+workspace is taken out and the agent's sandbox closed; grading then runs in a fresh, sealed
+sandbox over that workspace (``clawgym_env.task.grade``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import tempfile
 import time
 import uuid
@@ -29,12 +32,13 @@ from clawgym_env.harness_registry import load_harness
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.proxy.egress import egress_env
 from clawgym_env.sandbox import Sandbox, SandboxConfig, create_sandbox
+from clawgym_env.sandbox._fs import copy_tree_safely
 
 if TYPE_CHECKING:
     from clawgym_env.proxy import ProxyServer
     from clawgym_env.task import TaskSpec
 
-__all__ = ["EpisodeResult", "EpisodeStatus", "resolve_task", "run_episode"]
+__all__ = ["EpisodeResult", "EpisodeStatus", "resolve_task", "run_episode", "save_workspace"]
 
 EpisodeStatus = Literal["completed", "error", "timeout", "truncated", "crashed"]
 
@@ -75,6 +79,8 @@ class EpisodeResult:
     egress_attempts: list[str] = field(default_factory=list)
     """Network targets the harness (or the agent's commands) tried to reach besides the proxy, e.g.
     ``"CONNECT play.googleapis.com:443"``; each was refused (see ``clawgym_env.proxy.egress``)."""
+    notes: list[str] = field(default_factory=list)
+    """What was done to the episode's output that a reader should know (e.g. special files left out)."""
 
     @property
     def final_message(self) -> str:
@@ -223,6 +229,7 @@ async def run_episode(
                                   sampling=sampling, model_name=model_name)
         sb: Sandbox | None = None
         session_open = True
+        final_dir = tempfile.TemporaryDirectory(prefix="clawgym-final-")  # 0700: the final workspace, host side
         try:
             cache = cache_dir or cache_root()
             config = SandboxConfig(
@@ -254,6 +261,7 @@ async def run_episode(
             result.harness_output_tail = watch.tail.decode("utf-8", errors="replace")
             _classify(result, exec_result, stopped, sess.over_limit, sess.calls)
 
+            await sb.reap()  # every process of the episode is gone before anything is read out of it
             t0 = time.perf_counter()
             if transcript_path is not None and own_transcript not in (None, "stdout"):
                 with contextlib.suppress(ClawGymError):
@@ -264,17 +272,27 @@ async def run_episode(
             result.splice_hit_rate = sess.splice_hit_rate
             result.egress_attempts = [r.path for r in sess.egress]
             result.timings["collect"] = time.perf_counter() - t0
-            if workspace_out is not None:
-                await sb.download(spec.workspace_mount, Path(workspace_out))
+            final = Path(final_dir.name) / "workspace"
+            skipped = await sb.download(spec.workspace_mount, final)
+            if skipped:
+                shown = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+                result.notes.append(f"final workspace: {len(skipped)} special file(s) left out (FIFO, socket, device): {shown}")
+            t0 = time.perf_counter()
+            await sb.close()  # the agent's sandbox is gone: grading starts from nothing but its files
+            result.timings["cleanup"] = time.perf_counter() - t0
+            sb = None
 
-            from clawgym_env.task import verify
+            from clawgym_env.task.grade import grade_workspace
 
             t0 = time.perf_counter()
-            vr = await verify(spec, sb, _transcript_for_verifier(spec, result.calls), judge=judge)
+            vr = await grade_workspace(spec, final, _transcript_for_verifier(spec, result.calls), backend=sandbox,
+                                       judge=judge)
             result.timings["verifier"] = time.perf_counter() - t0
             result.score, result.subscores, result.verifier_output = vr.score, dict(vr.subscores), vr.output
             if vr.errors and result.error is None:
                 result.error = "verifier: " + json.dumps(vr.errors)[:2000]
+            if workspace_out is not None:
+                save_workspace(final, Path(workspace_out))
         except ClawGymError as exc:
             result.status = "error"
             result.error = f"{type(exc).__name__}: {exc}"
@@ -286,6 +304,7 @@ async def run_episode(
                 t0 = time.perf_counter()
                 await sb.close()
                 result.timings["cleanup"] = time.perf_counter() - t0
+            final_dir.cleanup()
             result.timings["model"] = sum(c.backend_s for c in result.calls)
             result.timings["total"] = time.perf_counter() - t_start
     return result
@@ -317,6 +336,18 @@ def _classify(result: EpisodeResult, r: Any, stopped: str | None, over_limit: bo
             result.status, result.error = "crashed", f"harness exited with code {r.return_code}"
     else:
         result.status = "completed"
+
+
+def save_workspace(final: Path, dest: Path) -> list[str]:
+    """Keep a final workspace under ``dest``: files, folders and links only, no setuid/setgid bits,
+    readable by this user alone (``runs/`` may be world-readable). Returns the special files skipped."""
+    if dest.exists() or dest.is_symlink():
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        else:
+            dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return copy_tree_safely(final, dest, private=True)
 
 
 async def _write_files(sb: Sandbox, files: dict[str, str]) -> None:

@@ -630,4 +630,5 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         egress_attempts=list(ep.egress_attempts),
         started_at=started,
         finished_at=_now(),
+        notes=list(getattr(ep, "notes", None) or []),
     )

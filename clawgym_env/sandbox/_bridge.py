@@ -13,7 +13,6 @@ from /proc/net/tcp, so no client probe is needed), then execs the real command.
 from __future__ import annotations
 
 import shutil
-import sys
 
 __all__ = ["SOCKET_DIR_INSIDE", "SOCKET_INSIDE", "prelude", "python_forwarder_source", "socat_path"]
 
@@ -62,7 +61,7 @@ def python_forwarder_source() -> str:
     return _PY_FORWARDER
 
 
-def prelude(port: int, use_socat: bool, python: str = sys.executable) -> list[str]:
+def prelude(port: int, use_socat: bool, python: str = "python3") -> list[str]:
     """argv prefix: start the forwarder, wait for LISTEN on ``port``, then ``exec "$@"``."""
     if use_socat:
         fwd = (
@@ -88,6 +87,6 @@ def prelude(port: int, use_socat: bool, python: str = sys.executable) -> list[st
     return ["/bin/sh", "-c", script, "clawgym-init"]
 
 
-def prelude_env(use_socat: bool, python: str = sys.executable) -> dict[str, str]:
+def prelude_env(use_socat: bool, python: str = "python3") -> dict[str, str]:
     """Variables the python fallback needs (empty with socat)."""
     return {} if use_socat else {"CLAWGYM_PY": python, "CLAWGYM_FWD": _PY_FORWARDER}

@@ -1,5 +1,6 @@
-"""Host-side file helpers shared by the backends: removal that survives overlay work dirs,
-and a check that a download cannot leave a symlink pointing out of its folder."""
+"""Host-side file helpers shared by the backends: removal that survives overlay work dirs, a
+check that a download cannot leave a symlink pointing out of its folder, and the clean-up of
+what comes out of a sandbox (no special files, no setuid bits)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shutil
 import stat
 from pathlib import Path
 
-__all__ = ["inside_path", "move_into", "rmtree_hard", "strip_escaping_symlinks"]
+__all__ = ["copy_tree_safely", "inside_path", "move_into", "rmtree_hard", "sanitize_tree", "strip_escaping_symlinks"]
 
 log = logging.getLogger("clawgym.sandbox")
 
@@ -80,3 +81,65 @@ def move_into(src: Path, dest: Path) -> None:
         elif dest.exists() or dest.is_symlink():
             dest.unlink()
         shutil.move(str(src), str(dest))
+
+
+_DROP_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+
+
+def sanitize_tree(root: Path) -> list[str]:
+    """Make a folder taken out of a sandbox safe to keep: remove FIFOs, sockets and device files
+    (they hang or crash copies and archives) and drop setuid/setgid/sticky bits (a setuid-root file
+    made inside must not become one on the host). Returns the removed entries, relative to ``root``."""
+    removed: list[str] = []
+    entries = [root] if not root.is_dir() or root.is_symlink() else []
+    if not entries:
+        for dirpath, dirnames, filenames in os.walk(root):
+            entries += [Path(dirpath) / n for n in dirnames + filenames]
+        entries.append(root)
+    for p in entries:
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            p.unlink()
+            removed.append(p.relative_to(root).as_posix() if p != root else p.name)
+        elif st.st_mode & _DROP_BITS:
+            os.chmod(p, stat.S_IMODE(st.st_mode) & ~_DROP_BITS)
+    if removed:
+        log.warning("removed %d special file(s) (FIFO, socket, device) from %s", len(removed), root)
+    return sorted(removed)
+
+
+def copy_tree_safely(src: Path, dst: Path, *, private: bool = False) -> list[str]:
+    """Copy folder ``src`` to ``dst`` (created): regular files, folders and symlinks (as links) only.
+
+    Special files are skipped and returned (relative paths); setuid/setgid/sticky bits are dropped;
+    ``private`` also drops every group and other permission (saved workspaces under ``runs/``).
+    """
+    mask = 0o700 if private else 0o777
+    skipped: list[str] = []
+    dirs: list[tuple[Path, int]] = []
+
+    def walk(s: Path, d: Path) -> None:
+        d.mkdir(parents=True, exist_ok=False)
+        dirs.append((d, stat.S_IMODE(s.lstat().st_mode)))
+        for e in sorted(os.scandir(s), key=lambda e: e.name):
+            st = e.stat(follow_symlinks=False)
+            target = d / e.name
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(e.path), target)
+            elif stat.S_ISDIR(st.st_mode):
+                walk(Path(e.path), target)
+            elif stat.S_ISREG(st.st_mode):
+                shutil.copyfile(e.path, target, follow_symlinks=False)
+                os.chmod(target, stat.S_IMODE(st.st_mode) & ~_DROP_BITS & mask)
+            else:
+                skipped.append(target.relative_to(dst).as_posix())
+
+    walk(Path(src), Path(dst))
+    for d, mode in reversed(dirs):
+        os.chmod(d, (mode | stat.S_IRWXU) & ~_DROP_BITS & mask)
+    return skipped

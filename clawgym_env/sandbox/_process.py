@@ -90,6 +90,7 @@ async def run_process(
     kill: Callable[[asyncio.subprocess.Process], None] = kill_process_group,
     on_start: Callable[[asyncio.subprocess.Process], None] | None = None,
     classify: Callable[[], Awaitable[str | None]] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ExecResult:
     """Start ``argv`` in a new session, stream and cap its output, kill it at the deadline.
 
@@ -105,6 +106,7 @@ async def run_process(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
     except OSError as exc:
         raise SandboxExecError(f"cannot start {argv[0]!r}: {exc}") from exc

@@ -54,6 +54,12 @@ class SandboxConfig:
     """Docker image (docker backend only)."""
     user: str = "root"
     """"root" (uid 0 inside a user namespace) or "user" (an unprivileged uid inside)."""
+    sealed: bool = False
+    """A grading sandbox: no process may reach into another (ptrace-family syscalls refused, no
+    nested namespaces), no capabilities at all (docker), no proxy. See ``clawgym_env.task.grade``."""
+    disk_mb: int | None = 8192
+    """Docker: size of the workspace and of every writable folder (tmpfs), so a flood cannot fill
+    the host disk. bwrap keeps its folders on tmpfs, charged to the memory limit."""
 
 
 @dataclass(frozen=True)
@@ -106,12 +112,20 @@ class Sandbox(abc.ABC):
         """Run ``cmd`` inside; on timeout kill its whole process tree and return timed_out=True."""
 
     @abc.abstractmethod
+    async def reap(self) -> None:
+        """Kill every process still running in the sandbox (by namespace or cgroup, whatever it did to
+        hide: a new session, a cleared environment); the sandbox stays usable for files."""
+
+    @abc.abstractmethod
     async def upload(self, src: Path, dest: str) -> None:
         """Copy a host file or folder to ``dest`` inside (absolute, or relative to the workspace)."""
 
     @abc.abstractmethod
-    async def download(self, src: str, dest: Path) -> None:
-        """Copy ``src`` inside (absolute, or relative to the workspace) to the host path ``dest``."""
+    async def download(self, src: str, dest: Path) -> list[str]:
+        """Copy ``src`` inside (absolute, or relative to the workspace) to the host path ``dest``.
+
+        Only files, folders and symlinks staying inside come out, without setuid/setgid bits;
+        returns the special files (FIFOs, sockets, devices) left out, relative to ``src``."""
 
     @abc.abstractmethod
     async def close(self) -> None:

@@ -11,7 +11,8 @@ privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on a
         extra/<name>/        top-level folders created by ``upload`` (e.g. /verifier)
 
 Isolation: new user, pid, ipc, uts, mount, cgroup and network namespaces (loopback only), all
-capabilities dropped, ``--die-with-parent``, ``--new-session``. Only system folders are bound,
+capabilities dropped, ``--die-with-parent``, ``--new-session``. A sealed (grading) sandbox also
+refuses nested user namespaces and the ptrace family of syscalls (``_seccomp``). Only system folders are bound,
 read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
 (see ``_bridge``). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
@@ -26,14 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import dataclasses
 import functools
 import os
+import platform
 import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -43,8 +45,9 @@ from pathlib import Path
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
-from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, strip_escaping_symlinks
+from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
 from clawgym_env.sandbox._process import run_process
+from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
@@ -271,6 +274,11 @@ class BwrapSandbox(Sandbox):
             for sub in ("upper", "empty", "home", "tmp", "extra"):
                 (self.dir / sub).mkdir()
             os.chmod(self.dir / "tmp", 0o1777)
+            if cfg.sealed:
+                program = bpf_program()
+                if not program:
+                    raise SandboxStartError(f"bwrap: no seccomp table for {platform.machine()}; cannot seal a grading sandbox")
+                (self.dir / "seccomp.bpf").write_bytes(program)
             if not self._overlay and cfg.workspace_src is not None:  # old bwrap: copy instead
                 shutil.copytree(cfg.workspace_src, self.dir / "upper", symlinks=True, dirs_exist_ok=True)
             info = detect()
@@ -314,20 +322,19 @@ class BwrapSandbox(Sandbox):
                 a += ["--ro-bind", str(etc / name), f"/etc/{name}"]
         a += ["--proc", "/proc", "--dev", "/dev"]
         a += ["--bind", str(d / "tmp"), "/tmp", "--bind", str(d / "home"), self.home]
-        if cfg.rootfs is None:
-            for py in sorted({sys.base_prefix, sys.prefix}):
-                if not py.startswith("/usr"):
-                    a += ["--ro-bind", py, py]
+        # no host interpreter inside (pyenv, venv): agent and verifier see the same system python
         if cfg.proxy_socket is not None:
             a += ["--ro-bind", str(cfg.proxy_socket), _bridge.SOCKET_INSIDE]
-        for m in cfg.mounts:
-            a += ["--bind" if m.writable else "--ro-bind", str(m.host), m.inside]
+        if cfg.sealed:
+            a += ["--disable-userns"]
         return a
+
+    def _mount_args(self) -> list[str]:
+        """Config mounts go after the workspace, so one inside it (hidden files) lies on top."""
+        return [x for m in self.config.mounts for x in ("--bind" if m.writable else "--ro-bind", str(m.host), m.inside)]
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        if self.config.rootfs is None and not sys.base_prefix.startswith("/usr"):
-            path = f"{sys.base_prefix}/bin:{path}"
         user = "root" if self.uid == 0 else "user"
         out = {"PATH": path, "HOME": self.home, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
                "TMPDIR": "/tmp", "TERM": "dumb"}  # fmt: skip
@@ -336,10 +343,11 @@ class BwrapSandbox(Sandbox):
         return out
 
     # ------------------------------------------------------------------ exec
-    def _argv(self, cmd: Sequence[str], workdir: Path, cwd: str | None, binds: Sequence[str], proxy: bool) -> list[str]:
+    def _argv(self, cmd: Sequence[str], workdir: Path, cwd: str | None, binds: Sequence[str], proxy: bool,
+              seccomp: Sequence[str] = ()) -> list[str]:
         assert self.dir is not None
         lower = self.config.workspace_src or (self.dir / "empty")
-        a = [self._bwrap, *self._base]
+        a = [self._bwrap, *self._base, *seccomp]
         for top, host in sorted(self._extra.items()):
             a += ["--bind", str(host), top]
         if self._overlay:
@@ -347,6 +355,7 @@ class BwrapSandbox(Sandbox):
             a += [self.config.workspace_mount]
         else:
             a += ["--bind", str(self.dir / "upper"), self.config.workspace_mount]
+        a += self._mount_args()
         a += list(binds)
         a += ["--remount-ro", "/", "--chdir", cwd or self.config.workspace_mount, "--"]
         if proxy:
@@ -405,9 +414,12 @@ class BwrapSandbox(Sandbox):
         async def classify() -> str | None:
             return cg.limit_hit() if cg is not None else None
 
+        fds: list[int] = []
         try:
+            if self.config.sealed:  # bwrap reads the filter from this descriptor at start
+                fds.append(os.open(self.dir / "seccomp.bpf", os.O_RDONLY))
             result = await run_process(
-                self._argv(cmd, workdir, cwd, binds, proxy),
+                self._argv(cmd, workdir, cwd, binds, proxy, ["--seccomp", str(fds[0])] if fds else []),
                 env=run_env,
                 cwd=None,
                 timeout=timeout if timeout is not None else self.config.wall_time_s,
@@ -417,12 +429,15 @@ class BwrapSandbox(Sandbox):
                 kill=self._kill,
                 on_start=self._procs.add,
                 classify=classify,
+                pass_fds=fds,
             )
             if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
                 # command not found: 127 as from a shell (and the docker backend)
                 result = dataclasses.replace(result, return_code=127)
             return result
         finally:
+            for fd in fds:
+                os.close(fd)
             self._procs = {p for p in self._procs if p.returncode is None}
             await asyncio.to_thread(rmtree_hard, workdir)
 
@@ -434,6 +449,15 @@ class BwrapSandbox(Sandbox):
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+    async def reap(self) -> None:
+        """Kill every running exec; with it goes its whole pid namespace (double forks, setsid, all)."""
+        procs = list(self._procs)
+        for p in procs:
+            self._kill(p)
+        for p in procs:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(p.wait(), 5)
 
     # ------------------------------------------------------------------ files
     def _ensure_writable(self, path: str) -> None:
@@ -476,7 +500,7 @@ class BwrapSandbox(Sandbox):
         if r.return_code != 0:
             raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
 
-    async def download(self, src: str, dest: Path) -> None:
+    async def download(self, src: str, dest: Path) -> list[str]:
         """Copy ``src`` out of the sandbox to ``dest``; symlinks leading outside it are dropped."""
         assert self.dir is not None
         source = inside_path(src, self.config.workspace_mount)
@@ -492,7 +516,9 @@ class BwrapSandbox(Sandbox):
             if r.return_code != 0:
                 raise SandboxExecError(f"download {source}: {r.stderr.strip() or 'cp failed'}")
             strip_escaping_symlinks(out / "x")
+            skipped = sanitize_tree(out / "x")
             await asyncio.to_thread(move_into, out / "x", Path(dest))
+            return skipped
         finally:
             rmtree_hard(out)
 

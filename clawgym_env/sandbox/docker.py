@@ -9,45 +9,52 @@ container, listens on ``127.0.0.1:proxy_port`` inside.
 A container per sandbox with exec per process was chosen over a container per process:
 measured with bench/sandbox.py on the 2-core dev box (load ~11), an exec took 142 ms median
 against 868 ms to create and remove a container, and uploads to /verifier persist without
-extra volumes. Every exec carries a marker in its environment; when
-its main process ends (or times out) every process still carrying the marker is killed, so
-stragglers die with their exec as in the bwrap backend. ``close`` removes the container.
+extra volumes. When the last running exec ends (or times out), every process of the container
+cgroup that is not the container's own (init, sleep, the forwarder) is killed from the host, so
+stragglers die with their exec as in the bwrap backend, whatever they did to hide (setsid,
+``env -i``). ``close`` removes the container.
+
+Disk: the root filesystem is read-only; the workspace is a size-limited tmpfs on the host and
+/tmp, /var/tmp, /run and HOME are size-limited tmpfs mounts (``SandboxConfig.disk_mb``), so
+nothing written inside lands on the host disk. A sealed (grading) container also drops every
+capability and runs under the ``_seccomp`` profile.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import posixpath
 import shutil
+import socket
+import subprocess
 import tarfile
 import tempfile
 import time
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import limit_counters, limit_fired
-from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, strip_escaping_symlinks
+from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
 from clawgym_env.sandbox._process import OutputBuffer
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 
 DEFAULT_IMAGE = "clawgym-base:latest"
-_RESERVED_TOP = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "etc", "proc", "sys", "dev", "boot", "run", "var"}
-_REAP_BODY = (
-    'for p in /proc/[0-9]*; do [ "${p#/proc/}" = "$$" ] && continue; '
-    'grep -qz "^CLAWGYM_EXEC=$id\\$" "$p/environ" 2>/dev/null && kill -9 "${p#/proc/}" 2>/dev/null; done'
+_KILL_OTHERS = (
+    'for _ in 1 2 3; do for p in /proc/[0-9]*; do pid="${p#/proc/}"; '
+    'case " $keep $$ " in *" $pid "*) continue;; esac; kill -9 "$pid" 2>/dev/null; done; done'
 )
-_REAPER = 'id="$1"; ' + _REAP_BODY + "; true"
-"""Kills every process whose environment carries CLAWGYM_EXEC=$1."""
-_WRAP = 'id="$1"; shift; "$@"; rc=$?; ' + _REAP_BODY + "; exit $rc"
-"""Runs the command, then reaps whatever it left behind, keeping its exit code."""
+_REAPER = 'keep="$1"; ' + _KILL_OTHERS + "; true"
+"""Kills every process in the container but its own (init, sleep, forwarder: pids in $1)."""
+_WRAP = 'keep="$1"; shift; "$@"; rc=$?; ' + _KILL_OTHERS + "; exit $rc"
+"""Runs the command, then kills whatever is left in the container's pid namespace, keeping its exit code."""
+_RO_TMPFS = ("/tmp", "/var/tmp", "/run")
+"""Writable folders of a container whose root filesystem is read-only (tmpfs, size-limited)."""
 
 
 def _client() -> Any:
@@ -82,6 +89,9 @@ class DockerSandbox(Sandbox):
         self._container: Any = None
         self._cg_paths: dict[str, Path] = {}
         self._baseline: dict[str, int] = {}
+        self._tmpfs: Path | None = None
+        self._own = ""
+        """Pids (inside) of the container's own processes (init, sleep, forwarder): never reaped."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -91,6 +101,9 @@ class DockerSandbox(Sandbox):
         self.state = SandboxState.STARTED
         if self.config.proxy_socket is not None:
             await self._start_forwarder()
+        r = await asyncio.to_thread(self._container.exec_run, ["sh", "-c", 'echo /proc/[0-9]*; echo "$$"'], user="0")
+        listed, me = r.output.decode().split("\n")[:2]
+        self._own = " ".join(p.rsplit("/", 1)[1] for p in listed.split() if p.rsplit("/", 1)[1] != me.strip())
 
     def _start_sync(self) -> None:
         cfg = self.config
@@ -108,10 +121,10 @@ class DockerSandbox(Sandbox):
             ) from exc
         self.dir = Path(tempfile.mkdtemp(prefix="clawgym-docker-"))
         ws = self.dir / "workspace"
+        ws.mkdir()
+        self._mount_tmpfs(ws)
         if cfg.workspace_src is not None:
-            shutil.copytree(cfg.workspace_src, ws, symlinks=True)
-        else:
-            ws.mkdir()
+            shutil.copytree(cfg.workspace_src, ws, symlinks=True, dirs_exist_ok=True)
         if self.uid != 0 and os.geteuid() == 0:
             for root, dirs, files in os.walk(ws):
                 for n in [root, *(os.path.join(root, x) for x in dirs + files)]:
@@ -128,12 +141,23 @@ class DockerSandbox(Sandbox):
             limits["pids_limit"] = cfg.pids
         if cfg.cpus:
             limits["nano_cpus"] = int(cfg.cpus * 1e9)
+        size = f",size={cfg.disk_mb}m" if cfg.disk_mb else ""
+        tmpfs = {d: f"rw,nosuid,nodev,mode=1777{size}" for d in _RO_TMPFS}
+        tmpfs[self.home] = f"rw,nosuid,nodev,mode=0755{size}"
+        security = ["no-new-privileges"]
+        caps = ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"]
+        if cfg.sealed:
+            from clawgym_env.sandbox._seccomp import docker_profile
+
+            security.append(f"seccomp={docker_profile()}")
+            caps = ["ALL"]
+            limits["user"] = "65534:65534"  # init and sleep: out of reach of graders that kill(-1)
         try:
             self._container = self._client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True, network_mode="none",
                 volumes=volumes, working_dir=cfg.workspace_mount, hostname="clawgym",
-                labels={"clawgym.sandbox": "1"}, security_opt=["no-new-privileges"],
-                cap_drop=["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"], **limits,
+                labels={"clawgym.sandbox": "1"}, security_opt=security, cap_drop=caps,
+                read_only=True, tmpfs=tmpfs, **limits,
             )  # fmt: skip
             if self.uid != 0:
                 self._container.exec_run(["sh", "-c", "mkdir -p /home/user && chown 1000:1000 /home/user"])
@@ -141,6 +165,19 @@ class DockerSandbox(Sandbox):
         except Exception as exc:
             self._cleanup_sync()
             raise SandboxStartError(f"docker backend: cannot start a container from {image!r}: {exc}") from exc
+
+    def _mount_tmpfs(self, folder: Path) -> None:
+        """Put a size-limited tmpfs on ``folder`` (needs host root, as dockerd itself does)."""
+        if not self.config.disk_mb:
+            return
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.config.disk_mb}m,mode=0755,nosuid,nodev",
+                            "tmpfs", str(folder)], capture_output=True, text=True)  # fmt: skip
+        if r.returncode != 0:
+            raise SandboxStartError(
+                f"docker backend: cannot mount a {self.config.disk_mb} MB tmpfs for the workspace ({r.stderr.strip()}); "
+                "run as root, or set SandboxConfig.disk_mb=None to accept a workspace without a disk limit"
+            )
+        self._tmpfs = folder
 
     def _find_cgroup(self) -> None:
         """Locate the container's cgroup on the host, to tell OOM and pids-limit kills apart."""
@@ -205,14 +242,9 @@ class DockerSandbox(Sandbox):
         """Run ``cmd`` with ``docker exec``; see ``Sandbox.exec``."""
         if not cmd:
             raise SandboxExecError("exec: empty command")
-        argv = list(cmd)
-        if stdin is not None:
-            name = f"/tmp/.clawgym-stdin-{uuid.uuid4().hex[:8]}"
-            await self._put_bytes(name, stdin)
-            argv = ["sh", "-c", 'f="$1"; shift; exec "$@" < "$f"', "stdin", name, *argv]
         return await self._exec_raw(
-            argv, env=env, cwd=cwd, timeout=timeout if timeout is not None else self.config.wall_time_s,
-            on_output=on_output, max_output_bytes=max_output_bytes,
+            list(cmd), env=env, cwd=cwd, timeout=timeout if timeout is not None else self.config.wall_time_s,
+            on_output=on_output, max_output_bytes=max_output_bytes, stdin=stdin,
         )  # fmt: skip
 
     async def _exec_raw(
@@ -225,18 +257,18 @@ class DockerSandbox(Sandbox):
         on_output: OutputCallback | None = None,
         max_output_bytes: int = 16 * 1024 * 1024,
         user: str | None = None,
+        stdin: bytes | None = None,
     ) -> ExecResult:
         if self.state is not SandboxState.STARTED or self._container is None:
             raise SandboxExecError(f"docker sandbox: exec in state {self.state.value}; call start() first")
-        exec_id = uuid.uuid4().hex[:12]
-        full_env = {**self._env(env), "CLAWGYM_EXEC": exec_id}
+        full_env = self._env(env)
         api = self._client.api
         t0 = time.perf_counter()
         try:
             handle = await asyncio.to_thread(
-                api.exec_create, self._container.id, ["sh", "-c", _WRAP, "clawgym-exec", exec_id, *argv],
+                api.exec_create, self._container.id, ["sh", "-c", _WRAP, "clawgym-exec", self._own, *argv],
                 environment=full_env, workdir=cwd or self.config.workspace_mount,
-                user=user or f"{self.uid}:{self.uid}",
+                user=user or f"{self.uid}:{self.uid}", stdin=stdin is not None,
             )  # fmt: skip
         except Exception as exc:
             raise SandboxExecError(f"docker exec could not start {argv[0]!r}: {exc}") from exc
@@ -244,9 +276,26 @@ class DockerSandbox(Sandbox):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, bytes] | None] = asyncio.Queue()
 
+        def frames() -> Iterator[tuple[bytes | None, bytes | None]]:
+            if stdin is None:
+                yield from api.exec_start(handle["Id"], stream=True, demux=True)
+                return
+            from docker.utils.socket import STDOUT, frames_iter
+
+            # stdin goes over the attached socket: never through a file another process could read
+            sock = api.exec_start(handle["Id"], socket=True)
+            raw = getattr(sock, "_sock", sock)
+            try:
+                raw.sendall(stdin)
+                raw.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            for kind, data in frames_iter(sock, tty=False):
+                yield (data, None) if kind == STDOUT else (None, data)
+
         def pump() -> None:
             try:
-                for o, e in api.exec_start(handle["Id"], stream=True, demux=True):
+                for o, e in frames():
                     if o:
                         loop.call_soon_threadsafe(queue.put_nowait, ("stdout", o))
                     if e:
@@ -273,13 +322,13 @@ class DockerSandbox(Sandbox):
             await asyncio.wait_for(asyncio.shield(consumer), timeout)
         except TimeoutError:
             timed_out = True
-            await self._reap(exec_id)
+            await self.reap()
             try:
                 await asyncio.wait_for(asyncio.shield(consumer), 5)
             except TimeoutError:
                 consumer.cancel()
         except BaseException:
-            await self._reap(exec_id)
+            await self.reap()
             raise
         if not timed_out:
             await reader
@@ -292,28 +341,20 @@ class DockerSandbox(Sandbox):
             timed_out=timed_out, killed_by_limit=limit,
         )  # fmt: skip
 
-    async def _reap(self, exec_id: str) -> None:
-        """SIGKILL every process that carries ``exec_id`` in its environment."""
+    async def reap(self) -> None:
+        """SIGKILL every process of the container but its own (by pid namespace, not by marker)."""
         if self._container is None:
             return
-        await asyncio.to_thread(self._container.exec_run, ["sh", "-c", _REAPER, "reaper", exec_id], user="0")
+        await asyncio.to_thread(self._container.exec_run, ["sh", "-c", _REAPER, "reaper", self._own], user="0")
 
     # ------------------------------------------------------------------ files
     def _check_target(self, path: str) -> None:
-        top = path.split("/")[1] if path.count("/") else ""
-        if not top or top in _RESERVED_TOP:
+        roots = [self.home, *_RO_TMPFS, *(m.inside for m in self.config.mounts if m.writable)]
+        if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
             raise SandboxExecError(
-                f"{path} is not writable in the sandbox; copy into the workspace "
-                f"({self.config.workspace_mount}), {self.home}, /tmp, or a new top-level folder such as /verifier"
+                f"{path} is not writable in the sandbox (its root filesystem is read-only); copy into the "
+                f"workspace ({self.config.workspace_mount}), {self.home} or /tmp"
             )
-
-    async def _put_bytes(self, path: str, data: bytes) -> None:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(posixpath.basename(path))
-            info.size, info.uid, info.gid, info.mode = len(data), self.uid, self.uid, 0o600
-            tar.addfile(info, io.BytesIO(data))
-        await asyncio.to_thread(self._container.put_archive, posixpath.dirname(path), buf.getvalue())
 
     async def upload(self, src: Path, dest: str) -> None:
         """Copy a host file or folder in (``put_archive``); folders merge into an existing folder."""
@@ -341,16 +382,18 @@ class DockerSandbox(Sandbox):
             return buf.getvalue()
 
         data = await asyncio.to_thread(build)
-        try:
-            await asyncio.to_thread(self._container.put_archive, parent, data)
-        except Exception as exc:
-            raise SandboxExecError(f"upload {src} -> {target} failed: {exc}") from exc
+        # tar on stdin, not put_archive: docker refuses put_archive on a read-only root filesystem
+        r = await self._exec_raw(["tar", "-x", "-f", "-", "-C", parent], user="0", stdin=data, cwd="/")
+        if r.return_code != 0:
+            raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
 
-    async def download(self, src: str, dest: Path) -> None:
+    async def download(self, src: str, dest: Path) -> list[str]:
         """Copy ``src`` out (``get_archive``); symlinks leading outside it are dropped."""
         source = inside_path(src, self.config.workspace_mount)
         assert self.dir is not None
         out = Path(tempfile.mkdtemp(dir=self.dir, prefix="out-"))
+
+        skipped: list[str] = []
 
         def fetch() -> Path:
             try:
@@ -362,13 +405,17 @@ class DockerSandbox(Sandbox):
                 f.writelines(stream)
             with tarfile.open(tar_path) as tar:
                 members = tar.getmembers()
-                tar.extractall(out / "x", members=members, filter=_safe_filter)
+                plain = [m for m in members if m.isreg() or m.isdir() or m.issym() or m.islnk()]
+                skipped.extend(m.name.split("/", 1)[1] if "/" in m.name else m.name for m in members if m not in plain)
+                tar.extractall(out / "x", members=plain, filter=_safe_filter)
             return out / "x" / (members[0].name.split("/")[0] if members else posixpath.basename(source))
 
         try:
             top = await asyncio.to_thread(fetch)
             strip_escaping_symlinks(top)
+            skipped.extend(sanitize_tree(top))
             await asyncio.to_thread(move_into, top, Path(dest))
+            return sorted(skipped)
         finally:
             rmtree_hard(out)
 
@@ -387,6 +434,9 @@ class DockerSandbox(Sandbox):
             except Exception:
                 pass
             self._container = None
+        if self._tmpfs is not None:
+            subprocess.run(["umount", "-l", str(self._tmpfs)], capture_output=True)
+            self._tmpfs = None
         if self.dir is not None:
             rmtree_hard(self.dir)
             self.dir = None

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from clawgym_env.errors import SandboxExecError, SandboxStartError
-from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard
+from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree
 from clawgym_env.sandbox._process import kill_process_group, run_process
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
@@ -122,6 +122,13 @@ class LocalSandbox(Sandbox):
         self._procs = {p for p in self._procs if p.returncode is None}
         return result
 
+    async def reap(self) -> None:
+        """Kill the process groups started here (a process that left its group escapes: no isolation)."""
+        for p in list(self._procs):
+            kill_process_group(p)
+            await p.wait()
+        self._procs.clear()
+
     async def upload(self, src: Path, dest: str) -> None:
         """Copy a host file or folder to the mapped destination."""
         src = Path(src)
@@ -134,7 +141,7 @@ class LocalSandbox(Sandbox):
         else:
             await asyncio.to_thread(shutil.copy2, src, target)
 
-    async def download(self, src: str, dest: Path) -> None:
+    async def download(self, src: str, dest: Path) -> list[str]:
         """Copy the mapped ``src`` to ``dest``."""
         source = self._host_path(src)
         if not source.exists():
@@ -145,7 +152,9 @@ class LocalSandbox(Sandbox):
             await asyncio.to_thread(shutil.copytree, source, tmp, symlinks=True)
         else:
             shutil.copy2(source, tmp)
+        skipped = sanitize_tree(tmp)
         await asyncio.to_thread(move_into, tmp, Path(dest))
+        return skipped
 
     async def close(self) -> None:
         """Kill the process groups started here and remove the temp folder; idempotent."""

@@ -1,7 +1,9 @@
 """Tasks: declarative specs, suites, verifiers and importers.
 
 ``load_suite("clawgym-original")`` gives a ``Suite`` whose ``tasks`` are ``TaskSpec`` s;
-``await verify(spec, sandbox, transcript, judge)`` scores a finished episode;
+``await verify(spec, sandbox, transcript, judge)`` scores a finished episode and
+``await grade_workspace(spec, workspace_dir, transcript, backend)`` any final workspace, both in a
+fresh sealed sandbox;
 ``await check_suite(suite)`` proves every task sound (solution scores 1, doing nothing scores 0).
 """
 
@@ -22,6 +24,7 @@ from clawgym_env.task.spec import (
     VerifierSpec,
 )
 from clawgym_env.task.suite import Suite, TaskRegistry, load_suite, user_suites_dir, validate_suite
+from clawgym_env.task.grade import grade_workspace
 from clawgym_env.task.verify import VerifyResult, make_transcript, verify
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "VerifierSpec",
     "VerifyResult",
     "check_suite",
+    "grade_workspace",
     "load_suite",
     "load_task_dir",
     "make_transcript",

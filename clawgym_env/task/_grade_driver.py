@@ -1,10 +1,18 @@
-"""Runs a task's ``grade()`` inside the sandbox (python3 stdlib only; passed to ``python3 -c``).
+"""Runs a task's ``grade()`` in the sealed grading sandbox (python3 stdlib only; passed to ``python3 -I -c``).
 
-stdin: JSON {"transcript", "workspace", "file" (path inside) or null, "source" or null}.
-The last stdout line is ``__CLAWGYM_GRADE__ {"ok": true, "scores": {...}}`` or ``{"ok": false, "error": ...}``;
-anything grade() prints comes before it.
+stdin: JSON {"key" (hex), "transcript", "workspace", "file" (path inside) or null, "source" or null}.
+The verdict is one stdout line ``__CLAWGYM_GRADE__ <hmac> {"ok": true, "scores": {...}}`` (or
+``{"ok": false, "error": ...}``), signed with the key. Code under test (the agent's, run by grade()
+as a child) shares this uid and may print anything, kill us or write to our stdout, but cannot
+sign: the key came over stdin, already drained, and this process is made non-dumpable first, so
+its memory and descriptors are closed to same-uid processes (the sandbox also refuses ptrace).
+Importing the agent's modules into this process is refused: code in here could sign anything.
 """
 
+import ctypes
+import hashlib
+import hmac
+import importlib.machinery
 import json
 import sys
 import traceback
@@ -13,43 +21,73 @@ import types
 MARK = "__CLAWGYM_GRADE__ "
 
 
-def _finish(payload):
-    sys.stdout.flush()
-    sys.stdout.write("\n" + MARK + json.dumps(payload) + "\n")
-    sys.stdout.flush()
+def _seal():
+    try:
+        if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+    except (OSError, AttributeError) as exc:  # never grade unsealed
+        sys.stderr.write("clawgym: cannot make the grading process non-dumpable: %s\n" % exc)
+        sys.exit(3)
+
+
+class _NoWorkspaceImports:
+    """A meta-path finder refusing modules found under the workspace (the agent's code)."""
+
+    def __init__(self, workspace):
+        self.root = workspace.rstrip("/") + "/"
+
+    def find_spec(self, name, path=None, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        origin = (spec.origin or "") if spec is not None else ""
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        if any(p.startswith(self.root) for p in [origin, *locations]):
+            raise ImportError("the grader imported %r from the workspace into the grading process; "
+                              "run the agent's code in a subprocess instead" % name)
+        return None
 
 
 def main():
+    _seal()
+    req = json.loads(sys.stdin.read())
+    key = bytes.fromhex(req.pop("key"))
+
+    def finish(payload):
+        body = json.dumps(payload)
+        mac = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+        sys.stdout.flush()
+        sys.stdout.write("\n" + MARK + mac + " " + body + "\n")
+        sys.stdout.flush()
+
     try:
-        req = json.loads(sys.stdin.read())
         path = req.get("file")
         source = req.get("source")
         if source is None:
             with open(path, encoding="utf-8") as fh:
                 source = fh.read()
+        sys.meta_path.insert(0, _NoWorkspaceImports(req["workspace"]))
         module = types.ModuleType("clawgym_grade")
         module.__file__ = path or "<grade>"
         sys.path.insert(0, path.rsplit("/", 1)[0] if path and "/" in path else ".")
         exec(compile(source, path or "<grade>", "exec"), module.__dict__)
         grade = getattr(module, "grade", None)
         if not callable(grade):
-            _finish({"ok": False, "error": "the file defines no grade(transcript, workspace_path) function"})
+            finish({"ok": False, "error": "the file defines no grade(transcript, workspace_path) function"})
             return
         result = grade(req["transcript"], req["workspace"])
     except BaseException:  # the grader's own failure is reported, never raised
-        _finish({"ok": False, "error": traceback.format_exc(limit=5)[-4000:]})
+        finish({"ok": False, "error": traceback.format_exc(limit=5)[-4000:]})
         return
     if not isinstance(result, dict):
-        _finish({"ok": False, "error": "grade() returned %s, not a dict of sub-scores" % type(result).__name__})
+        finish({"ok": False, "error": "grade() returned %s, not a dict of sub-scores" % type(result).__name__})
         return
     scores = {}
-    for key, value in result.items():
+    for k, value in result.items():
         try:
-            scores[str(key)] = float(value)
+            scores[str(k)] = float(value)
         except (TypeError, ValueError):
-            _finish({"ok": False, "error": "sub-score %r is %r, not a number" % (key, value)})
+            finish({"ok": False, "error": "sub-score %r is %r, not a number" % (k, value)})
             return
-    _finish({"ok": True, "scores": scores})
+    finish({"ok": True, "scores": scores})
 
 
 main()

@@ -12,11 +12,12 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import ClawGymError
 from clawgym_env.proxy.backends.base import PolicyBackend
-from clawgym_env.sandbox.base import SandboxConfig
+from clawgym_env.sandbox.base import Mount, SandboxConfig
 from clawgym_env.task.spec import RubricVerifier, TaskSpec
 from clawgym_env.task.suite import Suite
 from clawgym_env.task.verify import VerifyResult, make_transcript, params_env, verify
@@ -24,7 +25,7 @@ from clawgym_env.task.verify import VerifyResult, make_transcript, params_env, v
 __all__ = ["SOLUTION_MOUNT", "CheckResult", "check_suite", "check_task", "record_noop_scores"]
 
 SOLUTION_MOUNT = "/solution"
-"""Where the reference solution folder is copied for ``solve.sh`` (never during a real episode)."""
+"""Where the reference solution folder is mounted (read-only) for ``solve.sh``; never during a real episode."""
 _FULL = 1.0 - 1e-9
 
 
@@ -49,12 +50,13 @@ class CheckResult:
         return self.solution_status not in ("fail", "error") and self.noop_status not in ("fail", "error")
 
 
-def _config(spec: TaskSpec) -> SandboxConfig:
+def _config(spec: TaskSpec, solution: Path | None = None) -> SandboxConfig:
     return SandboxConfig(
         workspace_mount=spec.workspace_mount,
         workspace_src=spec.workspace_dir,
         memory_mb=spec.limits.memory_mb,
         wall_time_s=spec.limits.wall_time_s,
+        mounts=(Mount(host=solution, inside=SOLUTION_MOUNT),) if solution is not None else (),
     )
 
 
@@ -74,9 +76,8 @@ async def _run_solution(spec: TaskSpec, backend: str, judge: PolicyBackend | Non
     message_file = sol if sol.name == "final_message.txt" else sol.parent / "final_message.txt"
     if message_file.is_file():
         final = message_file.read_text(encoding="utf-8")
-    async with create_sandbox(backend, _config(spec)) as sb:
+    async with create_sandbox(backend, _config(spec, sol.parent if sol.suffix == ".sh" else None)) as sb:
         if sol.suffix == ".sh":
-            await sb.upload(sol.parent, SOLUTION_MOUNT)
             inside = f"{SOLUTION_MOUNT}/{sol.name}"
             res = await sb.exec(["bash", inside], cwd=spec.workspace_mount, timeout=spec.limits.wall_time_s,
                                 env=params_env(spec))

@@ -1,16 +1,22 @@
-"""Score a finished episode: hidden files go in only now, then every verifier runs, weighted.
+"""Score a finished episode: every verifier runs, weighted, in a sealed grading sandbox.
 
-Code and script verifiers run inside the episode's sandbox (the agent's workspace as it left
-it); rubric items go to an LLM judge; answers are compared in-process. A verifier that crashes,
-prints garbage, returns NaN or times out scores 0 with the reason kept in ``details``; only a
-sandbox that cannot run anything at all raises ``VerifierError``.
+``verify`` (and ``clawgym_env.task.grade.grade_workspace``, which it calls) grades the final
+workspace in a fresh sandbox, never the agent's: see ``grade`` for what that guarantees. Code and
+script verifiers run there through small drivers whose verdict is signed with a per-run key the
+agent's code cannot learn; rubric items go to an LLM judge; answers are compared in-process. A
+verifier that crashes, is killed, exits non-zero, prints garbage, returns NaN or times out scores
+0 with the reason kept in ``details``; only a sandbox that cannot run anything at all raises
+``VerifierError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import math
+import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +35,13 @@ from clawgym_env.task.spec import (
     TaskSpec,
 )
 
-__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "verify"]
+__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "reward_payload", "run_verifiers", "verify"]
 
 PAYLOAD_PATH = "/tmp/.clawgym-verify/reward_payload.json"
 """Where script verifiers find the episode (ClawGym's OPENCLAW_REWARD_PAYLOAD convention)."""
 _MARK = "__CLAWGYM_GRADE__ "
-_DRIVER = (Path(__file__).with_name("_grade_driver.py")).read_text(encoding="utf-8")
+_CODE_DRIVER = (Path(__file__).with_name("_grade_driver.py")).read_text(encoding="utf-8")
+_SCRIPT_DRIVER = (Path(__file__).with_name("_script_driver.py")).read_text(encoding="utf-8")
 _OUTPUT_CAP = 20_000
 _SAFE_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 """Keeps files the agent left in HOME or the environment from running inside verifiers."""
@@ -104,27 +111,48 @@ async def _exec(sandbox: Sandbox, cmd: list[str], spec: TaskSpec, timeout: float
         raise VerifierError(f"verifier for {spec.full_id} could not run in the sandbox: {exc}") from exc
 
 
+def _signed_verdict(res: Any, key: bytes, what: str, timeout_s: float) -> tuple[dict[str, Any] | None, str | None]:
+    """The driver's signed verdict, or why there is none: a grader killed, timed out or exiting
+    non-zero is an error, and an unsigned marker line (anyone may print one) is ignored."""
+    if res.timed_out:
+        return None, f"{what} ran past {timeout_s:g}s"
+    if res.return_code != 0:
+        return None, f"grading process exited {res.return_code} (killed or failed): no verdict"
+    for line in reversed(res.stdout.splitlines()):
+        if not line.startswith(_MARK):
+            continue
+        mac, _, body = line[len(_MARK) :].partition(" ")
+        if hmac.compare_digest(mac, hmac.new(key, body.encode(), hashlib.sha256).hexdigest()):
+            try:
+                return json.loads(body), None
+            except ValueError:
+                break
+    return None, "grading process exited without a signed verdict"
+
+
+def _driver_output(res: Any) -> str:
+    lines = [ln for ln in res.stdout.splitlines() if not ln.startswith(_MARK)]
+    text = "\n".join(lines).strip("\n")
+    return text + (("\n[stderr]\n" + res.stderr) if res.stderr.strip() else "")
+
+
 async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any]) -> _Outcome:
     inside = spec.sandbox_path_of(v.file)
+    key = secrets.token_bytes(32)
     request = {
+        "key": key.hex(),
         "transcript": transcript,
         "workspace": spec.workspace_mount,
         "file": inside,
         "source": None if inside else spec.host_path(v.file).read_text(encoding="utf-8"),
     }
     # -I: the agent's files (a json.py in the workspace, a usercustomize in HOME) must not load into the grader
-    res = await _exec(sandbox, ["python3", "-I", "-c", _DRIVER], spec, v.timeout_s, stdin=json.dumps(request, default=str).encode(),
-                      env=_SAFE_ENV)
-    output = res.stdout + (("\n[stderr]\n" + res.stderr) if res.stderr.strip() else "")
-    if res.timed_out:
-        return _Outcome(0.0, {}, {"error": f"grade() ran past {v.timeout_s:g}s"}, output)
-    line = next((ln for ln in reversed(res.stdout.splitlines()) if ln.startswith(_MARK)), None)
-    if line is None:
-        return _Outcome(0.0, {}, {"error": f"grading process exited {res.return_code} without a result"}, output)
-    try:
-        payload = json.loads(line[len(_MARK) :])
-    except ValueError:
-        return _Outcome(0.0, {}, {"error": "grading process printed an unreadable result"}, output)
+    res = await _exec(sandbox, ["python3", "-I", "-c", _CODE_DRIVER], spec, v.timeout_s,
+                      stdin=json.dumps(request, default=str).encode(), env=_SAFE_ENV)
+    output = _driver_output(res)
+    payload, error = _signed_verdict(res, key, "grade()", v.timeout_s)
+    if payload is None:
+        return _Outcome(0.0, {}, {"error": error}, output)
     if not payload.get("ok"):
         return _Outcome(0.0, {}, {"error": str(payload.get("error", "grade() failed"))}, output)
     raw: dict[str, float] = payload.get("scores") or {}
@@ -137,29 +165,23 @@ async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcrip
     return _Outcome(sum(subs.values()) / len(subs), subs, {}, output)
 
 
-async def _upload_payload(sandbox: Sandbox, spec: TaskSpec, transcript: dict[str, Any]) -> None:
-    payload = {
+def reward_payload(spec: TaskSpec, transcript: dict[str, Any]) -> dict[str, Any]:
+    """What script verifiers find at ``PAYLOAD_PATH`` (ClawGym's OPENCLAW_REWARD_PAYLOAD)."""
+    return {
         "task_id": spec.full_id,
         "user_query": spec.instruction,
         "metadata": spec.metadata,
         "final_message": transcript.get("final_message", ""),
         "transcript": transcript.get("messages", []),
     }
-    with tempfile.TemporaryDirectory(prefix="clawgym-payload-") as tmp:
-        path = Path(tmp) / "reward_payload.json"
-        path.write_text(json.dumps(payload, default=str), encoding="utf-8")
-        try:
-            await sandbox.upload(path, PAYLOAD_PATH)
-        except SandboxError as exc:
-            raise VerifierError(f"cannot copy the reward payload into the sandbox for {spec.full_id}: {exc}") from exc
 
 
 async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _Outcome:
     inside = spec.sandbox_path_of(v.file)
     if inside:
-        cmd = ["bash", inside]
+        argv = ["bash", inside]
     else:
-        cmd = ["bash", "-c", spec.host_path(v.file).read_text(encoding="utf-8"), v.file]
+        argv = ["bash", "-c", spec.host_path(v.file).read_text(encoding="utf-8"), v.file]
     env = {
         **_SAFE_ENV,
         **params_env(spec),
@@ -168,13 +190,21 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _O
         "CLAWGYM_TASK_ID": spec.full_id,
         "OPENCLAW_REWARD_PAYLOAD": PAYLOAD_PATH,
     }
-    res = await _exec(sandbox, cmd, spec, v.timeout_s, env=env)
-    output = res.stdout + (("\n[stderr]\n" + res.stderr) if res.stderr.strip() else "")
-    if res.timed_out:
-        return _Outcome(0.0, {"score": 0.0}, {"error": f"script ran past {v.timeout_s:g}s"}, output)
-    if res.return_code != 0:
-        return _Outcome(0.0, {"score": 0.0}, {"error": f"script exited {res.return_code}"}, output)
-    lines = [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
+    key = secrets.token_bytes(32)
+    request = {"key": key.hex(), "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s}
+    res = await _exec(sandbox, ["python3", "-I", "-c", _SCRIPT_DRIVER], spec, v.timeout_s + 15,
+                      stdin=json.dumps(request).encode(), env=env)
+    output = _driver_output(res)
+    payload, error = _signed_verdict(res, key, "script", v.timeout_s + 15)
+    if payload is not None and payload.get("rc") is None:
+        error = f"script ran past {v.timeout_s:g}s"
+    elif payload is not None and payload.get("stray"):
+        error = "script exited leaving processes running (killed; a process outliving its grader could forge it)"
+    elif payload is not None and payload.get("rc") != 0:
+        error = f"script exited {payload.get('rc')}"
+    if error is not None or payload is None:
+        return _Outcome(0.0, {"score": 0.0}, {"error": error}, output)
+    lines = [ln.strip() for ln in str(payload.get("stdout", "")).splitlines() if ln.strip()]
     try:
         value = float(lines[-1]) if lines else math.nan
     except ValueError:
@@ -265,27 +295,11 @@ async def _run_answer(v: AnswerVerifier, spec: TaskSpec, sandbox: Sandbox, trans
     return _Outcome(1.0 if ok else 0.0, {"match": 1.0 if ok else 0.0}, info)
 
 
-async def verify(
-    spec: TaskSpec,
-    sandbox: Sandbox,
-    transcript: dict[str, Any],
-    judge: PolicyBackend | None = None,
+async def run_verifiers(
+    spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], judge: PolicyBackend | None = None
 ) -> VerifyResult:
-    """Copy the hidden files in, run every verifier, and combine their scores by weight.
-
-    Call once, after the agent has finished: the hidden files stay in the sandbox afterwards.
-    """
-    if spec.hidden_dir is not None:
-        try:
-            # whatever the agent put where the hidden files go (e.g. <workspace>/reward/json.py) must not mix with them;
-            # never on the "none" backend, whose commands see the real host filesystem
-            if sandbox.name != "none":
-                await sandbox.exec(["rm", "-rf", "--", spec.hidden_mount], timeout=60)
-            await sandbox.upload(spec.hidden_dir, spec.hidden_mount)
-        except SandboxError as exc:
-            raise VerifierError(f"cannot copy hidden files of {spec.full_id} into the sandbox: {exc}") from exc
-    if any(isinstance(v, ScriptVerifier) for v in spec.verifiers):
-        await _upload_payload(sandbox, spec, transcript)
+    """Run every verifier in ``sandbox`` (a grading sandbox with the hidden files and payload in
+    place) and combine their scores by weight. ``grade_workspace`` is the way in."""
     total_w = sum(v.weight for v in spec.verifiers)
     subscores: dict[str, float] = {}
     infos: dict[str, Any] = {}
@@ -310,3 +324,26 @@ async def verify(
     return VerifyResult(
         score=_clamp(score), subscores=subscores, details={"verifiers": infos}, output=_tail("\n".join(outputs))
     )
+
+
+async def verify(
+    spec: TaskSpec,
+    sandbox: Sandbox,
+    transcript: dict[str, Any],
+    judge: PolicyBackend | None = None,
+) -> VerifyResult:
+    """Grade the episode that ran in ``sandbox``: kill what is left of it, take its final workspace
+    out, and grade that in a fresh sealed sandbox of the same backend (``grade_workspace``).
+
+    Call once, after the agent has finished; ``sandbox`` itself is left for the caller to close.
+    """
+    from clawgym_env.task.grade import grade_workspace
+
+    await sandbox.reap()
+    with tempfile.TemporaryDirectory(prefix="clawgym-final-") as tmp:
+        final = Path(tmp) / "workspace"
+        try:
+            await sandbox.download(spec.workspace_mount, final)
+        except SandboxError as exc:
+            raise VerifierError(f"cannot take the final workspace of {spec.full_id} out of the sandbox: {exc}") from exc
+        return await grade_workspace(spec, final, transcript, backend=sandbox.name, judge=judge)

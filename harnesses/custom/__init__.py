@@ -2,14 +2,13 @@
 
 An adapter is one small class: where the harness lives (``install``/``mounts``), how it finds the
 proxy (``build_env``/``write_configs``) and how to launch one headless episode (``build_command``).
-The loop itself is ``agent.py`` next to this file: stdlib-only, run by the host's python inside
-the sandbox, speaking OpenAI Chat Completions with tools bash/read/write/edit.
+The loop itself is ``agent.py`` next to this file: stdlib-only, run by the sandbox's own python3 (the
+same one verifiers get; the host interpreter is never visible inside), speaking OpenAI Chat Completions with tools bash/read/write/edit.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
@@ -25,7 +24,7 @@ INSIDE = "/opt/clawgym/custom"
 
 
 class CustomLoop(Harness):
-    """The stdlib agent loop in ``agent.py``; nothing to install, the host python runs it."""
+    """The stdlib agent loop in ``agent.py``; nothing to install, the sandbox's python3 runs it."""
 
     name: ClassVar[str] = "custom"
     version: ClassVar[str] = "0.1.0"
@@ -42,16 +41,8 @@ class CustomLoop(Harness):
     def install(self, cache_dir: Path) -> Path:
         return HERE
 
-    def _python(self) -> tuple[str, Path]:
-        prefix = Path(sys.base_prefix)
-        return str(prefix / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"), prefix
-
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        _, prefix = self._python()
-        mounts = [Mount(host=HERE, inside=INSIDE)]
-        if not str(prefix).startswith(("/usr", "/bin", "/lib")):  # e.g. pyenv under /root: bind it where it was
-            mounts.append(Mount(host=prefix, inside=str(prefix)))
-        return tuple(mounts)
+        return (Mount(host=HERE, inside=INSIDE),)
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         return {
@@ -60,10 +51,9 @@ class CustomLoop(Harness):
         }
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        python, _ = self._python()
         turns = session.max_turns or self.max_turns
         return [
-            python, "-I", "-S", f"{INSIDE}/agent.py", instruction, "--base-url", session.base_url,
+            "python3", "-I", "-S", f"{INSIDE}/agent.py", instruction, "--base-url", session.base_url,
             "--model", session.model, "--cwd", session.workspace, "--max-turns", str(turns),
             "--max-tokens", str(self.max_tokens), "--transcript", f"{session.home}/{self.transcript}",
         ]

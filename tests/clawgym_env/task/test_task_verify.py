@@ -71,7 +71,7 @@ async def test_hidden_files_appear_only_at_verification(make_task: Any) -> None:
         ("def grade(t, w):\n    return {}\n", "no sub-scores"),
         ("def grade(t, w):\n    return {'a': 'high'}\n", "not a number"),
         ("x = 1\n", "no grade"),
-        ("import os\ndef grade(t, w):\n    print('noise')\n    os._exit(3)\n", "without a result"),
+        ("import os\ndef grade(t, w):\n    print('noise')\n    os._exit(3)\n", "exited 3"),
         ("import time\ndef grade(t, w):\n    time.sleep(30)\n", "ran past"),
         ("def grade(t, w):\n  return {'x': 1\n", "SyntaxError"),
     ],

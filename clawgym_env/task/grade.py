@@ -1,0 +1,106 @@
+"""Sealed grading: the verdict of an episode depends on its final workspace and transcript only.
+
+``grade_workspace`` starts a fresh sandbox (new pid namespace or container, nothing running) over
+a copy-on-write view of the final workspace and runs the task's verifiers there:
+
+* hidden files are bind-mounted read-only from the task folder on the host, over whatever the
+  agent left at that path, so nothing the agent made (a symlink, a script the grader calls)
+  can change them, even while a grader runs;
+* the reward payload is written by the host into a fresh folder, mounted read-only at
+  ``PAYLOAD_PATH``: never through a path the agent could have prepared;
+* the sandbox is sealed (``SandboxConfig.sealed``): no process may ptrace or copy descriptors
+  from another, no nested namespaces, no capabilities, no proxy;
+* code and script verifiers run through drivers that sign their verdict with a per-run key
+  (see ``_grade_driver``); a grader killed, timed out or exiting non-zero scores 0 as an error.
+
+The same function re-grades a submitted workspace (leaderboard) and grades an episode (``verify``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from clawgym_env.errors import ConfigError, SandboxError, VerifierError
+from clawgym_env.proxy.backends.base import PolicyBackend
+from clawgym_env.sandbox import Mount, SandboxConfig, create_sandbox
+from clawgym_env.sandbox._fs import copy_tree_safely
+from clawgym_env.task.spec import ScriptVerifier, TaskSpec
+from clawgym_env.task.verify import PAYLOAD_PATH, VerifyResult, reward_payload, run_verifiers
+
+__all__ = ["grade_workspace"]
+
+_PAYLOAD_DIR = PAYLOAD_PATH.rsplit("/", 1)[0]
+
+
+def _hidden_inside_workspace(spec: TaskSpec) -> str | None:
+    """The hidden mount's path relative to the workspace, if it lies inside it."""
+    ws = spec.workspace_mount.rstrip("/") + "/"
+    return spec.hidden_mount[len(ws) :].strip("/") if spec.hidden_mount.startswith(ws) else None
+
+
+def _shadowed(workspace: Path, rel: str) -> bool:
+    """True if the agent left anything at (or a symlink along) the path where hidden files go."""
+    p = workspace
+    for part in rel.split("/"):
+        p = p / part
+        if p.is_symlink() or (p.exists() and not p.is_dir()):
+            return True
+    return p.exists()
+
+
+async def grade_workspace(
+    task: TaskSpec,
+    workspace_dir: Path,
+    transcript: dict[str, Any],
+    backend: str = "bwrap",
+    judge: PolicyBackend | None = None,
+) -> VerifyResult:
+    """Grade ``workspace_dir`` (a host folder: the final workspace) for ``task`` in a fresh sealed
+    sandbox of ``backend``; ``transcript`` as from ``make_transcript``. The folder is not modified.
+
+    Raises ``VerifierError`` only when no grading sandbox can run at all.
+    """
+    workspace_dir = Path(workspace_dir)
+    if not workspace_dir.is_dir():
+        raise ConfigError(f"grade_workspace: {workspace_dir} is not a folder (the final workspace of {task.full_id})")
+    staging = Path(tempfile.mkdtemp(prefix="clawgym-grade-"))
+    try:
+        lower = workspace_dir
+        rel = _hidden_inside_workspace(task) if task.hidden_dir is not None else None
+        if rel and _shadowed(workspace_dir, rel):  # the agent put something where the hidden files go
+            lower = staging / "workspace"
+            copy_tree_safely(workspace_dir, lower)
+            victim = lower / rel.split("/")[0]
+            if victim.is_symlink() or victim.is_file():
+                victim.unlink()
+            else:
+                shutil.rmtree(victim)
+        mounts: list[Mount] = []
+        if task.hidden_dir is not None:
+            mounts.append(Mount(host=task.hidden_dir, inside=task.hidden_mount))
+        if any(isinstance(v, ScriptVerifier) for v in task.verifiers):
+            payload_dir = staging / "payload"
+            payload_dir.mkdir()
+            (payload_dir / PAYLOAD_PATH.rsplit("/", 1)[1]).write_text(
+                json.dumps(reward_payload(task, transcript), default=str), encoding="utf-8")
+            os.chmod(payload_dir, 0o755)
+            mounts.append(Mount(host=payload_dir, inside=_PAYLOAD_DIR))
+        config = SandboxConfig(
+            workspace_mount=task.workspace_mount, workspace_src=lower, mounts=tuple(mounts),
+            memory_mb=task.limits.memory_mb, sealed=True,
+        )  # fmt: skip
+        try:
+            async with create_sandbox(backend, config) as sb:
+                if backend == "none":  # no mounts there: copy in (no isolation to speak of anyway)
+                    for m in mounts:
+                        await sb.upload(m.host, m.inside)
+                return await run_verifiers(task, sb, transcript, judge)
+        except SandboxError as exc:
+            raise VerifierError(f"cannot start the grading sandbox for {task.full_id}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
