@@ -17,19 +17,26 @@ prompt starts with call N's prompt + completion ids, byte for byte.
 
 from __future__ import annotations
 
+import weakref
 from array import array
+from collections import OrderedDict
 from typing import Any
 
 from clawgym_env.errors import ProxyError
 from clawgym_env.proxy._neutral import message_key, prefix_keys
+from clawgym_env.proxy._render import IncrementalRenderer, exact_keys
 
 __all__ = ["PromptBuilder"]
+
+_SHARED_SIZE = 8
+_SHARED: weakref.WeakKeyDictionary[Any, OrderedDict[bytes, tuple[array[int], str]]] = weakref.WeakKeyDictionary()
+"""Per tokenizer: the exact ids of first turns (system + tools) other episodes of this process built."""
 
 
 class PromptBuilder:
     """Builds exact prompt ids for one session's calls and remembers what it sampled."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, *, incremental: bool = True) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
             raise ProxyError("the backend's tokenizer has no chat_template; set tokenizer.chat_template "
                              "(or save one in tokenizer_config.json) so the proxy can render prompts")
@@ -41,14 +48,10 @@ class PromptBuilder:
         self.prompt_tokens = 0
         self.reused_tokens = 0
         self.spliced_turns = 0
+        self.shared_hits = 0
         self._last_gen: tuple[bytes, str] = (b"", "")
-
-    def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
-        if not messages:
-            return ""
-        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                                 add_generation_prompt=gen)
-        return out if isinstance(out, str) else str(out)
+        self.renderer = IncrementalRenderer(tokenizer, incremental=incremental)
+        self._shared = _SHARED.setdefault(tokenizer, OrderedDict())
 
     def _encode(self, text: str) -> list[int]:
         if not text:
@@ -58,28 +61,39 @@ class PromptBuilder:
     def build(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[int], int]:
         """Prompt ids for ``messages`` (generation prompt appended) and how many ids were reused."""
         keys = prefix_keys(messages, tools)
+        ek = exact_keys(messages, tools)
+        render = self.renderer.render
         n = len(messages)
-        full = self._render(messages, tools, gen=False)
+        full = render(messages, n, tools, False, ek)
         k = next((j for j in range(n, 0, -1) if keys[j] in self._anchors), 0)
         ids: list[int] = []
         pos_text = ""
+        shared = False
         if k:
             anchor_ids, anchor_text = self._anchors[keys[k]]
             if not full.startswith(anchor_text):  # same turns, different rendering (e.g. reasoning dropped)
-                anchor_text = self._render(messages[:k], tools, gen=False)
+                anchor_text = render(messages, k, tools, False, ek)
             if full.startswith(anchor_text):
                 ids, pos_text = list(anchor_ids), anchor_text
             else:
                 k = 0
-        reused = len(ids)
+        elif n == 2 and messages[-1].get("role") == "user" and keys[1] in self._shared:
+            # Another episode of this harness built the same first turn: its ids are what the
+            # "history without its last user message" anchor below would encode again.
+            anchor_ids, anchor_text = self._shared[keys[1]]
+            if full.startswith(anchor_text):
+                ids, pos_text, k, shared = list(anchor_ids), anchor_text, 1, True
+                self._anchors[keys[1]] = (anchor_ids, anchor_text)
+                self.shared_hits += 1
+        reused = 0 if shared else len(ids)  # another episode's tokens: not a splice of this one
         pos = k
         for i in range(k, n):
             m = messages[i]
             turn = self._turns.get(message_key(m)) if m.get("role") == "assistant" else None
             if turn is None:
                 continue
-            head = self._render(messages[:i], tools, gen=True)
-            tail = self._render(messages[: i + 1], tools, gen=False)
+            head = render(messages, i, tools, True, ek)
+            tail = render(messages, i + 1, tools, False, ek)
             if not (head.startswith(pos_text) and full.startswith(head) and full.startswith(tail)):
                 continue  # this template does not render the turn where the generation prompt ends
             ids += self._encode(head[len(pos_text) :])
@@ -91,14 +105,18 @@ class PromptBuilder:
         if n - 1 > pos and messages[-1].get("role") == "user":
             # Anchor the history without its last user message too: OpenClaw replaces that message
             # (volatile context) on every call, so the next call shares exactly this prefix.
-            mid = self._render(messages[: n - 1], tools, gen=False)
+            mid = render(messages, n - 1, tools, False, ek)
             if mid.startswith(pos_text) and full.startswith(mid):
                 ids += self._encode(mid[len(pos_text) :])
                 pos_text = mid
                 self._anchors[keys[n - 1]] = (array("i", ids), mid)
+                if n == 2:
+                    self._shared[keys[1]] = self._anchors[keys[1]]
+                    while len(self._shared) > _SHARED_SIZE:
+                        self._shared.popitem(last=False)
         ids += self._encode(full[len(pos_text) :])
         self._anchors[keys[n]] = (array("i", ids), full)
-        with_gen = self._render(messages, tools, gen=True)
+        with_gen = render(messages, n, tools, True, ek)
         self._last_gen = (keys[n], with_gen)  # remember() of this call needs it again
         prompt = ids + self._encode(with_gen[len(full) :] if with_gen.startswith(full) else "")
         self.prompt_tokens += len(prompt)
@@ -110,11 +128,12 @@ class PromptBuilder:
         """Index ``messages + [assistant]`` as prompt + sampled completion (+ the template's closing text)."""
         full = messages + [assistant]
         keys = prefix_keys(full, tools)
+        ek = exact_keys(full, tools)
         last_key, with_gen = self._last_gen
         if last_key != keys[-2]:  # another call was built in between
-            with_gen = self._render(messages, tools, gen=True)
+            with_gen = self.renderer.render(messages, len(messages), tools, True, ek)
         try:
-            rendered = self._render(full, tools, gen=False)
+            rendered = self.renderer.render(full, len(full), tools, False, ek)
         except Exception:  # a template that cannot render this turn: nothing to index
             return
         if not rendered.startswith(with_gen):

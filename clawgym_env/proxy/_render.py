@@ -1,0 +1,135 @@
+"""Chat-template rendering that costs what is new, not the whole history.
+
+A harness resends its whole history on every call, so rendering ``messages`` from scratch makes
+prompt building O(history) per call (~6 ms at 40 turns on an idle core, most of it Jinja). For
+the chat templates agents use, the text of a message depends on the message itself, its
+neighbours, the first (system) message and the tools, not on turns further back. So once
+``render(messages[:i])`` is known, ``render(messages[:j])`` is that text plus the delta between
+two small renders::
+
+    head   = [messages[0], messages[i-1]]
+    window = head + messages[i:j]
+    render(messages[:j]) == render(messages[:i]) + render(window)[len(render(head)):]
+
+The identity is not assumed blindly: a window whose head does not render as a prefix falls back
+to a full render; the first few shifted windows of each template in a process, and then every
+``verify_every``-th windowed render, are checked against a full render; and a template caught
+breaking it (one that numbers turns, or strips reasoning before the last user
+query as Qwen3's does) is rendered in full from then on, for every session of this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+__all__ = ["IncrementalRenderer", "exact_keys"]
+
+log = logging.getLogger(__name__)
+
+_UNSAFE_TEMPLATES: set[str] = set()
+"""Digests of chat templates seen breaking the window identity: rendered in full everywhere."""
+_CHECKED: dict[str, int] = {}
+"""Per template digest: how many shifted windows (head not at its real position) were checked."""
+_FIRST_CHECKS = 3
+
+
+def exact_keys(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[bytes]:
+    """keys[j] identifies (tools, messages[:j]) byte for byte (unlike ``prefix_keys``, nothing normalised)."""
+    h = hashlib.blake2b(orjson.dumps(tools, option=orjson.OPT_SORT_KEYS), digest_size=16)
+    keys = [h.digest()]
+    for m in messages:
+        h.update(b"\x01")
+        h.update(orjson.dumps(m, option=orjson.OPT_SORT_KEYS))
+        keys.append(h.copy().digest())
+    return keys
+
+
+class IncrementalRenderer:
+    """Renders prefixes of one session's message lists exactly, reusing the texts it rendered before.
+
+    Args:
+        tokenizer: an HF tokenizer with a ``chat_template``.
+        incremental: False renders every prefix in full (the reference the benchmark compares with).
+        verify_every: check one windowed render in this many against a full render (0: never).
+        cache_size: how many rendered prefix texts to keep; a harness only builds on its last few calls.
+    """
+
+    def __init__(self, tokenizer: Any, *, incremental: bool = True, verify_every: int = 16,
+                 cache_size: int = 16) -> None:
+        self.tokenizer = tokenizer
+        self._digest = hashlib.sha256(str(tokenizer.chat_template).encode()).hexdigest()
+        self.incremental = incremental
+        self.verify_every = verify_every
+        self._texts: OrderedDict[bytes, str] = OrderedDict()
+        self._cache_size = cache_size
+        self.windowed = 0
+        self.full = 0
+
+    def apply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
+        """The chat template applied to ``messages`` from scratch."""
+        if not messages:
+            return ""
+        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
+                                                 add_generation_prompt=gen)
+        return out if isinstance(out, str) else str(out)
+
+    def render(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool,
+               keys: list[bytes]) -> str:
+        """``apply(messages[:j], tools, gen)``, from the longest prefix rendered before.
+
+        ``keys`` is ``exact_keys(messages, tools)``; the result (without the generation prompt)
+        is remembered for later calls.
+        """
+        text = None if gen else self._texts.get(keys[j])
+        if text is not None:
+            self._texts.move_to_end(keys[j])
+            return text
+        if self.incremental and self._digest not in _UNSAFE_TEMPLATES:
+            i = next((i for i in range(j, 1, -1) if keys[i] in self._texts), 0)
+            if i >= 2:
+                text = self._window(messages, i, j, tools, gen, self._texts[keys[i]])
+        if text is None:
+            self.full += 1
+            text = self.apply(messages[:j], tools, gen)
+        if not gen:
+            self.remember(keys[j], text)
+        return text
+
+    def remember(self, key: bytes, text: str) -> None:
+        """Record that the prefix ``key`` renders (without generation prompt) as ``text``."""
+        self._texts[key] = text
+        self._texts.move_to_end(key)
+        while len(self._texts) > self._cache_size:
+            self._texts.popitem(last=False)
+
+    def _window(self, messages: list[dict[str, Any]], i: int, j: int, tools: list[dict[str, Any]], gen: bool,
+                base: str) -> str | None:
+        head = [messages[0], messages[i - 1]]
+        try:
+            p = self.apply(head, tools, False)
+            r = self.apply(head + messages[i:j], tools, gen)
+        except Exception:  # e.g. a template that insists on role order: the full render decides
+            return None
+        if not r.startswith(p):
+            return None
+        text = base + r[len(p):]
+        self.windowed += 1
+        shifted = i > 2  # the head's second message stands at index 1 instead of i - 1
+        if shifted and _CHECKED.get(self._digest, 0) < _FIRST_CHECKS:
+            _CHECKED[self._digest] = _CHECKED.get(self._digest, 0) + 1
+            check = True
+        else:
+            check = bool(self.verify_every) and self.windowed % self.verify_every == 0
+        if check:
+            full = self.apply(messages[:j], tools, gen)
+            if full != text:
+                _UNSAFE_TEMPLATES.add(self._digest)
+                log.warning("chat template %s… renders context-dependently; prompts are rendered in full from now on",
+                            self._digest[:12])
+                return full
+        return text
