@@ -159,32 +159,43 @@ def main() -> None:
         _tito_cost()
 
 
-def _tito_cost(turns: int = 40) -> None:
-    """CPU the proxy spends building exact prompt ids (render + splice + tokenize the delta) per call."""
+def _tito_cost() -> None:
+    """CPU the proxy spends building exact prompt ids per call, replaying the golden captures.
+
+    Full: every prefix rendered from scratch (what the proxy did before); incremental: windows
+    from the longest prefix rendered before (clawgym_env/proxy/_render.py). Both must give the
+    recorded ids, which is checked here too.
+    """
+    import gzip
+
     from transformers import AutoTokenizer
 
-    from clawgym_env.models.testing import tiny_model_path
+    from clawgym_env.capture.records import CallRecord
+    from clawgym_env.models.smollm2 import default_model_path
     from clawgym_env.proxy._tito import PromptBuilder
 
-    tok = AutoTokenizer.from_pretrained(tiny_model_path())
-    tools = [{"type": "function", "function": {"name": f"T{i}", "description": "does things " * 100,
-                                               "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}}
-             for i in range(12)]
-    msgs: list[dict] = [{"role": "system", "content": "You are an agent. " * 1500}, {"role": "user", "content": "go"}]
-    pb = PromptBuilder(tok)
-    times: list[float] = []
-    for turn in range(turns):
-        t0 = time.perf_counter()
-        prompt, _ = pb.build(msgs, tools)
-        call = {"id": f"c{turn}", "type": "function", "function": {"name": "T1", "arguments": {"a": "x" * 50}}}
-        a = {"role": "assistant", "content": "ok", "tool_calls": [call]}
-        text = 'ok\n<tool_call>\n{"name": "T1", "arguments": {"a": "' + "x" * 50 + '"}}\n</tool_call>'
-        pb.remember(msgs, tools, prompt, tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id], a)
-        times.append(time.perf_counter() - t0)
-        msgs = msgs + [a, {"role": "tool", "tool_call_id": f"c{turn}", "content": "result line\n" * 30}]
-    print(f"  TITO prompt building ({turns}-turn episode, {len(prompt)} prompt tokens at the end, tiny tokenizer): "
-          f"call 1 {times[0] * 1e3:.1f} ms, median {statistics.median(times) * 1e3:.1f} ms, "
-          f"last {times[-1] * 1e3:.1f} ms; splice hit rate {pb.hit_rate:.1%}")
+    tok = AutoTokenizer.from_pretrained(default_model_path())
+    golden = Path(__file__).resolve().parents[1] / "tests" / "golden"
+    for harness in ("claude-code", "openclaw"):
+        with gzip.open(golden / harness / "capture.jsonl.gz", "rt") as f:
+            calls = [CallRecord.model_validate_json(line) for line in f]
+        row = []
+        for incremental in (False, True):
+            times: list[float] = []
+            for _ in range(3):  # three replays; the first call of each replay is a cold start
+                pb = PromptBuilder(tok, incremental=incremental)
+                for c in calls:
+                    t0 = time.perf_counter()
+                    ids, _ = pb.build(c.messages, c.tools)
+                    times.append(time.perf_counter() - t0)
+                    if ids != c.prompt_ids:
+                        print(f"  !! {harness} call {c.call_index}: prompt ids differ from the recorded ones")
+                    pb.remember(c.messages, c.tools, ids, c.completion_ids, c.response)
+            later = [t for i, t in enumerate(times) if i % len(calls)]
+            row.append(f"{'incremental' if incremental else 'full render'} median {statistics.median(later) * 1e3:.2f} ms, "
+                       f"p95 {_pct(later, 95) * 1e3:.2f} ms")
+        print(f"  TITO prompt building, golden {harness} ({len(calls)} calls, "
+              f"{len(calls[-1].prompt_ids or [])} prompt tokens at the end), calls 2..N: " + "; ".join(row))
 
 
 def _proc_cpu(pid: int) -> float:

@@ -3,16 +3,16 @@
 A harness resends its whole history on every call, so rendering ``messages`` from scratch makes
 prompt building O(history) per call (~6 ms at 40 turns on an idle core, most of it Jinja). For
 the chat templates agents use, the text of a message depends on the message itself, its
-neighbours, the first (system) message and the tools, not on turns further back. So once
-``render(messages[:i])`` is known, ``render(messages[:j])`` is that text plus the delta between
-two small renders::
+neighbours, the first (system) message and the tools (which only the system turn shows), not on turns
+further back. So once ``render(messages[:i])`` is known, ``render(messages[:j])`` is that text
+plus the delta between two small renders without tools::
 
     head   = [messages[0], messages[i-1]]
     window = head + messages[i:j]
     render(messages[:j]) == render(messages[:i]) + render(window)[len(render(head)):]
 
 The identity is not assumed blindly: a window whose head does not render as a prefix falls back
-to a full render; the first few shifted windows of each template in a process, and then every
+to a full render; the first few windows of each template that shift the head or drop tools in a process, and then every
 ``verify_every``-th windowed render, are checked against a full render; and a template caught
 breaking it (one that numbers turns, or strips reasoning before the last user
 query as Qwen3's does) is rendered in full from then on, for every session of this process.
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 _UNSAFE_TEMPLATES: set[str] = set()
 """Digests of chat templates seen breaking the window identity: rendered in full everywhere."""
 _CHECKED: dict[str, int] = {}
-"""Per template digest: how many shifted windows (head not at its real position) were checked."""
+"""Per template digest: how many windows with a shifted head or dropped tools were checked."""
 _FIRST_CHECKS = 3
 
 
@@ -109,19 +109,20 @@ class IncrementalRenderer:
 
     def _window(self, messages: list[dict[str, Any]], i: int, j: int, tools: list[dict[str, Any]], gen: bool,
                 base: str) -> str | None:
+        # Tools are left out of both renders: templates list them in the system turn, which both
+        # share, and rendering a harness's tool schemas (Claude Code's are ~40 kB) was most of the cost.
         head = [messages[0], messages[i - 1]]
         try:
-            p = self.apply(head, tools, False)
-            r = self.apply(head + messages[i:j], tools, gen)
+            p = self.apply(head, [], False)
+            r = self.apply(head + messages[i:j], [], gen)
         except Exception:  # e.g. a template that insists on role order: the full render decides
             return None
         if not r.startswith(p):
             return None
         text = base + r[len(p):]
         self.windowed += 1
-        shifted = i > 2  # the head's second message stands at index 1 instead of i - 1
-        if shifted and _CHECKED.get(self._digest, 0) < _FIRST_CHECKS:
-            _CHECKED[self._digest] = _CHECKED.get(self._digest, 0) + 1
+        if _CHECKED.get(self._digest, 0) < _FIRST_CHECKS and (i > 2 or tools):
+            _CHECKED[self._digest] = _CHECKED.get(self._digest, 0) + 1  # shifted head or tools dropped
             check = True
         else:
             check = bool(self.verify_every) and self.windowed % self.verify_every == 0

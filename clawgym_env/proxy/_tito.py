@@ -68,24 +68,31 @@ class PromptBuilder:
         k = next((j for j in range(n, 0, -1) if keys[j] in self._anchors), 0)
         ids: list[int] = []
         pos_text = ""
-        shared = False
+        reused = 0  # a first turn shared from another episode is not a splice of this one
         if k:
             anchor_ids, anchor_text = self._anchors[keys[k]]
             if not full.startswith(anchor_text):  # same turns, different rendering (e.g. reasoning dropped)
                 anchor_text = render(messages, k, tools, False, ek)
             if full.startswith(anchor_text):
-                ids, pos_text = list(anchor_ids), anchor_text
+                ids, pos_text, reused = list(anchor_ids), anchor_text, len(anchor_ids)
             else:
                 k = 0
-        elif n == 2 and messages[-1].get("role") == "user" and keys[1] in self._shared:
-            # Another episode of this harness built the same first turn: its ids are what the
-            # "history without its last user message" anchor below would encode again.
-            anchor_ids, anchor_text = self._shared[keys[1]]
-            if full.startswith(anchor_text):
-                ids, pos_text, k, shared = list(anchor_ids), anchor_text, 1, True
-                self._anchors[keys[1]] = (anchor_ids, anchor_text)
-                self.shared_hits += 1
-        reused = 0 if shared else len(ids)  # another episode's tokens: not a splice of this one
+        elif n >= 2:
+            # A first call: anchor its first turn (system + tools) on its own. Every episode of a
+            # harness shares it, so its ids come from another episode of this process when one built
+            # it; the cut sits before the next turn's start token, where tokenizers split anyway.
+            first = render(messages, 1, tools, False, ek)
+            if full.startswith(first):
+                anchor = self._shared.get(keys[1])
+                if anchor is not None and anchor[1] == first:
+                    self.shared_hits += 1
+                else:
+                    anchor = (array("i", self._encode(first)), first)
+                    self._shared[keys[1]] = anchor
+                    while len(self._shared) > _SHARED_SIZE:
+                        self._shared.popitem(last=False)
+                ids, pos_text, k = list(anchor[0]), first, 1
+                self._anchors[keys[1]] = anchor
         pos = k
         for i in range(k, n):
             m = messages[i]
@@ -110,10 +117,6 @@ class PromptBuilder:
                 ids += self._encode(mid[len(pos_text) :])
                 pos_text = mid
                 self._anchors[keys[n - 1]] = (array("i", ids), mid)
-                if n == 2:
-                    self._shared[keys[1]] = self._anchors[keys[1]]
-                    while len(self._shared) > _SHARED_SIZE:
-                        self._shared.popitem(last=False)
         ids += self._encode(full[len(pos_text) :])
         self._anchors[keys[n]] = (array("i", ids), full)
         with_gen = render(messages, n, tools, True, ek)
