@@ -80,8 +80,7 @@ def make_batch(style: str, rollouts: int, calls: int, system: int) -> Any:
     for ep in group:
         eps.append(EpisodeResult(session_id=ep[0].session_id, task_id="bench/t", harness=style, status="completed",
                                  score=rng.random(), calls=ep))
-    g = make_group("bench/t", style, eps, filters=tree_filters(drop_retries=False, max_leaves=None, exclude_subagents=False),
-                   policy_version=0, max_policy_lag=0)
+    g = make_group("bench/t", style, eps, filters=tree_filters(drop_retries=False, max_leaves=None, exclude_subagents=False))
     return RolloutBatch(groups=[g])
 
 

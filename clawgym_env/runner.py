@@ -32,11 +32,11 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -52,6 +52,7 @@ __all__ = [
     "RunSummary",
     "SuiteInfo",
     "TaskInfo",
+    "TrainableWorker",
     "Worker",
     "WorkerInfo",
     "load_attempts",
@@ -95,6 +96,8 @@ class RunConfig:
     judge: str | None = None
     """Backend spec for rubric verifiers; None leaves rubric items to the verifier's default."""
     save_workspaces: bool = False
+    wall_time_s: float | None = None
+    """Per-episode wall-time limit overriding the tasks' own (training rollouts set it)."""
     worker: str = DEFAULT_WORKER
     """"module:Class" of the worker; tests name a fake here."""
 
@@ -204,6 +207,13 @@ class Worker(Protocol):
         ...
 
     async def stop(self) -> None: ...
+
+
+@runtime_checkable
+class TrainableWorker(Protocol):
+    """A worker whose policy backend can take new weights (training rollouts)."""
+
+    async def update_weights(self, state: Mapping[str, Any], version: int) -> None: ...
 
 
 @dataclass
@@ -393,27 +403,18 @@ async def run_benchmark(config: RunConfig, *, progress: bool = True) -> RunSumma
         display.finished(result)
 
     manifest = existing
-    if config.executor == "ray":
-        from clawgym_env.executors.ray_executor import run_ray
+    from clawgym_env.executors import JobQueue, make_executor
 
+    executor = make_executor(config)
+    info = await executor.start()
+    try:
+        if manifest is None:
+            manifest = _new_manifest(config, suite, info)
+            write_json_atomic(manifest_path, manifest.model_dump_json(indent=2))
         with display:
-            info = await run_ray(config, out_dir, jobs, display.started, on_done)
-            if manifest is None:
-                manifest = _new_manifest(config, suite, info)
-                write_json_atomic(manifest_path, manifest.model_dump_json(indent=2))
-    else:
-        from clawgym_env.executors.local import run_local
-
-        worker = worker_cls(config)
-        info = await worker.start()
-        try:
-            if manifest is None:
-                manifest = _new_manifest(config, suite, info)
-                write_json_atomic(manifest_path, manifest.model_dump_json(indent=2))
-            with display:
-                await run_local(config, out_dir, jobs, display.started, on_done, worker)
-        finally:
-            await worker.stop()
+            await executor.run(JobQueue(jobs, closed=True), out_dir, display.started, on_done)
+    finally:
+        await executor.stop()
     assert manifest is not None  # written above on every path
     attempts = load_attempts(out_dir)
     return RunSummary(
@@ -495,8 +496,12 @@ class EpisodeWorker:
     """Runs real episodes: suite from ``load_suite``, backend from ``backend_from_spec``, one proxy
     for every episode of this process, harness adapters from the registry."""
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, *, backend: Any | None = None, tasks: list[Any] | None = None,
+                 harnesses: Mapping[str, Any] | None = None) -> None:
+        """``backend``, ``tasks`` and ``harnesses`` (name -> adapter) given here are used instead of
+        building them from the config (a trainer's in-process policy); the caller closes ``backend``."""
         self.config = config
+        self._given = (backend, tasks, dict(harnesses or {}))
         self._tasks: dict[str, Any] = {}
         self._harnesses: dict[str, Any] = {}
         self._backend: Any = None
@@ -534,13 +539,15 @@ class EpisodeWorker:
         from clawgym_env.proxy import ProxyServer
         from clawgym_env.proxy.backends.factory import backend_from_spec
 
-        suite, tasks = self._load_suite(self.config)
-        self._pass_threshold = float(suite.pass_threshold)
-        self._tasks = {t.full_id: t for t in tasks}
-        self._harnesses = {n: load_harness(n) for n in self.config.harnesses}
+        backend, given_tasks, given_harnesses = self._given
+        if given_tasks is None:
+            suite, given_tasks = self._load_suite(self.config)
+            self._pass_threshold = float(suite.pass_threshold)
+        self._tasks = {t.full_id: t for t in given_tasks}
+        self._harnesses = {n: given_harnesses.get(n) or load_harness(n) for n in self.config.harnesses}
         for h in self._harnesses.values():  # not installed: one error now, not an error record per attempt
             h.mounts(cache_root())
-        self._backend = backend_from_spec(self.config.model)
+        self._backend = backend if backend is not None else backend_from_spec(self.config.model)
         if self.config.judge:
             self._judge = backend_from_spec(self.config.judge, option="--judge")
         self._tmp = tempfile.TemporaryDirectory(prefix="clawgym-run-")
@@ -560,12 +567,13 @@ class EpisodeWorker:
         task = self._tasks[job.task_id]
         started = _now()
         t0 = time.monotonic()
-        limit = float(getattr(getattr(task, "limits", None), "wall_time_s", 600) or 600)
+        limit = float(self.config.wall_time_s or getattr(getattr(task, "limits", None), "wall_time_s", 600) or 600)
         try:
             ep = await asyncio.wait_for(
                 run_episode(task, self._harnesses[job.harness], self._backend, proxy=self._proxy,
                             sandbox=self.config.sandbox, capture_dir=capture_dir, workspace_out=workspace_dir,
-                            judge=self._judge, sampling=self.config.sampling() or None),
+                            judge=self._judge, sampling=self.config.sampling() or None,
+                            wall_time_s=self.config.wall_time_s),
                 timeout=limit + 120.0,  # run_episode enforces the task's limit; this only guards a hang
             )
         except TimeoutError:
@@ -574,11 +582,18 @@ class EpisodeWorker:
             return _error_result(job, "error", f"{type(exc).__name__}: {exc}", started, t0)
         return episode_to_attempt(job, ep, self._pass_threshold, started=started, elapsed=time.monotonic() - t0)
 
+    async def update_weights(self, state: Mapping[str, Any], version: int) -> None:
+        from clawgym_env.proxy.backends.hf import HFBackend
+
+        if not isinstance(self._backend, HFBackend):
+            raise ConfigError(f"policy {self.config.model!r} cannot take new weights in a worker; train with an hf: policy")
+        await asyncio.to_thread(self._backend.update_weights, state, version)
+
     async def stop(self) -> None:
         if self._proxy is not None:
             await self._proxy.stop()
             self._proxy = None
-        for b in (self._backend, self._judge):
+        for b in (self._backend if self._given[0] is None else None, self._judge):
             if b is not None:
                 await b.aclose()
         self._backend = self._judge = None

@@ -2,21 +2,19 @@
 through real harnesses in sandboxes, and turn each group into one prefix tree.
 
 Everything here is ours (TRL's ``rollout_func`` returns flat completions; a harness episode is a
-tree of calls): mix-harness sampling by weight, the in-process policy backend recorded per call
-(``CallRecord.policy_version``), dropping infrastructure failures and stale rollouts, and the
-tree filters (retry subtrees, too many leaves, subagent branches). Advantages are left to the
-trainer (GRPO and PPO differ); ``RolloutBatch.rewards`` holds what they need.
+tree of calls): mix-harness sampling by weight, the policy version recorded per call
+(``CallRecord.policy_version``), dropping infrastructure failures and groups sampled by weights
+too old, and the tree filters (retry subtrees, too many leaves, subagent branches). Episodes run
+through the benchmark's executor (``trainers.rollout_stream``; local or Ray). Advantages are left
+to the trainer (GRPO and PPO differ); ``RolloutBatch.rewards`` holds what they need.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
-import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawgym_env.errors import ConfigError
@@ -28,7 +26,8 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import PolicyBackend
     from clawgym_env.task import TaskSpec
 
-__all__ = ["Group", "RolloutBatch", "collect", "harness_name", "make_group", "rollout_metrics", "run_groups", "sample_pairs", "tree_filters"]
+__all__ = ["Group", "RolloutBatch", "build_batch", "collect", "group_staleness", "harness_name", "make_group", "rollout_metrics",
+           "sample_pairs", "tree_filters"]
 
 
 @dataclass
@@ -94,42 +93,11 @@ def sample_pairs(
     return [(rng.choice(list(tasks)), rng.choices(list(harnesses), weights=list(weights))[0]) for _ in range(k)]
 
 
-async def run_groups(
-    pairs: Sequence[tuple[TaskSpec, str | Harness]],
-    backend: PolicyBackend,
-    n: int,
-    *,
-    sandbox: str = "bwrap",
-    sampling: dict[str, Any] | None = None,
-    concurrency: int = 8,
-    wall_time_s: float | None = None,
-) -> list[list[EpisodeResult]]:
-    """Run ``n`` episodes of every pair concurrently (at most ``concurrency`` at once) behind one proxy."""
-    from clawgym_env.episode import run_episode
-    from clawgym_env.proxy import ProxyServer
-
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(task: TaskSpec, harness: str | Harness, proxy: ProxyServer) -> EpisodeResult:
-        async with gate:
-            return await run_episode(task, harness, backend, proxy=proxy, sandbox=sandbox, sampling=sampling,
-                                     wall_time_s=wall_time_s)
-
-    with tempfile.TemporaryDirectory(prefix="clawgym-train-") as d:
-        async with ProxyServer(uds_path=Path(d) / "proxy.sock") as proxy:
-            jobs = [[asyncio.ensure_future(one(t, h, proxy)) for _ in range(n)] for t, h in pairs]
-            return [list(await asyncio.gather(*group)) for group in jobs]
-
-
-def make_group(
-    task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters, policy_version: int,
-    max_policy_lag: int,
-) -> Group:
+def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters) -> Group:
     """Keep the episodes that count, then build the group's tree from those that can train.
 
     Infrastructure failures (status "error") are left out of the baseline: they say nothing about
-    the policy. Stale episodes (any call sampled more than ``max_policy_lag`` versions ago) keep
-    their reward in the baseline but are not trained on.
+    the policy. Staleness is judged per group, by the stream's consumer (``group_staleness``).
     """
     group = Group(task_id=task_id, harness=harness, rewards={})
     dropped: dict[str, list[str]] = defaultdict(list)
@@ -141,11 +109,7 @@ def make_group(
             dropped["error"].append(ep.session_id)
             continue
         group.rewards[ep.session_id] = float(ep.score)
-        versions = [c.policy_version for c in ep.calls if c.policy_version is not None]
-        group.versions.update(versions)
-        if versions and policy_version - min(versions) > max_policy_lag:
-            dropped["stale"].append(ep.session_id)
-            continue
+        group.versions.update(c.policy_version for c in ep.calls if c.policy_version is not None)
         if ep.calls:
             trainable.append(ep.calls)
     if trainable:
@@ -154,6 +118,30 @@ def make_group(
             dropped[reason].extend(items)
     group.dropped = dict(dropped)
     return group
+
+
+def group_staleness(episodes: Sequence[EpisodeResult], policy_version: int) -> int:
+    """Versions between the trainer's ``policy_version`` and the oldest weights that sampled a call that trains."""
+    versions = [c.policy_version for ep in episodes if ep.status != "error" for c in ep.calls if c.policy_version is not None]
+    return policy_version - min(versions) if versions else 0
+
+
+def build_batch(
+    groups: Sequence[tuple[TaskSpec, str | Harness, Sequence[EpisodeResult]]], *, filters: TreeFilters, policy_version: int,
+    skip_zero_variance: bool = True,
+) -> RolloutBatch:
+    """Build every group's tree and set aside groups that cannot train."""
+    batch = RolloutBatch(groups=[], policy_version=policy_version)
+    for task, harness, episodes in groups:
+        group = make_group(task.full_id, harness_name(harness), episodes, filters=filters)
+        if group.tree is None or not group.tree.episodes:
+            batch.skipped.append((group, "no trainable episode"))
+        elif skip_zero_variance and group.zero_variance:
+            batch.skipped.append((group, "zero reward variance"))
+        else:
+            batch.groups.append(group)
+    batch.metrics = rollout_metrics(batch)
+    return batch
 
 
 def collect(
@@ -167,31 +155,30 @@ def collect(
     rng: random.Random,
     filters: TreeFilters,
     policy_version: int,
-    max_policy_lag: int = 0,
     skip_zero_variance: bool = True,
     sandbox: str = "bwrap",
     sampling: dict[str, Any] | None = None,
     concurrency: int = 8,
     wall_time_s: float | None = None,
 ) -> RolloutBatch:
-    """Sample pairs, run their groups, build trees, and set aside groups that cannot train."""
-    from clawgym_env._sync import run_sync
+    """One step's batch from ``backend`` in this process (the local executor, started and stopped here)."""
+    from clawgym_env._sync import LoopThread
+    from trainers.rollout_stream import RolloutStream, local_executor
 
-    pairs = sample_pairs(tasks, harnesses, weights, pairs_per_step, rng)
-    results = run_sync(run_groups(pairs, backend, num_generations, sandbox=sandbox, sampling=sampling,
-                                  concurrency=concurrency, wall_time_s=wall_time_s))
-    batch = RolloutBatch(groups=[], policy_version=policy_version)
-    for (task, harness), episodes in zip(pairs, results, strict=True):
-        group = make_group(task.full_id, harness_name(harness), episodes, filters=filters, policy_version=policy_version,
-                           max_policy_lag=max_policy_lag)
-        if group.tree is None or not group.tree.episodes:
-            batch.skipped.append((group, "no trainable episode"))
-        elif skip_zero_variance and group.zero_variance:
-            batch.skipped.append((group, "zero reward variance"))
-        else:
-            batch.groups.append(group)
-    batch.metrics = rollout_metrics(batch)
-    return batch
+    loop = LoopThread()
+    executor = local_executor(tasks, harnesses, backend, sandbox=sandbox, sampling=sampling, concurrency=concurrency,
+                              wall_time_s=wall_time_s)
+    loop.run(executor.start())
+    pairs = iter(sample_pairs(tasks, harnesses, weights, pairs_per_step, rng))
+    stream = RolloutStream(executor, loop, num_generations=num_generations, next_pair=lambda: next(pairs))
+    try:
+        done, _ = stream.take(pairs_per_step)
+    finally:
+        stream.close()
+        loop.run(executor.stop())
+        loop.close()
+    return build_batch([(*g.pair, g.episodes) for g in done], filters=filters, policy_version=policy_version,
+                       skip_zero_variance=skip_zero_variance)
 
 
 def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:

@@ -17,7 +17,7 @@ import shutil
 import tarfile
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +25,10 @@ from clawgym_env.errors import ConfigError, RunError
 from clawgym_env.results import AttemptResult
 
 if TYPE_CHECKING:
+    from clawgym_env.executors import JobQueue, OnDone, OnStart
     from clawgym_env.runner import AttemptJob, RunConfig, WorkerInfo
 
-__all__ = ["NodeWorker", "run_ray"]
+__all__ = ["NodeWorker", "RayExecutor"]
 
 
 class NodeWorker:
@@ -60,6 +61,14 @@ class NodeWorker:
             shutil.rmtree(ws, ignore_errors=True)
         return result.model_dump_json(), capture, tarball
 
+    async def update_weights(self, state: Any, version: int) -> None:
+        """New policy weights for this node's worker (a Ray object ref arrives resolved)."""
+        from clawgym_env.runner import TrainableWorker
+
+        if not isinstance(self.worker, TrainableWorker):
+            raise ConfigError(f"worker {type(self.worker).__name__} cannot take new weights")
+        await self.worker.update_weights(state, version)
+
     async def stop(self) -> None:
         try:
             await self.worker.stop()
@@ -81,56 +90,57 @@ def _alive_nodes(ray: Any) -> list[str]:
     return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
 
 
-async def run_ray(
-    config: RunConfig,
-    out_dir: Path,
-    jobs: list[AttemptJob],
-    on_start: Callable[[AttemptJob], None],
-    on_done: Callable[[AttemptResult], Awaitable[None]],
-) -> WorkerInfo:
-    """Run ``jobs`` on a Ray cluster (``config.ray_address``, or the one this process joined)."""
-    try:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    except ImportError as exc:
-        raise ConfigError('--executor ray needs Ray: pip install "ray[default]"') from exc
+class RayExecutor:
+    """Actors on every alive node of the cluster (``config.ray_address``, or the one this process joined)."""
 
-    owned = not ray.is_initialized()
-    if owned:
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.actors: list[Any] = []
+        self.lanes = 0
+        self._owned = False
+        self._ray: Any = None
+
+    async def start(self) -> WorkerInfo:
         try:
-            ray.init(address=config.ray_address, log_to_driver=False)
-        except ConnectionError as exc:  # --ray-address auto (or a host:port) with no cluster there
-            raise RunError(f"--ray-address {config.ray_address}: no Ray cluster found ({str(exc).splitlines()[0]}). "
-                           "Fix: start one with `ray start --head`, or drop --ray-address to start a local one") from None
-    actor_cls: Any = ray.remote(num_cpus=0)(NodeWorker)
-    actors: list[Any] = [
-        actor_cls.options(max_concurrency=config.concurrency + 2,
-                          scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(
-            config.to_dict())
-        for node in _alive_nodes(ray)
-    ]
-    if not actors:
-        raise RunError("the Ray cluster has no alive node; check `ray status`")
-    try:
-        infos = await asyncio.gather(*(a.start.remote() for a in actors))
-        queue: asyncio.Queue[AttemptJob] = asyncio.Queue()
-        for j in jobs:
-            queue.put_nowait(j)
+            import ray
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        except ImportError as exc:
+            raise ConfigError('--executor ray needs Ray: pip install "ray[default]"') from exc
+        self._ray = ray
+        config = self.config
+        self._owned = not ray.is_initialized()
+        if self._owned:
+            try:
+                ray.init(address=config.ray_address, log_to_driver=False)
+            except ConnectionError as exc:  # --ray-address auto (or a host:port) with no cluster there
+                raise RunError(f"--ray-address {config.ray_address}: no Ray cluster found ({str(exc).splitlines()[0]}). "
+                               "Fix: start one with `ray start --head`, or drop --ray-address to start a local one") from None
+        actor_cls: Any = ray.remote(num_cpus=0)(NodeWorker)
+        self.actors = [
+            actor_cls.options(max_concurrency=config.concurrency + 2,
+                              scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(
+                config.to_dict())
+            for node in _alive_nodes(ray)
+        ]
+        if not self.actors:
+            raise RunError("the Ray cluster has no alive node; check `ray status`")
+        self.lanes = config.concurrency * len(self.actors)
+        infos = await asyncio.gather(*(a.start.remote() for a in self.actors))
+        return infos[0]
+
+    async def run(self, jobs: JobQueue, out_dir: Path, on_start: OnStart, on_done: OnDone) -> None:
+        ray = self._ray
         dead: set[int] = set()
 
         async def lane(i: int) -> None:
-            while i not in dead:
-                try:
-                    job = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
+            while i not in dead and (job := await jobs.get()) is not None:
                 job = dataclasses.replace(job, session_id=job.session_id or uuid.uuid4().hex[:16])
                 on_start(job)
                 try:
-                    record, capture, tarball = await actors[i].run.remote(job)
+                    record, capture, tarball = await self.actors[i].run.remote(job)
                 except ray.exceptions.RayActorError:
                     dead.add(i)
-                    queue.put_nowait(dataclasses.replace(job, session_id=""))
+                    jobs.requeue(dataclasses.replace(job, session_id=""))
                     return
                 result = AttemptResult.model_validate_json(record)
                 if capture is not None:
@@ -143,16 +153,22 @@ async def run_ray(
                 await on_done(result)
 
         async with asyncio.TaskGroup() as tg:
-            for i in range(len(actors)):
-                for _ in range(config.concurrency):
+            for i in range(len(self.actors)):
+                for _ in range(self.config.concurrency):
                     tg.create_task(lane(i))
-        if not queue.empty():
-            raise RunError(f"every Ray actor died; {queue.qsize()} attempts left: `clawgym bench resume {out_dir}`")
-        return infos[0]
-    finally:
-        for a in actors:
+        if jobs.pending():
+            raise RunError(f"every Ray actor died; {jobs.pending()} attempts left: `clawgym bench resume {out_dir}`")
+
+    async def update_weights(self, state: Mapping[str, Any], version: int) -> None:
+        ref = self._ray.put({k: v.detach().cpu() for k, v in state.items()})  # one copy in the object store
+        await asyncio.gather(*(a.update_weights.remote(ref, version) for a in self.actors))
+
+    async def stop(self) -> None:
+        for a in self.actors:
             with contextlib.suppress(Exception):
                 await a.stop.remote()
-            ray.kill(a)
-        if owned:
-            ray.shutdown()
+            self._ray.kill(a)
+        self.actors = []
+        if self._owned:
+            self._ray.shutdown()
+            self._owned = False

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 
+from clawgym_env.proxy.backends.vllm import VLLMBackend
 from clawgym_env.tree import pack_tree
 from tests.trainers.conftest import TerseLoop, make_config
 from trainers.core.losses import mismatch
@@ -147,11 +148,11 @@ def test_eval_every_n_steps_runs_the_held_out_split(tiny_path: Path, tmp_path: P
     trainer.close()
 
 
-class FakeServerBackend:
+class FakeServerBackend(VLLMBackend):
     """FAKE stand-in for a vLLM server (none can run here): records the folder it was told to reload."""
 
     def __init__(self) -> None:
-        self.policy_version = 0
+        super().__init__("http://127.0.0.1:9", "policy")
         self.reloads: list[tuple[Path, int]] = []
 
     async def reload_weights(self, path: Path, version: int) -> None:

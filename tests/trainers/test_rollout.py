@@ -1,4 +1,4 @@
-"""Rollout bookkeeping without sandboxes: mix sampling, error/stale drops, filters, zero variance."""
+"""Rollout bookkeeping without sandboxes: mix sampling, error drops, staleness, filters, zero variance."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from clawgym_env.episode import EpisodeResult
 from clawgym_env.errors import ConfigError
 from trainers.rollout import (
     RolloutBatch,
+    group_staleness,
     make_group,
     rollout_metrics,
     sample_pairs,
@@ -37,23 +38,23 @@ def test_mix_weights_set_the_harness_frequencies() -> None:
         sample_pairs(["t"], ["a", "b"], [1.0], 1, random.Random(0))  # type: ignore[list-item]
 
 
-def test_errors_leave_the_baseline_and_stale_rollouts_leave_the_tree() -> None:
-    eps = [episode("a", 1.0), episode("b", 0.0, completion=(9,)), episode("c", 0.0, status="error"), episode("d", 0.5, version=0)]
-    g = make_group("toy/t", "custom", eps, filters=FILTERS, policy_version=2, max_policy_lag=1)
+def test_errors_leave_the_baseline_and_staleness_is_the_oldest_version_of_a_group() -> None:
+    eps = [episode("a", 1.0, version=1), episode("b", 0.0, completion=(9,), version=2), episode("c", 0.0, status="error"),
+           episode("d", 0.5, version=1)]
+    g = make_group("toy/t", "custom", eps, filters=FILTERS)
     assert set(g.rewards) == {"a", "b", "d"}  # the infrastructure failure says nothing about the policy
-    assert g.dropped["error"] == ["c"] and sorted(g.dropped["stale"]) == ["a", "b", "d"]
-    assert g.tree is None
-    fresh = make_group("toy/t", "custom", eps, filters=FILTERS, policy_version=1, max_policy_lag=1)
-    assert fresh.tree is not None and sorted(fresh.tree.episodes) == ["a", "b", "d"]
-    assert fresh.versions == {0} and fresh.statuses == {"completed": 3, "error": 1}
+    assert g.dropped["error"] == ["c"]
+    assert g.tree is not None and sorted(g.tree.episodes) == ["a", "b", "d"]
+    assert g.versions == {1, 2} and g.statuses == {"completed": 3, "error": 1}
     # a and d sampled the same ids: one shared token path, two samplers
-    assert fresh.tree.num_trainable == 3
+    assert g.tree.num_trainable == 3
+    assert group_staleness(eps, 3) == 2 and group_staleness(eps, 1) == 0
+    assert group_staleness([episode("x", 0.0, status="error")], 5) == 0  # an error trains nothing: not stale
 
 
 def test_zero_variance_and_metrics_per_harness() -> None:
-    flat = make_group("toy/t", "custom", [episode("a", 1.0), episode("b", 1.0)], filters=FILTERS, policy_version=0, max_policy_lag=0)
-    varied = make_group("toy/t", "claude-code", [episode("c", 1.0), episode("d", 0.0)], filters=FILTERS, policy_version=0,
-                        max_policy_lag=0)
+    flat = make_group("toy/t", "custom", [episode("a", 1.0), episode("b", 1.0)], filters=FILTERS)
+    varied = make_group("toy/t", "claude-code", [episode("c", 1.0), episode("d", 0.0)], filters=FILTERS)
     assert flat.zero_variance and not varied.zero_variance
     m = rollout_metrics(RolloutBatch(groups=[varied], skipped=[(flat, "zero reward variance")]))
     assert m["reward/custom"] == 1.0 and m["reward/claude-code"] == 0.5 and m["reward"] == 0.75

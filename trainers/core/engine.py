@@ -31,7 +31,9 @@ from trainers.core.losses import (
     pair_weights,
     truncated_is_weights,
 )
-from trainers.rollout import Group, RolloutBatch, collect, tree_filters
+from trainers.core.rollout_side import TrainingRollouts
+from trainers.core.weight_sync import PolicyWeights
+from trainers.rollout import Group, RolloutBatch
 from trainers.tree_grpo.config import TreeGRPOConfig
 
 __all__ = ["PackSlot", "TreeTrainerBase", "mask_kind_for"]
@@ -105,10 +107,10 @@ class TreeTrainerBase:
             eps=config.adam_epsilon, weight_decay=config.weight_decay,
         )
         self.scheduler = self._scheduler(self.optimizer)
-        self._tasks = tasks
         self.harness_adapters = dict(harness_adapters or {})
         """Harness name -> adapter instance, for harnesses not in the registry (or built with options)."""
-        self._backend = backend
+        self.rollouts = TrainingRollouts(config, self.model_path, device=self.device, backend=backend, tasks=tasks,
+                                         harness_adapters=self.harness_adapters, rng=self.rng)
         self.step = 0
         self.policy_version = 0
         self.history: list[dict[str, float]] = []
@@ -134,30 +136,13 @@ class TreeTrainerBase:
 
     @property
     def backend(self) -> Any:
-        """The in-process HF policy backend the harnesses are served from (created on first use)."""
-        if self._backend is None:
-            if self.config.rollout_backend:
-                from clawgym_env.proxy.backends.factory import backend_from_spec
-
-                self._backend = backend_from_spec(self.config.rollout_backend, tokenizer_path=self.model_path,
-                                                 option="--rollout_backend")
-            else:
-                from clawgym_env.proxy.backends.hf import HFBackend
-
-                self._backend = HFBackend(self.model_path, device=self.device, seed=self.config.seed)
-            if self.policy_version:
-                self.sync_weights()
-        return self._backend
+        """The policy backend of the local executor (created on first use)."""
+        return self.rollouts.backend
 
     @property
     def tasks(self) -> list[Any]:
         """The tasks to sample from: ``config.suite`` narrowed to ``config.tasks``."""
-        if self._tasks is None:
-            from clawgym_env.task import load_suite
-
-            suite = load_suite(self.config.suite)
-            self._tasks = [suite.get(t) for t in self.config.task_ids] if self.config.task_ids else list(suite.tasks)
-        return self._tasks
+        return self.rollouts.tasks
 
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
         from transformers import get_scheduler
@@ -166,41 +151,24 @@ class TreeTrainerBase:
         warmup = self.config.get_warmup_steps(steps) if hasattr(self.config, "get_warmup_steps") else 0
         return get_scheduler(self.config.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps)
 
-    def sync_weights(self) -> None:
-        """Give the rollout backend the policy's weights; later captures carry the new version.
+    def policy_weights(self) -> PolicyWeights:
+        """The policy as the weight sync reads it (plain Hugging Face names)."""
 
-        In-process backends (``update_weights``) copy the state dict. Server backends
-        (``reload_weights``, vLLM) get a folder: ``<output_dir>/policy-latest`` is rewritten and
-        the server reloads it (see ``clawgym_env.proxy.backends.vllm`` for what that relies on).
-        """
-        backend = self._backend
-        if backend is None:
-            return
-        if hasattr(backend, "update_weights"):
-            backend.update_weights(self.model, self.policy_version)
-        elif hasattr(backend, "reload_weights"):
-            from clawgym_env._sync import run_sync
-
-            folder = Path(self.config.output_dir) / "policy-latest"
+        def save(folder: Path) -> None:
             self.model.save_pretrained(folder)
             self.tokenizer.save_pretrained(folder)
-            run_sync(backend.reload_weights(folder, self.policy_version))
-        else:
-            raise ConfigError(f"rollout backend {type(backend).__name__} cannot take new weights; use an hf: or vllm: backend")
+
+        return PolicyWeights(state_dict=self.model.state_dict, save_pretrained=save)
+
+    def sync_weights(self) -> None:
+        """Give the rollout side the policy's weights (``trainers.core.weight_sync``); later captures carry the version."""
+        self.rollouts.push(self.policy_weights(), self.policy_version)
 
     # -- one step -------------------------------------------------------------------------------
 
     def rollout(self) -> RolloutBatch:
-        """Sample ``pairs_per_step`` groups of ``num_generations`` episodes through the harnesses."""
-        c = self.config
-        return collect(
-            self.tasks, [self.harness_adapters.get(n, n) for n in c.harness_names], c.harness_weights, self.backend, pairs_per_step=c.pairs_per_step,
-            num_generations=int(c.num_generations or 2), rng=self.rng,
-            filters=tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents),
-            policy_version=self.policy_version, max_policy_lag=c.max_policy_lag, skip_zero_variance=c.skip_zero_variance,
-            sandbox=c.sandbox, sampling={"max_tokens": c.max_completion_length, "temperature": c.temperature, "top_p": c.top_p},
-            concurrency=c.max_concurrent_episodes, wall_time_s=c.episode_wall_time_s,
-        )
+        """``pairs_per_step`` groups of ``num_generations`` episodes through the harnesses, no staler than ``max_staleness``."""
+        return self.rollouts.next_batch(self.policy_version, self.policy_weights())
 
     def slots(self, batch: RolloutBatch) -> tuple[list[PackSlot], list[tuple[int, str]]]:
         """Pack every trained group's tree; number rollouts globally as (group index, session id)."""
@@ -229,8 +197,8 @@ class TreeTrainerBase:
         t0 = time.perf_counter()
         metrics: dict[str, float] = dict(batch.metrics)
         slots, rollouts = self.slots(batch)
-        if not slots:
-            metrics.update({"loss": 0.0, "skipped_step": 1.0})
+        if not any(len(s.pair_token) for s in slots):  # nothing sampled by the policy (e.g. a scripted, re-tokenized policy)
+            metrics.update({"loss": 0.0, "skipped_step": 1.0, "trainable_tokens": 0.0, "policy_version": float(self.policy_version)})
             return metrics
         metrics.update(self.pair_advantages(slots, batch, rollouts))
         if self.policy_enabled():
@@ -357,21 +325,11 @@ class TreeTrainerBase:
         verifier), without writing a results folder. Returns ``eval/reward``, ``eval/pass_rate`` and
         the same per harness.
         """
-        from clawgym_env._sync import run_sync
         from clawgym_env.task import load_suite
-        from trainers.rollout import harness_name, run_groups
 
         c = self.config
         suite = load_suite(str(c.eval_suite))
-        tasks = [suite.get(t) for t in c.eval_task_ids] if c.eval_task_ids else list(suite.tasks)
-        harnesses = [self.harness_adapters.get(n, n) for n in c.harness_names]
-        pairs = [(t, h) for t in tasks for h in harnesses]
-        sampling = {"max_tokens": c.max_completion_length, "temperature": c.temperature, "top_p": c.top_p}
-        results = run_sync(run_groups(pairs, self.backend, c.eval_episodes, sandbox=c.sandbox, sampling=sampling,
-                                      concurrency=c.max_concurrent_episodes, wall_time_s=c.episode_wall_time_s))
-        scores: dict[str, list[float]] = defaultdict(list)
-        for (_, h), episodes in zip(pairs, results, strict=True):
-            scores[harness_name(h)].extend(e.score for e in episodes)
+        scores = self.rollouts.evaluate(c.eval_episodes)
         out: dict[str, float] = {}
         every = [s for v in scores.values() for s in v]
         for key, vals in [("", every), *((f"/{h}", v) for h, v in scores.items())]:
@@ -415,12 +373,9 @@ class TreeTrainerBase:
             self._writer = None
 
     def close(self) -> None:
-        """Close the logger and the rollout backend this trainer created (idempotent)."""
+        """Close the logger and the rollout side: stream, executor, backend (idempotent)."""
         self.close_logging()
-        if self._backend is not None and hasattr(self._backend, "aclose"):
-            from clawgym_env._sync import run_sync
-
-            run_sync(self._backend.aclose())
+        self.rollouts.close()
 
     def extra_state(self) -> dict[str, Any]:
         """More state a subclass checkpoints (tensors and state dicts)."""

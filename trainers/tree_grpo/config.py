@@ -46,6 +46,18 @@ class TreeGRPOConfig(GRPOConfig):
                           "saved folder after each update); None: the in-process hf backend on the trainer's device."},
     )
     sandbox: str = field(default="bwrap", metadata={"help": "Sandbox backend the episodes run in (bwrap, docker)."})
+    executor: str = field(
+        default="local", metadata={"help": "Where episodes run, as for `clawgym bench run`: 'local' (this process) or 'ray' "
+                                           "(one worker per node of the Ray cluster, each with its own sandboxes and proxy)."}
+    )
+    ray_address: str | None = field(default=None, metadata={"help": "Ray cluster to join with --executor ray (default: start one)."})
+    weight_sync: str = field(
+        default="auto", metadata={"help": "'auto': copy into an in-process backend, reload a vLLM server from a saved folder; "
+                                          "'nccl': broadcast tensors to the vLLM workers (GPU)."}
+    )
+    async_rollouts: bool = field(
+        default=False, metadata={"help": "Keep sampling the next step's groups with the newest weights while the trainer steps."}
+    )
     max_concurrent_episodes: int = field(default=8, metadata={"help": "Episodes run at the same time during a rollout."})
     episode_wall_time_s: float | None = field(
         default=None, metadata={"help": "Wall-time limit per episode in seconds (default: the task's)."}
@@ -60,8 +72,9 @@ class TreeGRPOConfig(GRPOConfig):
     skip_zero_variance: bool = field(
         default=True, metadata={"help": "Skip groups whose rewards are all equal (their advantages are all zero)."}
     )
-    max_policy_lag: int = field(
-        default=0, metadata={"help": "Drop rollouts sampled by weights more than this many versions behind the trainer."}
+    max_staleness: int = field(
+        default=0, metadata={"help": "Drop a group sampled by weights more than this many versions behind the trainer "
+                                     "(counted as groups_stale); the rest are corrected by the truncated IS weights."}
     )
     pack_max_tokens: int | None = field(
         default=None, metadata={"help": "Split a group's tree into packs of at most this many tokens (default: one pack)."}
@@ -136,8 +149,18 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"is_cap={self.is_cap}: set is_cap >= 1 (weights below 1 would down-weight on-policy tokens)")
         if self.max_leaves is not None and self.max_leaves < 1:
             raise ConfigError(f"max_leaves={self.max_leaves}: set a positive count, or None to keep every episode")
-        if self.max_policy_lag < 0:
-            raise ConfigError(f"max_policy_lag={self.max_policy_lag}: set 0 (strictly on-policy) or a positive lag")
+        if self.max_staleness < 0:
+            raise ConfigError(f"max_staleness={self.max_staleness}: set 0 (strictly on-policy) or a positive number of versions")
+        if self.weight_sync not in ("auto", "nccl"):
+            raise ConfigError(f"weight_sync={self.weight_sync!r}: set 'auto' or 'nccl'")
+        if self.executor not in ("local", "ray"):
+            raise ConfigError(f"executor={self.executor!r}: set 'local' or 'ray'")
+        if self.executor == "ray" and (self.rollout_backend or "").startswith("vllm:"):
+            raise ConfigError("executor='ray' with a vLLM rollout backend: the server already spreads generation; "
+                              "set --executor local (or an hf: policy to run one per node)")
+        if self.executor == "ray" and self.eval_every_steps:
+            raise ConfigError("eval_every_steps with executor='ray' is not supported; set --eval_every_steps 0 and run "
+                              "`clawgym bench run --executor ray --model hf:<checkpoint>/model` on a saved checkpoint")
         if self.pairs_per_step < 1:
             raise ConfigError(f"pairs_per_step={self.pairs_per_step}: set at least 1 group per step")
         if self.max_concurrent_episodes < 1:
@@ -155,10 +178,10 @@ class TreeGRPOConfig(GRPOConfig):
                 "use_vllm=True is TRL's own vLLM path, which the tree trainers do not use; set use_vllm=False and "
                 "--rollout_backend vllm:http://HOST:PORT#MODEL to sample from a vLLM server"
             )
-        if self.rollout_backend is not None and self.rollout_backend.split(":", 1)[0] not in ("hf", "vllm"):
+        if self.rollout_backend is not None and self.rollout_backend.split(":", 1)[0] not in ("hf", "vllm", "scripted"):
             raise ConfigError(
                 f"rollout_backend={self.rollout_backend!r}: training needs sampled token ids and a weight sync; "
-                "set an 'hf:PATH' or 'vllm:URL' spec, or None"
+                "set an 'hf:PATH' or 'vllm:URL' spec (or 'scripted:FILE?tokenizer=PATH', a fixed policy), or None"
             )
         if not self.suite:
             raise ConfigError("TreeGRPOConfig.suite is empty; set --suite to a suite folder or name (e.g. trainers/toy_suite)")

@@ -29,7 +29,9 @@ SPEC_FORMS = """\
   vllm:PATH                      launch `vllm serve PATH` on a free port (GPU; vLLM in its own env, see CLAWGYM_VLLM_BIN)
   openai:URL#MODEL               OpenAI-compatible Chat Completions API (evaluation only; key: $OPENAI_API_KEY)
   anthropic:URL#MODEL            Anthropic Messages API (evaluation only; key: $ANTHROPIC_API_KEY)
-  scripted:FILE                  replies from a YAML/JSON script (tests, demos)"""
+  scripted:FILE[?tokenizer=PATH|tiny]
+                                 replies from a YAML/JSON script (tests, demos); with a tokenizer the
+                                 replies are token ids (trainable captures, logprobs 0)"""
 
 _SCHEMES = ("hf", "vllm", "openai", "anthropic", "scripted")
 _HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str, "num_threads": int}
@@ -83,9 +85,29 @@ def _build(spec: str, *, api_key: str | None, tokenizer_path: str | Path | None,
         return _vllm(spec, rest, api_key=api_key, tokenizer_path=tokenizer_path, timeout=timeout)
     if scheme in ("openai", "anthropic"):
         return _api(spec, scheme, rest, api_key=api_key, timeout=timeout)
+    return _scripted(spec, rest, tokenizer_path)
+
+
+def _scripted(spec: str, rest: str, tokenizer_path: str | Path | None) -> PolicyBackend:
     from clawgym_env.proxy.backends.scripted import ScriptedBackend
 
-    return ScriptedBackend.from_file(Path(rest).expanduser())
+    target, _, query = rest.partition("?")
+    options = dict(parse_qsl(query, keep_blank_values=True))
+    if set(options) - {"tokenizer"}:
+        raise _bad(spec, f"unknown scripted option(s) {sorted(set(options) - {'tokenizer'})} (known: tokenizer)")
+    tok_path = options.get("tokenizer") or tokenizer_path
+    tokenizer = None
+    if tok_path:
+        from transformers import AutoTokenizer
+
+        if str(tok_path) == "tiny":
+            from clawgym_env.models.testing import tiny_model_path
+
+            tok_path = tiny_model_path()
+        if not Path(tok_path).expanduser().is_dir():
+            raise _bad(spec, f"tokenizer {tok_path} is not a folder")
+        tokenizer = AutoTokenizer.from_pretrained(Path(tok_path).expanduser())
+    return ScriptedBackend.from_file(Path(target).expanduser(), tokenizer=tokenizer)
 
 
 def _hf(spec: str, rest: str, overrides: dict[str, Any]) -> PolicyBackend:

@@ -1,0 +1,207 @@
+"""Where a trainer's episodes are sampled: the policy backend, the executor, the stream, the weight sync.
+
+One object owns the rollout side of a run so the trainer only asks for a step's batch, pushes
+weights after an update and closes it: the executor is the benchmark's (``--executor local``:
+the trainer's in-process backend shared by ``max_concurrent_episodes`` lanes; ``--executor ray``:
+one worker per node, each with its own backend built from the spec, sandboxes and proxy), the
+groups come from a ``RolloutStream`` (``--async_rollouts``: sampled ahead of the trainer), and
+the weights move through the ``WeightSync`` the backend calls for.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainers.core.weight_sync import ExecutorCopy, FixedPolicy, PolicyWeights, WeightSync, weight_sync_for
+from trainers.rollout import RolloutBatch, build_batch, group_staleness, harness_name, sample_pairs, tree_filters
+from trainers.rollout_stream import RolloutStream, local_executor, rollout_config
+
+if TYPE_CHECKING:
+    from clawgym_env._sync import LoopThread
+    from clawgym_env.executors import Executor
+    from trainers.tree_grpo.config import TreeGRPOConfig
+
+__all__ = ["TrainingRollouts"]
+
+
+class TrainingRollouts:
+    """Batches of groups for a trainer, sampled where ``config.executor`` says, in step or ahead of it."""
+
+    def __init__(self, config: TreeGRPOConfig, model_path: Path, *, device: str, backend: Any | None = None,
+                 tasks: list[Any] | None = None, harness_adapters: dict[str, Any] | None = None, rng: random.Random) -> None:
+        self.config = config
+        self.model_path = model_path
+        self.device = device
+        self.rng = rng
+        self._backend = backend
+        self._tasks = tasks
+        self.harness_adapters = dict(harness_adapters or {})
+        self._loop: LoopThread | None = None
+        self._executor: Executor | None = None
+        self._stream: RolloutStream | None = None
+        self._sync: WeightSync | None = None
+        self.staleness: Counter[int] = Counter()
+        """Staleness (trainer version - oldest sampling version) of every group trained, over the run."""
+        self.groups_stale = 0
+        self._mark: tuple[float, float] | None = None
+
+    # -- resources ------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Any:
+        """The policy backend of the local executor (created on first use; Ray workers build their own)."""
+        if self._backend is None:
+            c = self.config
+            if c.rollout_backend:
+                from clawgym_env.proxy.backends.factory import backend_from_spec
+
+                self._backend = backend_from_spec(c.rollout_backend, tokenizer_path=self.model_path, option="--rollout_backend")
+            else:
+                from clawgym_env.proxy.backends.hf import HFBackend
+
+                self._backend = HFBackend(self.model_path, device=self.device, seed=c.seed)
+        return self._backend
+
+    @property
+    def tasks(self) -> list[Any]:
+        """The tasks to sample from: ``config.suite`` narrowed to ``config.tasks``."""
+        if self._tasks is None:
+            from clawgym_env.task import load_suite
+
+            suite = load_suite(self.config.suite)
+            ids = self.config.task_ids
+            self._tasks = [suite.get(t) for t in ids] if ids else list(suite.tasks)
+        return self._tasks
+
+    @property
+    def harnesses(self) -> list[Any]:
+        return [self.harness_adapters.get(n, n) for n in self.config.harness_names]
+
+    @property
+    def loop(self) -> LoopThread:
+        if self._loop is None:
+            from clawgym_env._sync import LoopThread
+
+            self._loop = LoopThread()
+        return self._loop
+
+    def _sampling(self) -> dict[str, Any]:
+        c = self.config
+        return {"max_tokens": c.max_completion_length, "temperature": c.temperature, "top_p": c.top_p}
+
+    def _start(self, tasks: list[Any]) -> Executor:
+        c = self.config
+        kw: dict[str, Any] = {"sampling": self._sampling(), "sandbox": c.sandbox, "concurrency": c.max_concurrent_episodes,
+                              "wall_time_s": c.episode_wall_time_s}
+        if c.executor == "ray":
+            from clawgym_env.executors.ray_executor import RayExecutor
+
+            spec = c.rollout_backend or f"hf:{self.model_path}"
+            executor: Executor = RayExecutor(rollout_config(self.harnesses, suite=c.suite, model=spec, executor="ray",
+                                                            ray_address=c.ray_address, **kw))
+        else:
+            executor = local_executor(tasks, self.harnesses, self.backend, **kw)
+        self.loop.run(executor.start())
+        return executor
+
+    def stream(self) -> RolloutStream:
+        """The training stream (executor started on first use)."""
+        if self._stream is None:
+            c = self.config
+            self._executor = self._start(self.tasks + self._eval_tasks())
+            lookahead = c.pairs_per_step if c.async_rollouts else 0
+            self._stream = RolloutStream(self._executor, self.loop, num_generations=int(c.num_generations or 2),
+                                         next_pair=self._next_pair, lookahead=lookahead)
+            self._mark = (time.monotonic(), 0.0)
+        return self._stream
+
+    def _next_pair(self) -> tuple[Any, Any]:
+        c = self.config
+        return sample_pairs(self.tasks, self.harnesses, c.harness_weights, 1, self.rng)[0]
+
+    # -- weights --------------------------------------------------------------------------------
+
+    def push(self, weights: PolicyWeights, version: int) -> None:
+        """Give the rollout side the policy's weights; later captures carry ``version``.
+
+        Before anything samples there is nothing to push to; the push happens when it starts
+        (``ready``) if the trainer is past version 0 (a resumed run).
+        """
+        if self._sync is None:
+            if self._backend is None and self._executor is None:
+                return
+            self._sync = self._make_sync()
+        self._sync.push(weights, version)
+
+    def _make_sync(self) -> WeightSync:
+        c = self.config
+        if c.executor == "ray":
+            assert self._executor is not None
+            return FixedPolicy() if (c.rollout_backend or "").startswith("scripted:") else ExecutorCopy(self._executor, self.loop)
+        return weight_sync_for(self.backend, folder=Path(c.output_dir) / "policy-latest", loop=self.loop,
+                               nccl=c.weight_sync == "nccl")
+
+    # -- batches --------------------------------------------------------------------------------
+
+    def next_batch(self, policy_version: int, weights: PolicyWeights) -> RolloutBatch:
+        """``pairs_per_step`` groups no staler than ``max_staleness``, as a batch; staleness and idle-time metrics."""
+        c = self.config
+        fresh = self._stream is None
+        stream = self.stream()
+        if fresh and policy_version:
+            self.push(weights, policy_version)  # a resumed run: the rollout side starts at the trainer's version
+        done, refused = stream.take(c.pairs_per_step, keep=lambda g: group_staleness(g.episodes, policy_version) <= c.max_staleness)
+        self.groups_stale += refused
+        filters = tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents)
+        batch = build_batch([(*g.pair, g.episodes) for g in done], filters=filters, policy_version=policy_version,
+                            skip_zero_variance=c.skip_zero_variance)
+        lags = [group_staleness(g.episodes, policy_version) for g in done]
+        self.staleness.update(lags)
+        batch.metrics.update({"groups_stale": float(refused), "staleness/mean": sum(lags) / max(1, len(lags)),
+                              "rollout_idle_share": self.idle_share()})
+        return batch
+
+    def idle_share(self) -> float:
+        """Share of lane time since the last call that no attempt was running (1.0: the workers sat idle)."""
+        if self._stream is None or self._mark is None or self._executor is None:
+            return 0.0
+        now, busy = time.monotonic(), self._stream.busy_seconds()
+        t, b = self._mark
+        self._mark = (now, busy)
+        span = (now - t) * self._executor.lanes
+        return max(0.0, 1.0 - (busy - b) / span) if span > 0 else 0.0
+
+    def _eval_tasks(self) -> list[Any]:
+        c = self.config
+        if not c.eval_suite:
+            return []
+        from clawgym_env.task import load_suite
+
+        suite = load_suite(str(c.eval_suite))
+        return [suite.get(t) for t in c.eval_task_ids] if c.eval_task_ids else list(suite.tasks)
+
+    def evaluate(self, episodes: int) -> dict[str, list[float]]:
+        """Scores per harness of ``episodes`` runs of every (eval task, harness) pair, through the same executor."""
+        pairs = [(t, h) for t in self._eval_tasks() for h in self.harnesses]
+        scores: dict[str, list[float]] = defaultdict(list)
+        for (_, h), eps in zip(pairs, self.stream().run_now(pairs, episodes), strict=True):
+            scores[harness_name(h)].extend(e.score for e in eps)
+        return scores
+
+    def close(self) -> None:
+        """Stop the stream and the executor, close the backend this object created (idempotent)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        if self._executor is not None:
+            self.loop.run(self._executor.stop())
+            self._executor = None
+        if self._backend is not None:
+            self.loop.run(self._backend.aclose())
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
