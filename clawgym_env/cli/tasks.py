@@ -181,6 +181,47 @@ def pull(
     _print_report(report)
 
 
+def _strategies(s: object, extra: list[str] | None, only: str | None) -> list:  # type: ignore[type-arg]
+    from clawgym_env.errors import ConfigError
+    from clawgym_env.task.adversarial import default_strategies, load_strategy, suite_strategies
+
+    found = default_strategies() + suite_strategies(s.spec.metadata, s.path)  # type: ignore[attr-defined]
+    found += [load_strategy(ref) for ref in extra or []]
+    if only:
+        names = {n.strip() for n in only.split(",") if n.strip()}
+        unknown = names - {x.name for x in found}
+        if unknown:
+            raise ConfigError(f"--only names unknown strategies {sorted(unknown)}; known: {sorted(x.name for x in found)}")
+        found = [x for x in found if x.name in names]
+    return found
+
+
+def _print_exploits(console: object, results: list) -> None:  # type: ignore[type-arg]
+    from rich.table import Table
+
+    lifted = [r for r in results if (r.exploit_score or 0) > 0]
+    table = Table("task", "best gaming score", "by", "max_exploit_score", "status",
+                  title=f"adversarial: {len(lifted)} of {len(results)} task(s) lifted above 0 by some strategy")
+    for r in sorted(results, key=lambda r: -(r.exploit_score or 0))[:40]:
+        if (r.exploit_score or 0) > 0 or r.exploit_status in ("fail", "error"):
+            table.add_row(r.task_id, f"{r.exploit_score or 0:.3f}", r.exploit_by, f"{r.max_exploit:g}", r.exploit_status)
+    console.print(table)  # type: ignore[attr-defined]
+
+
+@app.command()
+def strategies() -> None:
+    """List the gaming strategies `tasks check --adversarial` plays (built-in and installed plug-ins)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from clawgym_env.task.adversarial import default_strategies
+
+    table = Table("strategy", "what it tries")
+    for x in default_strategies():
+        table.add_row(x.name, x.tries)
+    Console().print(table)
+
+
 @app.command()
 def check(
     suite: str = typer.Argument(..., help="A suite name or folder."),
@@ -189,8 +230,14 @@ def check(
     concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, help="Tasks checked at once."),
     judge: str = typer.Option(None, "--judge", help="Backend spec of the LLM judge for rubric verifiers."),
     record_noop: bool = typer.Option(False, "--record-noop", help="Declare measured non-zero do-nothing scores in task.yaml (rewrites it; for imported suites)."),
+    adversarial: bool = typer.Option(False, "--adversarial", help="Also play every gaming strategy against each task; fail tasks where one scores above metadata.max_exploit_score."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Extra strategy 'package.module:Class' or 'file.py:Class' (repeatable; implies --adversarial)."),
+    only: str = typer.Option(None, "--only", help="With --adversarial: only these strategies (comma-separated names)."),
 ) -> None:
-    """Run each task's reference solution (must score 1.0) and a do-nothing agent (must score its floor) in sandboxes."""
+    """Run each task's reference solution (must score 1.0) and a do-nothing agent (must score its floor) in sandboxes.
+
+    With --adversarial, also the strategy library (`clawgym tasks strategies` lists it), the suite's own
+    (suite.yaml metadata.adversarial_strategies) and installed plug-ins."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -204,6 +251,7 @@ def check(
     try:
         s = load_suite(suite)
         specs = s.select(tasks) if tasks else list(s.tasks)
+        strategies = _strategies(s, strategy, only) if adversarial or strategy else None
         judge_backend = None
         if judge:
             from clawgym_env.proxy.backends.factory import backend_from_spec
@@ -219,8 +267,8 @@ def check(
 
         async def go() -> list:  # type: ignore[type-arg]
             try:
-                return await check_suite(specs, backend, concurrency, judge=judge_backend,
-                                         on_result=lambda r: progress.advance(bar))
+                return await check_suite(specs, backend, concurrency, judge=judge_backend, strategies=strategies,
+                                         pass_threshold=s.pass_threshold, on_result=lambda r: progress.advance(bar))
             finally:
                 if judge_backend is not None:
                     await judge_backend.aclose()
@@ -235,11 +283,12 @@ def check(
     declared = [r for r in results if r.noop_status == "declared"]
     bad = [r for r in results if not r.ok]
     if bad:
-        table = Table("task", "solution", "do-nothing", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed", show_lines=True)
+        table = Table("task", "solution", "do-nothing", "gaming", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed", show_lines=True)
         for r in bad:
             sol = r.solution_status + (f" {r.solution_score:.3f}" if r.solution_score is not None else "")
             noop = r.noop_status + (f" {r.noop_score:.3f}" if r.noop_score is not None else "")
-            table.add_row(r.task_id, sol, noop, "\n".join(r.problems))
+            gaming = r.exploit_status + (f" {r.exploit_score:.3f}" if r.exploit_score is not None else "")
+            table.add_row(r.task_id, sol, noop, gaming, "\n".join(r.problems))
         console.print(table)
     if declared:
         table = Table("task", "do-nothing score", title="declared partial credit for doing nothing (expected_noop_score)")
@@ -248,6 +297,8 @@ def check(
         console.print(table)
     n_sol = sum(r.solution_status == "pass" for r in results)
     n_none = sum(r.solution_status in ("none", "skipped") for r in results)
+    if strategies is not None:
+        _print_exploits(console, results)
     console.print(
         f"{len(specs)} task(s): {len(specs) - len(bad)} ok, {len(bad)} failed; "
         f"solutions passed {n_sol}, without a checked solution {n_none}; declared non-zero floors {len(declared)}"

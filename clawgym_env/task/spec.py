@@ -26,7 +26,9 @@ Layout and fields (paths are relative to the task folder and may not leave it)::
       limits: {wall_time_s: 600, model_calls: 40, memory_mb: 4096}
       solution: solution/solve.sh   # bash in the sandbox, cwd = workspace, params in $CLAWGYM_PARAM_<NAME>;
                                     # or solution/final_message.txt
-      metadata: {expected_noop_score: 0.0}   # declare partial credit a do-nothing agent legitimately gets
+      metadata: {expected_noop_score: 0.0,   # declare partial credit a do-nothing agent legitimately gets
+                 max_exploit_score: 0.0,     # the most a gaming non-solution may score (tasks check --adversarial)
+                 exploit_exempt: {copy-input: "copying is the task"}}  # strategies whose attempts solve it
 """
 
 from __future__ import annotations
@@ -241,12 +243,23 @@ class TaskFile(_Frozen):
         return value
 
     @model_validator(mode="after")
-    def _expected_noop(self) -> TaskFile:
-        noop = self.metadata.get("expected_noop_score")
-        if noop is not None and (
-            isinstance(noop, bool) or not isinstance(noop, (int, float)) or not 0 <= noop <= 1
+    def _declared_floors(self) -> TaskFile:
+        for key in ("expected_noop_score", "max_exploit_score"):
+            value = self.metadata.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1
+            ):
+                raise ValueError(f"metadata.{key} must be a number in [0, 1]")
+        exempt = self.metadata.get("exploit_exempt")
+        if exempt is not None and not (
+            isinstance(exempt, dict) and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in exempt.items())
         ):
-            raise ValueError("metadata.expected_noop_score must be a number in [0, 1]")
+            raise ValueError("metadata.exploit_exempt must map strategy names to the reason their attempts solve "
+                             'the task, e.g. {copy-input: "copying the file is the task"}')
+        noop, most = self.metadata.get("expected_noop_score"), self.metadata.get("max_exploit_score")
+        if noop is not None and most is not None and most < noop:
+            raise ValueError(f"metadata.max_exploit_score ({most}) is below expected_noop_score ({noop}); "
+                             "doing nothing is itself a non-solution, so raise max_exploit_score to at least it")
         return self
 
 
@@ -283,6 +296,16 @@ class TaskSpec(_Frozen):
     def expected_noop_score(self) -> float:
         """Score a do-nothing agent legitimately gets (0.0 unless the spec declares otherwise)."""
         return float(self.metadata.get("expected_noop_score", 0.0))
+
+    @property
+    def exploit_exempt(self) -> dict[str, str]:
+        """Strategy name (or attempt label) -> why its attempts are solutions here, not exploits."""
+        return dict(self.metadata.get("exploit_exempt") or {})
+
+    @property
+    def max_exploit_score(self) -> float:
+        """The most a non-solution may score (``tasks check --adversarial``); default: the do-nothing floor."""
+        return float(self.metadata.get("max_exploit_score", self.expected_noop_score))
 
     def host_path(self, rel: str) -> Path:
         """Host path of a file named relative to the task folder (already checked by the loader)."""

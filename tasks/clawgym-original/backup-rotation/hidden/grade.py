@@ -36,9 +36,11 @@ def grade(transcript, workspace_path):
     scores = {"daily_rule": 0.0, "weekly_monthly_rules": 0.0, "keep_exact": 0.0, "delete_exact": 0.0, "sorted": 0.0}
     if keep is None:
         return scores
-    if set(DAILY) <= set(keep):
+    # a rule is applied right only if nothing it should drop is kept: keeping everything follows no rule
+    precise = set(keep) <= set(KEEP)
+    if precise and set(DAILY) <= set(keep):
         scores["daily_rule"] = 1.0
-    if set(MONTHLY + ["backup-2026-11-08.tar.gz", "backup-2026-11-15.tar.gz"]) <= set(keep):
+    if precise and set(MONTHLY + ["backup-2026-11-08.tar.gz", "backup-2026-11-15.tar.gz"]) <= set(keep):
         scores["weekly_monthly_rules"] = 1.0
     if sorted(keep) == KEEP:
         scores["keep_exact"] = 1.0

@@ -28,10 +28,10 @@ def grade(transcript, workspace_path):
     except Exception:
         return scores
     cost, value = sum(COST[s] for s in sel), sum(VALUE[s] for s in sel)
-    if cost <= budget:
-        scores["within_budget"] = 1.0
-        if value == best:
-            scores["optimal_value"] = 1.0
+    # staying within budget is trivial (pick the cheapest project): it earns credit only with the optimum
+    if cost > budget or value != best:
+        return scores
+    scores["within_budget"] = scores["optimal_value"] = 1.0
     try:
         if int(data["total_cost_k"]) == cost and int(data["total_value"]) == value and int(data["budget_k"]) == budget:
             scores["totals_consistent"] = 1.0

@@ -30,7 +30,13 @@ def grade(transcript, workspace_path):
     header, rows = _rows(workspace_path)
     if header is None:
         return scores
-    if [h.strip() for h in header] == ["name", "email", "phone", "company"]:
+    want = [e for _, e in EXPECTED]
+    try:
+        people_right = len(rows) == len(want) and {r[1].strip().lower() for r in rows} == set(want)
+    except Exception:
+        people_right = False
+    # the header is copied from the input for free: it counts only once the right people are in the file
+    if people_right and [h.strip() for h in header] == ["name", "email", "phone", "company"]:
         scores["header"] = 1.0
     try:
         emails = [r[1].strip().lower() for r in rows]

@@ -1,15 +1,16 @@
-"""Grader for fix-failing-test: visible tests, extra hidden cases, and the tests left untouched."""
+"""Grader for fix-failing-test: every case (the visible tests' and extra hidden ones) is run in a
+subprocess that prints plain JSON values; the comparison happens here, so objects the agent's code
+returns (one equal to anything, say) and test-runner patches cannot pass it."""
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 TESTS_SHA256 = "f88cdbb37c3b055cacfc39a6f06d18d58ffdf43cdecfc4002fc00ba0d613ab55"
-HIDDEN = r'''
-import sys
-sys.path.insert(0, ".")
-from invoicing.totals import invoice_total
-cases = [
+MARK = "CLAWGYM_VALUES "
+VISIBLE = [(([(1000, 1), (250, 2)], 0, 0), 1500), (([(1005, 1)], 0, 10), 1106), (([(1000, 2)], 15, 20), 2040)]
+HIDDEN = [
     (([(999, 3)], 0, 0), 2997),
     (([(1000, 1)], 10, 0), 900),
     (([(1234, 1)], 0, 5), 1296),        # 61.7 -> 62
@@ -17,26 +18,45 @@ cases = [
     (([(3333, 3)], 10, 7), 9629),       # 9999 - 1000 = 8999; + 629.93 -> 630
     (([], 10, 10), 0),
 ]
-bad = [c for c in cases if invoice_total(c[0][0], discount_pct=c[0][1], tax_pct=c[0][2]) != c[1]]
-print("HIDDEN_OK" if not bad else "HIDDEN_FAIL %r" % bad)
-'''
+PROBE = r'''
+import json, sys
+sys.path.insert(0, ".")
+cases = json.loads(sys.argv[1])
+out = []
+try:
+    from invoicing.totals import invoice_total, line_total
+    out.append(line_total(250, 4))
+    for (lines, disc, tax), _ in cases:
+        out.append(invoice_total([tuple(x) for x in lines], discount_pct=disc, tax_pct=tax))
+except Exception as exc:
+    out = None
+print("\n" + %r + json.dumps(out))
+''' % MARK
 
 
-def _run(args, cwd):
+def _values(ws):
+    """The values the agent's code computed, as plain JSON (None when it crashed or printed none)."""
     try:
-        return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(VISIBLE + HIDDEN)], cwd=ws,
+                           capture_output=True, text=True, timeout=60)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
+        values = json.loads(line[len(MARK):])
     except Exception:
         return None
+    ok = isinstance(values, list) and len(values) == 1 + len(VISIBLE) + len(HIDDEN)
+    return values if ok and all(type(v) is int for v in values) else None
 
 
 def grade(transcript, workspace_path):
     ws = Path(workspace_path)
     scores = {"visible_tests_pass": 0.0, "hidden_cases_pass": 0.0, "tests_untouched": 0.0}
-    r = _run([sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."], ws)
-    if r is not None and r.returncode == 0 and "OK" in r.stderr:
+    values = _values(ws)
+    if values is None:
+        return scores
+    visible, hidden = values[: 1 + len(VISIBLE)], values[1 + len(VISIBLE):]
+    if visible == [1000] + [want for _, want in VISIBLE]:
         scores["visible_tests_pass"] = 1.0
-    r = _run([sys.executable, "-c", HIDDEN], ws)
-    if r is not None and "HIDDEN_OK" in r.stdout:
+    if hidden == [want for _, want in HIDDEN]:
         scores["hidden_cases_pass"] = 1.0
     try:
         digest = hashlib.sha256((ws / "tests" / "test_totals.py").read_bytes()).hexdigest()

@@ -1,60 +1,87 @@
-"""Grader for implement-durations: hidden cases run in a subprocess so a hang or crash only costs points."""
+"""Grader for implement-durations: the agent's functions run in a subprocess that prints what they
+returned (or which exception they raised) as plain JSON; every comparison happens here, so a
+returned object that claims to equal anything, or a probe that exits early, scores nothing."""
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+MARK = "CLAWGYM_VALUES "
+SINGLE = [("90", 90), ("45s", 45), ("2d", 172800), ("3h", 10800), ("0", 0), ("15m", 900)]
+COMBINED = [("1h30m", 5400), ("1h 5m 10s", 3910), (" 1H30M ", 5400), ("1d1s", 86401), ("2h0m", 7200)]
+INVALID = ["", "5x", "h", "1.5h", "-3m", "30m1h", "1h1h", "m5"]
+FORMAT = {0: "0s", 90: "1m30s", 3600: "1h", 93784: "1d2h3m4s", 86400: "1d", 61: "1m1s"}
+ROUND_TRIP = [1, 59, 3599, 86399, 200000]
 PROBE = r'''
 import json, sys
 sys.path.insert(0, ".")
-import durations
-def parse_ok(cases):
+req = json.loads(sys.argv[1])
+def call(fn, arg):
     try:
-        return all(durations.parse_duration(t) == want for t, want in cases)
+        v = fn(arg)
+    except ValueError:
+        return ["ValueError"]
+    except Exception as exc:
+        return ["error"]
+    return ["value", v if type(v) in (int, str) else None]
+out = None
+try:
+    import durations
+    out = {
+        "parse": [call(durations.parse_duration, t) for t in req["parse"]],
+        "format": [call(durations.format_duration, n) for n in req["format"]],
+        "negative": call(durations.format_duration, -1),
+    }
+except Exception:
+    pass
+print("\n" + %r + json.dumps(out))
+''' % MARK
+
+
+def _probe(ws):
+    parse = [t for t, _ in SINGLE + COMBINED] + INVALID
+    request = {"parse": parse, "format": list(FORMAT) + ROUND_TRIP}
+    try:
+        r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(request)], cwd=ws,
+                           capture_output=True, text=True, timeout=30)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
+        out = json.loads(line[len(MARK):])
+        return out if isinstance(out, dict) else None
+    except Exception:
+        return None
+
+
+def _round_trip(ws, formatted):
+    """parse_duration(format_duration(n)) == n, checked on the strings format_duration returned."""
+    if not all(isinstance(s, str) for s in formatted):
+        return False
+    try:
+        r = subprocess.run([sys.executable, "-c", PROBE, json.dumps({"parse": formatted, "format": []})], cwd=ws,
+                           capture_output=True, text=True, timeout=30)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
+        back = json.loads(line[len(MARK):])["parse"]
     except Exception:
         return False
-def rejects(cases):
-    for t in cases:
-        try:
-            durations.parse_duration(t)
-            return False
-        except ValueError:
-            pass
-        except Exception:
-            return False
-    return True
-def formats():
-    try:
-        cases = {0: "0s", 90: "1m30s", 3600: "1h", 93784: "1d2h3m4s", 86400: "1d", 61: "1m1s"}
-        if any(durations.format_duration(s) != want for s, want in cases.items()):
-            return False
-        if any(durations.parse_duration(durations.format_duration(n)) != n for n in (1, 59, 3599, 86399, 200000)):
-            return False
-        try:
-            durations.format_duration(-1)
-            return False
-        except ValueError:
-            return True
-    except Exception:
-        return False
-print(json.dumps({
-    "single_units": parse_ok([("90", 90), ("45s", 45), ("2d", 172800), ("3h", 10800), ("0", 0), ("15m", 900)]),
-    "combined_units": parse_ok([("1h30m", 5400), ("1h 5m 10s", 3910), (" 1H30M ", 5400), ("1d1s", 86401), ("2h0m", 7200)]),
-    "invalid_rejected": rejects(["", "5x", "h", "1.5h", "-3m", "30m1h", "1h1h", "m5"]),
-    "format_duration": formats(),
-}))
-'''
+    return back == [["value", n] for n in ROUND_TRIP]
 
 
 def grade(transcript, workspace_path):
     scores = {"single_units": 0.0, "combined_units": 0.0, "invalid_rejected": 0.0, "format_duration": 0.0}
     if not (Path(workspace_path) / "durations.py").is_file():
         return scores
+    out = _probe(workspace_path)
+    if out is None:
+        return scores
     try:
-        r = subprocess.run([sys.executable, "-c", PROBE], cwd=workspace_path, capture_output=True, text=True, timeout=30)
-        result = json.loads(r.stdout.strip().splitlines()[-1])
-        for key in scores:
-            scores[key] = 1.0 if result.get(key) is True else 0.0
+        parsed, formatted = out["parse"], out["format"]
+        n1, n2 = len(SINGLE), len(SINGLE) + len(COMBINED)
+        scores["single_units"] = float(parsed[:n1] == [["value", w] for _, w in SINGLE])
+        scores["combined_units"] = float(parsed[n1:n2] == [["value", w] for _, w in COMBINED])
+        scores["invalid_rejected"] = float(parsed[n2:] == [["ValueError"]] * len(INVALID))
+        fixed = formatted[: len(FORMAT)] == [["value", w] for w in FORMAT.values()]
+        trip = [v[1] if v[0] == "value" else None for v in formatted[len(FORMAT):]]
+        if fixed and out["negative"] == ["ValueError"] and _round_trip(workspace_path, trip):
+            scores["format_duration"] = 1.0
     except Exception:
-        pass
+        return {k: 0.0 for k in scores}
     return scores

@@ -5,24 +5,40 @@ import subprocess
 import sys
 from pathlib import Path
 
+MARK = "CLAWGYM_VALUES "
 PROBE = r'''
 import json, sys, warnings
 sys.path.insert(0, ".")
-out = {"new_name": False, "alias_warns": False}
+out = None
 try:
     from shop.users import get_user
     from shop.orders import price_for
     from shop.reports import greeting
-    out["new_name"] = get_user(1)["name"] == "Ravi" and price_for(1, 100) == 90.0 and greeting(2) == "Hello, Mei!"
-    from shop.users import get_usr
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        same = get_usr(2) == get_user(2)
-    out["alias_warns"] = same and any(issubclass(w.category, DeprecationWarning) for w in caught)
+    values = {"user1": get_user(1), "price": price_for(1, 100), "greeting": greeting(2), "user2": get_user(2)}
+    try:
+        from shop.users import get_usr
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values["alias"] = get_usr(2)
+        values["warned"] = sorted({w.category.__name__ for w in caught if issubclass(w.category, DeprecationWarning)})
+    except Exception:
+        values["alias"], values["warned"] = None, []
+    out = json.dumps(values)
 except Exception:
     pass
-print(json.dumps(out))
-'''
+print("\n" + %r + str(out))
+''' % MARK
+
+
+def _probe(ws):
+    """What the agent's code returned, as plain JSON values (None if it crashed or printed nothing)."""
+    try:
+        r = subprocess.run([sys.executable, "-c", PROBE], cwd=ws, capture_output=True, text=True, timeout=30)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
+        out = json.loads(line[len(MARK):])
+    except Exception:
+        return None
+    return out if isinstance(out, dict) else None
 
 
 def _old_refs(ws):
@@ -39,13 +55,15 @@ def _old_refs(ws):
 def grade(transcript, workspace_path):
     ws = Path(workspace_path)
     scores = {"new_name_works": 0.0, "alias_warns": 0.0, "no_old_references": 0.0, "tests_pass": 0.0}
-    try:
-        r = subprocess.run([sys.executable, "-c", PROBE], cwd=ws, capture_output=True, text=True, timeout=30)
-        probe = json.loads(r.stdout.strip().splitlines()[-1])
-        scores["new_name_works"] = 1.0 if probe["new_name"] else 0.0
-        scores["alias_warns"] = 1.0 if probe["alias_warns"] else 0.0
-    except Exception:
-        pass
+    probe = _probe(ws)
+    if probe is None:
+        return scores
+    user1, user2 = probe.get("user1"), probe.get("user2")
+    if isinstance(user1, dict) and user1.get("name") == "Ravi" and probe.get("price") == 90.0 \
+            and probe.get("greeting") == "Hello, Mei!" and isinstance(user2, dict):
+        scores["new_name_works"] = 1.0
+        if probe.get("alias") == user2 and probe.get("warned") == ["DeprecationWarning"]:
+            scores["alias_warns"] = 1.0
     try:
         if scores["new_name_works"] and _old_refs(ws) == 0:
             scores["no_old_references"] = 1.0

@@ -9,10 +9,10 @@ def grade(transcript, workspace_path):
     path = Path(workspace_path) / "output" / "quote.txt"
     if not path.is_file():
         return scores
-    scores["file_exists"] = 1.0
     try:
         if path.read_text(encoding="utf-8").strip() == EXPECTED:
             scores["content_matches"] = 1.0
     except Exception:
         pass
+    scores["file_exists"] = scores["content_matches"]  # existing alone earns nothing (an empty file is not a copy)
     return scores

@@ -9,10 +9,10 @@ def grade(transcript, workspace_path):
     path = Path(workspace_path) / "count.txt"
     if not path.is_file():
         return scores
-    scores["file_exists"] = 1.0
     try:
         if int(path.read_text(encoding="utf-8").strip()) == EXPECTED:
             scores["count_correct"] = 1.0
     except Exception:
         pass
+    scores["file_exists"] = scores["count_correct"]  # any count.txt is not half a count
     return scores

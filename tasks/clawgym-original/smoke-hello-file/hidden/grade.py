@@ -15,10 +15,10 @@ def grade(transcript, workspace_path):
     path = Path(workspace_path) / name
     if not path.is_file():
         return scores
-    scores["file_exists"] = 1.0
     try:
         if path.read_text(encoding="utf-8").rstrip("\n") == text:
             scores["content_exact"] = 1.0
     except Exception:
         pass
+    scores["file_exists"] = scores["content_exact"]  # an empty file earns nothing
     return scores

@@ -17,7 +17,6 @@ def grade(transcript, workspace_path):
     script = Path(workspace_path) / name
     if not script.is_file():
         return scores
-    scores["script_exists"] = 1.0
     try:
         out = subprocess.run([sys.executable, str(script)], cwd=workspace_path,
                              capture_output=True, text=True, timeout=20)
@@ -25,4 +24,5 @@ def grade(transcript, workspace_path):
             scores["prints_message"] = 1.0
     except Exception:
         pass
+    scores["script_exists"] = scores["prints_message"]  # an empty script earns nothing
     return scores

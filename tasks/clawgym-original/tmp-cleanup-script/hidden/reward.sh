@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Hidden grader for tmp-cleanup-script: runs the agent's script on fresh fixtures and prints the
-# share of checks passed as the last line. Uses bash + coreutils + find only.
+# share of checks passed as the last line. Uses bash + coreutils + find only. Checks of restraint
+# (exit 0, files kept, links not followed) count only when the script also deleted what it had to:
+# a script that does nothing keeps everything and must not earn credit for it.
 ws="${CLAWGYM_WORKSPACE:-$PWD}"
 script="$ws/scripts/cleanup.sh"
 if [ ! -f "$script" ]; then echo "no scripts/cleanup.sh"; echo 0; exit 0; fi
@@ -23,12 +25,13 @@ mk "$outside/victim.tmp" "50 days ago"
 ln -s "$outside" "$root/link"
 
 out="$(cd "$tmp" && timeout 30 bash "$script" "$root" 7 2>/dev/null)"; rc=$?
-check "exit code 0" '[ "$rc" = 0 ]'
-check "old .tmp and .part deleted" '[ ! -e "$root/a.tmp" ] && [ ! -e "$root/b.part" ] && [ ! -e "$root/deep/nested/c.tmp" ]'
+deleted='[ ! -e "$root/a.tmp" ] && [ ! -e "$root/b.part" ] && [ ! -e "$root/deep/nested/c.tmp" ]'
+check "exit code 0" "$deleted"' && [ "$rc" = 0 ]'
+check "old .tmp and .part deleted" "$deleted"
 check "names with spaces handled" '[ ! -e "$root/name with space.tmp" ]'
-check "fresh file kept" '[ -e "$root/fresh.tmp" ]'
-check "other names and directories kept" '[ -e "$root/keep.log" ] && [ -e "$root/notes.tmp.txt" ] && [ -d "$root/old.tmp" ]'
-check "symlink not followed" '[ -e "$outside/victim.tmp" ]'
+check "fresh file kept" "$deleted"' && [ -e "$root/fresh.tmp" ]'
+check "other names and directories kept" "$deleted"' && [ -e "$root/keep.log" ] && [ -e "$root/notes.tmp.txt" ] && [ -d "$root/old.tmp" ]'
+check "symlink not followed" "$deleted"' && [ -e "$outside/victim.tmp" ]'
 check "prints the count last" '[ "$(printf "%s\n" "$out" | tail -n 1 | tr -d "[:space:]")" = 4 ]'
 
 root2="$tmp/second"
@@ -41,7 +44,7 @@ mk "$tmp/third/z.tmp" "20 days ago"
 timeout 30 bash "$script" "$tmp/third" >/dev/null 2>&1; rc3=$?
 timeout 30 bash "$script" "$tmp/third" abc >/dev/null 2>&1; rc4=$?
 timeout 30 bash "$script" "$tmp/missing-dir" 3 >/dev/null 2>&1; rc5=$?
-check "usage errors exit 2 and delete nothing" '[ "$rc3" = 2 ] && [ "$rc4" = 2 ] && [ "$rc5" = 2 ] && [ -e "$tmp/third/z.tmp" ]'
+check "usage errors exit 2 and delete nothing" "$deleted"' && [ "$rc3" = 2 ] && [ "$rc4" = 2 ] && [ "$rc5" = 2 ] && [ -e "$tmp/third/z.tmp" ]'
 
 echo "$pass/$total checks passed"
 awk -v p="$pass" -v t="$total" 'BEGIN { printf "%.4f\n", p / t }'

@@ -6,4 +6,4 @@ def grade(transcript, workspace_path):
     path = Path(workspace_path) / "hello.txt"
     exists = path.is_file()
     exact = exists and path.read_text(encoding="utf-8").rstrip("\n") == "hello world"
-    return {"file_exists": float(exists), "content_exact": float(exact)}
+    return {"file_exists": float(exact), "content_exact": float(exact)}  # an empty hello.txt earns nothing
