@@ -55,6 +55,8 @@ class Variant:
     checks: list[dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)
     difficulty: str = "easy"
+    exploit_exempt: dict[str, str] = field(default_factory=dict)
+    """Gaming strategies whose attempts solve this template (``metadata.exploit_exempt``; see tasks check --adversarial)."""
 
 
 class _Pools:
@@ -101,7 +103,10 @@ def _t_copy(p: _Pools) -> Variant:
     body = _lines(p.rng.sample(range(100, 1000), 4))
     src, dst = f"data_{n}.txt", f"copy_{n}.txt"
     return Variant("copy-file", f"Copy the file {src} to a new file named {dst}.", f"cp {src} {dst}", {src: body},
-                   [{"op": "text", "path": dst, "text": body}, {"op": "text", "path": src, "text": body}], {"name": n})
+                   [{"op": "text", "path": dst, "text": body}, {"op": "text", "path": src, "text": body}], {"name": n},
+                   exploit_exempt={"copy-input": "copying the file is the task",
+                                   "everything:lines": "all lines of the only input are its copy",
+                                   "everything:numbers": "the input is its numbers, one per line: listing them copies it"})
 
 
 def _t_rename(p: _Pools) -> Variant:
@@ -248,19 +253,20 @@ def grade(transcript, workspace_path):
 def _write_task(folder: Path, task_id: str, split: str, v: Variant) -> None:
     (folder / "hidden").mkdir(parents=True)
     (folder / "solution").mkdir()
-    (folder / "workspace").mkdir()
     for rel, body in v.workspace.items():
+        (folder / "workspace").mkdir(exist_ok=True)
         (folder / "workspace" / rel).write_text(body)
     (folder / "hidden" / "grade.py").write_text(_GRADER.format(checks=json.dumps(v.checks, sort_keys=True)))
     (folder / "solution" / "solve.sh").write_text(f"# Reference solution (generated).\nset -e\n{v.command}\n")
     spec = {
         "id": task_id, "version": 1, "category": v.template, "difficulty": v.difficulty,
         "instruction": v.instruction.replace("{", "{{ '{' }}") + "\n",
-        "workspace": "workspace", "hidden": "hidden",
+        **({"workspace": "workspace"} if v.workspace else {}), "hidden": "hidden",  # git keeps no empty folder
         "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
         "limits": {"wall_time_s": 180, "model_calls": 4, "memory_mb": 1024},
         "solution": "solution/solve.sh",
-        "metadata": {"procgen": {"template": v.template, "split": split, "params": v.params, "command": v.command}},
+        "metadata": {"procgen": {"template": v.template, "split": split, "params": v.params, "command": v.command},
+                     **({"exploit_exempt": v.exploit_exempt} if v.exploit_exempt else {})},
     }
     (folder / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=1000))
 
