@@ -34,15 +34,12 @@ EXACT = (
     "    p = os.path.join(w, 'output', 'count.txt')\n"
     "    return {'right': float(os.path.exists(p) and open(p).read().strip() == '3')}\n"
 )
-IMPORTS_OBJECTS = (  # imports the agent's module into the grader and compares what it returns
-    "import sys\n"
+PROBE_COMPARES = (  # runs the agent's code in a subprocess, but lets that process compare what the code returned
+    "import subprocess, sys\n"
+    "PROBE = 'import calc; print(\"ADDS\" if calc.add(2, 3) == 5 else \"WRONG\")'\n"
     "def grade(t, w):\n"
-    "    sys.path.insert(0, w)\n"
-    "    try:\n"
-    "        import calc\n"
-    "        return {'adds': float(calc.add(2, 3) == 5)}\n"
-    "    except Exception:\n"
-    "        return {'adds': 0.0}\n"
+    "    r = subprocess.run([sys.executable, '-c', PROBE], cwd=w, capture_output=True, text=True, timeout=20)\n"
+    "    return {'adds': float('ADDS' in r.stdout)}\n"
 )
 SERIALISED = (  # runs the agent's code in a subprocess and compares a plain JSON value
     "import json, subprocess, sys\n"
@@ -86,7 +83,7 @@ async def test_flawed_graders_are_caught_and_fixed_ones_pass(make_task: Any, sui
     make_task({**COUNT_SPEC, "id": "exact"}, {**COUNT_FILES, "hidden/grade.py": EXACT})
     make_task({**COUNT_SPEC, "id": "declared-half", "metadata": {"max_exploit_score": 0.5}},
               {**COUNT_FILES, "hidden/grade.py": EXISTS_HALF})
-    make_task({**CALC_SPEC, "id": "imports-objects"}, {**CALC_FILES, "hidden/grade.py": IMPORTS_OBJECTS})
+    make_task({**CALC_SPEC, "id": "probe-compares"}, {**CALC_FILES, "hidden/grade.py": PROBE_COMPARES})
     make_task({**CALC_SPEC, "id": "serialised"}, {**CALC_FILES, "hidden/grade.py": SERIALISED})
     results = _by_id(await check_suite(load_suite(suite_dir), "bwrap", concurrency=4, strategies=default_strategies()))
 
@@ -99,7 +96,7 @@ async def test_flawed_graders_are_caught_and_fixed_ones_pass(make_task: Any, sui
     declared = results["declared-half"]
     assert declared.ok and declared.exploit_status == "pass" and declared.max_exploit == 0.5
 
-    objects = results["imports-objects"]
+    objects = results["probe-compares"]
     assert objects.exploit_status == "fail" and objects.exploit_by == "always-equal" and objects.exploit_score == 1.0
     serialised = results["serialised"]
     assert serialised.ok and serialised.solution_score == 1.0 and serialised.exploit_score == 0.0
