@@ -21,6 +21,9 @@ HARNESSES: Mapping[str, str] = {
     "custom": "harnesses.custom:CustomLoop",
     "codex": "harnesses.codex:Codex",
     "gemini-cli": "harnesses.gemini_cli:GeminiCli",
+    "qwen-code": "harnesses.qwen_code:QwenCode",
+    "opencode": "harnesses.opencode:OpenCode",
+    "pi": "harnesses.pi:Pi",
 }
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
 from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, base_env, node_mount, npm_install, npm_mount
 
-__all__ = ["GeminiCli"]
+__all__ = ["GeminiCli", "total_requests"]
 
 PACKAGE = "@google/gemini-cli"
 INSIDE = "/opt/clawgym/gemini-cli"
@@ -70,8 +70,12 @@ class GeminiCli(Harness):
 
     @staticmethod
     def count_calls(stdout: str) -> int:
-        """Model calls Gemini CLI counted itself: ``totalRequests`` summed over the models in its JSON envelope."""
+        """Model calls Gemini CLI counted itself, from the ``stats`` of the JSON envelope it prints."""
         start = stdout.find("{")
         envelope = json.loads(stdout[start:]) if start >= 0 else {}
-        models = (envelope.get("stats") or {}).get("models") or {}
-        return sum(int((m.get("api") or {}).get("totalRequests", 0)) for m in models.values())
+        return total_requests(envelope.get("stats") or {})
+
+
+def total_requests(stats: dict[str, Any]) -> int:
+    """``stats.models.<model>.api.totalRequests`` summed over models (Gemini CLI and its fork Qwen Code)."""
+    return sum(int((m.get("api") or {}).get("totalRequests", 0)) for m in (stats.get("models") or {}).values())

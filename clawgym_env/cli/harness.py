@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import typer
 
-app = typer.Typer(help="Install and list agent harnesses (Claude Code, OpenClaw, custom).", no_args_is_help=True)
+app = typer.Typer(help="Install and list agent harnesses (Claude Code, OpenClaw, Codex, Gemini CLI, Qwen Code, "
+                        "OpenCode, pi, custom).", no_args_is_help=True)
 
 
 @app.command("install")
 def install(
-    name: str = typer.Argument("all", help="claude-code, openclaw, custom or all"),
+    name: str = typer.Argument("all", help="a harness name (see `clawgym harness list`) or all"),
 ) -> None:
     """npm-install the pinned harness versions into the cache ($CLAWGYM_CACHE or ~/.cache/clawgym)."""
     import logging
@@ -49,7 +50,7 @@ def list_() -> None:
 
 @app.command("run")
 def run(
-    name: str = typer.Argument(..., help="claude-code, openclaw, custom, or module:Class"),
+    name: str = typer.Argument(..., help="a harness name (see `clawgym harness list`) or module:Class"),
     task: str = typer.Option(..., "--task", help="full task id <suite>/<task>, e.g. clawgym-original/smoke-hello-file-p0"),
     model: str = typer.Option("default", "--model", help="policy spec (hf:PATH, vllm:URL, scripted:FILE, ...)"),
     capture_dir: str | None = typer.Option(None, "--capture-dir", help="keep the capture and the harness transcript here"),

@@ -14,6 +14,9 @@ ENV_IDS: Mapping[str, str] = {
     "ClawGym/Custom-v0": "custom",
     "ClawGym/Codex-v0": "codex",
     "ClawGym/GeminiCli-v0": "gemini-cli",
+    "ClawGym/QwenCode-v0": "qwen-code",
+    "ClawGym/OpenCode-v0": "opencode",
+    "ClawGym/Pi-v0": "pi",
 }
 """Env id -> harness name; other kwargs (suite, task, harness_version, sandbox, tokenizer, ...) go to gym.make."""
 

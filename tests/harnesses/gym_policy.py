@@ -8,20 +8,23 @@ from typing import Any
 
 import shlex
 
-WRITE_TOOLS = {"Write": "file_path", "write": "path", "write_file": "file_path"}
-"""Write-tool name -> its path argument, per harness (Claude Code: Write; OpenClaw, custom, pi: write;
-Gemini CLI, Qwen Code: write_file). A ``file_path`` argument takes an absolute path."""
+WRITE_TOOLS = ("Write", "write", "write_file")
+"""Write tools by name (Claude Code: Write; OpenClaw, custom, OpenCode, pi: write; Gemini CLI, Qwen Code:
+write_file); the path argument is whichever of PATH_ARGS the tool's schema has."""
+PATH_ARGS = ("file_path", "filePath", "path")
 SHELL_TOOLS = {"exec_command": "cmd", "shell": "command", "bash": "command", "run_shell_command": "command"}
 """Shell-tool name -> its command argument, for harnesses whose only way to write is a shell (Codex)."""
 
 
 def write_action(obs: dict[str, Any], workspace: str, name: str, content: str) -> dict[str, Any]:
     """A structured turn calling the harness's own write tool (or, lacking one, its shell)."""
-    tools = {t["function"]["name"] for t in json.loads(obs["tools"])}
+    tools = {t["function"]["name"]: t["function"] for t in json.loads(obs["tools"])}
     tool = next((t for t in WRITE_TOOLS if t in tools), None)
     if tool is not None:
-        path = f"{workspace}/{name}" if WRITE_TOOLS[tool] == "file_path" else name
-        return {"tool_calls": [{"name": tool, "arguments": {WRITE_TOOLS[tool]: path, "content": content}}]}
+        props = (tools[tool].get("parameters") or {}).get("properties") or {}
+        arg = next(a for a in PATH_ARGS if a in props)
+        path = name if arg == "path" else f"{workspace}/{name}"  # file_path/filePath: absolute
+        return {"tool_calls": [{"name": tool, "arguments": {arg: path, "content": content}}]}
     shell = next((t for t in SHELL_TOOLS if t in tools), None)
     assert shell is not None, f"no write or shell tool among {sorted(tools)}"
     cmd = f"printf %s {shlex.quote(content)} > {shlex.quote(f'{workspace}/{name}')}"

@@ -11,6 +11,9 @@ import pytest
 
 from harnesses.codex import Codex
 from harnesses.gemini_cli import GeminiCli
+from harnesses.opencode import OpenCode
+from harnesses.pi import Pi
+from harnesses.qwen_code import QwenCode
 
 from .conftest import require_installed
 from .test_harness_episodes import drive
@@ -24,6 +27,11 @@ CASES: dict[str, tuple[str, str, str, OwnCount]] = {
     "codex": ("ClawGym/Codex-v0", "openai-responses", "/v1/responses", lambda d: Codex.count_calls(d / "codex")),
     "gemini-cli": ("ClawGym/GeminiCli-v0", "gemini", "/v1beta/models/policy:streamGenerateContent",
                    lambda d: GeminiCli.count_calls((d / "stdout.log").read_text())),
+    "qwen-code": ("ClawGym/QwenCode-v0", "openai-chat", "/v1/chat/completions",
+                  lambda d: QwenCode.count_calls((d / "stdout.log").read_text())),
+    "opencode": ("ClawGym/OpenCode-v0", "openai-chat", "/v1/chat/completions",
+                 lambda d: OpenCode.count_calls((d / "stdout.log").read_text())),
+    "pi": ("ClawGym/Pi-v0", "openai-chat", "/v1/chat/completions", lambda d: Pi.count_calls((d / "stdout.log").read_text())),
 }
 
 

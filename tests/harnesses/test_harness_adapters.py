@@ -15,6 +15,9 @@ from harnesses.codex import Codex
 from harnesses.custom import CustomLoop
 from harnesses.gemini_cli import GeminiCli
 from harnesses.openclaw import OpenClaw
+from harnesses.opencode import OpenCode
+from harnesses.pi import Pi
+from harnesses.qwen_code import QwenCode
 
 SESSION = HarnessSession(session_id="s1", base_url="http://127.0.0.1:8787", api_key="sk-clawgym-abc",
                          model="policy", workspace="/workspace", home="/tmp/home")
@@ -117,7 +120,7 @@ def test_agent_script_is_stdlib_only() -> None:
     assert mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
 
 
-@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw, Codex, GeminiCli])
+@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw, Codex, GeminiCli, QwenCode, OpenCode, Pi])
 def test_npm_harness_mounts_fail_clearly_when_not_installed(cls: type, tmp_path: Path) -> None:
     with pytest.raises(HarnessInstallError, match="clawgym harness install"):
         cls().mounts(tmp_path)
@@ -193,3 +196,45 @@ def test_gemini_cli_counts_requests_in_its_json_envelope() -> None:
         "policy": {"api": {"totalRequests": 3}}, "flash": {"api": {"totalRequests": 1}}}}})
     assert GeminiCli.count_calls(out) == 4
     assert GeminiCli.count_calls("") == 0
+
+
+def test_qwen_code_reaches_only_the_proxy_and_counts_its_result_stats() -> None:
+    h = QwenCode()
+    env = h.build_env(SESSION)
+    assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:8787/v1" and env["OPENAI_API_KEY"] == "sk-clawgym-abc"
+    settings = json.loads(h.write_configs(SESSION)["/tmp/home/.qwen/settings.json"])
+    assert settings["privacy"]["usageStatisticsEnabled"] is False and settings["telemetry"]["enabled"] is False
+    cmd = h.build_command("task", SESSION)
+    assert cmd[cmd.index("--auth-type") + 1] == "openai" and "--yolo" in cmd
+    events = [{"type": "system"}, {"type": "assistant"}, {"type": "result", "stats": {"models": {
+        "policy": {"api": {"totalRequests": 2}}}}}]
+    assert QwenCode.count_calls(json.dumps(events)) == 2 and QwenCode.count_calls("") == 0
+
+
+def test_opencode_config_names_only_the_proxy_and_disables_phoning_home() -> None:
+    h = OpenCode()
+    config = json.loads(h.write_configs(SESSION)["/tmp/home/.opencode-clawgym.json"])
+    (name, provider), = config["provider"].items()
+    assert config["enabled_providers"] == [name] and config["model"] == f"{name}/policy"
+    assert provider["options"]["baseURL"] == "http://127.0.0.1:8787/v1" and provider["npm"] == "@ai-sdk/openai-compatible"
+    assert config["autoupdate"] is False and config["share"] == "disabled"
+    env = h.build_env(SESSION)
+    assert env["OPENCODE_CONFIG"] == "/tmp/home/.opencode-clawgym.json" and env["CLAWGYM_API_KEY"] == "sk-clawgym-abc"
+    for flag in ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_DEFAULT_PLUGINS"):
+        assert env[flag] == "1"
+    assert env["npm_config_offline"] == "true"
+    out = "\n".join(json.dumps({"type": t}) for t in ("step_start", "tool_use", "step_finish", "step_start", "text", "step_finish"))
+    assert OpenCode.count_calls(out + "\nnoise\n") == 2
+
+
+def test_pi_models_file_names_only_the_proxy_and_runs_offline() -> None:
+    h = Pi()
+    files = h.write_configs(SESSION)
+    models = json.loads(files["/tmp/home/.pi/agent/models.json"])
+    (provider,) = models["providers"].values()
+    assert provider["baseUrl"] == "http://127.0.0.1:8787/v1" and provider["apiKey"] == "sk-clawgym-abc"
+    assert json.loads(files["/tmp/home/.pi/agent/settings.json"])["enableInstallTelemetry"] is False
+    assert h.build_env(SESSION)["PI_OFFLINE"] == "1" and "--offline" in h.build_command("t", SESSION)
+    events = [{"type": "message_end", "message": {"role": "user"}}, {"type": "message_end", "message": {"role": "assistant"}},
+              {"type": "message_end", "message": {"role": "toolResult"}}, {"type": "message_end", "message": {"role": "assistant"}}]
+    assert Pi.count_calls("\n".join(json.dumps(e) for e in events)) == 2

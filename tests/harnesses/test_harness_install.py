@@ -56,7 +56,7 @@ def test_cli_list_shows_every_harness(monkeypatch: pytest.MonkeyPatch, tmp_path:
     out = CliRunner().invoke(app, ["harness", "list"])
     assert out.exit_code == 0, out.output
     lines = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
-    assert set(lines) == {"claude-code", "codex", "custom", "gemini-cli", "openclaw"}
+    assert set(lines) == {"claude-code", "codex", "custom", "gemini-cli", "openclaw", "opencode", "pi", "qwen-code"}
     assert "not installed" in lines["claude-code"] and "2.1.332" in lines["claude-code"]
     assert "not installed" in lines["openclaw"] and "2026.9.6" in lines["openclaw"]
     assert " installed" in lines["custom"] and "not installed" not in lines["custom"]
@@ -69,7 +69,7 @@ def test_cli_install_all_is_idempotent_on_an_installed_cache() -> None:
 
     out = CliRunner().invoke(app, ["harness", "install", "all"])
     assert out.exit_code == 0, out.output
-    for name in ("claude-code", "openclaw", "custom", "codex", "gemini-cli"):
+    for name in ("claude-code", "openclaw", "custom", "codex", "gemini-cli", "qwen-code", "opencode", "pi"):
         assert f"[{name}] ready at" in out.output
     listing = CliRunner().invoke(app, ["harness", "list"]).output
     assert "not installed" not in listing
