@@ -15,7 +15,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import PrefixTree, TreeFilters, build_forest
@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import PolicyBackend
     from clawgym_env.task import TaskSpec
 
-__all__ = ["Group", "RolloutBatch", "build_batch", "collect", "group_staleness", "harness_name", "make_group", "rollout_metrics",
-           "sample_pairs", "tree_filters"]
+__all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "episode_reward", "group_staleness",
+           "harness_name", "make_group", "rollout_metrics", "sample_pairs", "tree_filters"]
+
+CrashedPolicy = Literal["mask", "penalize"]
+CRASHED_POLICIES: tuple[str, ...] = ("mask", "penalize")
 
 
 @dataclass
@@ -93,11 +96,30 @@ def sample_pairs(
     return [(rng.choice(list(tasks)), rng.choices(list(harnesses), weights=list(weights))[0]) for _ in range(k)]
 
 
-def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters) -> Group:
+def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0) -> float | None:
+    """The reward an episode enters the group with, or None when it is left out of baseline and loss.
+
+    "error" (infrastructure) is always left out. A "crashed" harness (e.g. Claude Code exiting 1
+    when every call stopped on length) is left out under ``crashed="mask"`` (the default: a crash
+    of the harness process is not a verdict on the answer), or trains with ``crashed_reward``
+    under ``crashed="penalize"`` (to push the policy away from what makes the harness crash).
+    """
+    if ep.status == "error":
+        return None
+    if ep.status == "crashed":
+        if crashed not in CRASHED_POLICIES:
+            raise ConfigError(f"crashed_episodes={crashed!r}: use one of {list(CRASHED_POLICIES)}")
+        return None if crashed == "mask" else float(crashed_reward)
+    return float(ep.score)
+
+
+def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters,
+               crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0) -> Group:
     """Keep the episodes that count, then build the group's tree from those that can train.
 
-    Infrastructure failures (status "error") are left out of the baseline: they say nothing about
-    the policy. Staleness is judged per group, by the stream's consumer (``group_staleness``).
+    Infrastructure failures (status "error") and, by default, crashed harnesses are left out of
+    the baseline (``episode_reward``). Staleness is judged per group, by the stream's consumer
+    (``group_staleness``).
     """
     group = Group(task_id=task_id, harness=harness, rewards={})
     dropped: dict[str, list[str]] = defaultdict(list)
@@ -105,10 +127,11 @@ def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *,
     for ep in episodes:
         group.statuses[ep.status] = group.statuses.get(ep.status, 0) + 1
         group.calls += len(ep.calls)
-        if ep.status == "error":
-            dropped["error"].append(ep.session_id)
+        reward = episode_reward(ep, crashed, crashed_reward)
+        if reward is None:
+            dropped[ep.status].append(ep.session_id)  # "error" or "crashed"
             continue
-        group.rewards[ep.session_id] = float(ep.score)
+        group.rewards[ep.session_id] = reward
         group.versions.update(c.policy_version for c in ep.calls if c.policy_version is not None)
         if ep.calls:
             trainable.append(ep.calls)
@@ -128,12 +151,12 @@ def group_staleness(episodes: Sequence[EpisodeResult], policy_version: int) -> i
 
 def build_batch(
     groups: Sequence[tuple[TaskSpec, str | Harness, Sequence[EpisodeResult]]], *, filters: TreeFilters, policy_version: int,
-    skip_zero_variance: bool = True,
+    skip_zero_variance: bool = True, crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0,
 ) -> RolloutBatch:
     """Build every group's tree and set aside groups that cannot train."""
     batch = RolloutBatch(groups=[], policy_version=policy_version)
     for task, harness, episodes in groups:
-        group = make_group(task.full_id, harness_name(harness), episodes, filters=filters)
+        group = make_group(task.full_id, harness_name(harness), episodes, filters=filters, crashed=crashed, crashed_reward=crashed_reward)
         if group.tree is None or not group.tree.episodes:
             batch.skipped.append((group, "no trainable episode"))
         elif skip_zero_variance and group.zero_variance:
@@ -190,6 +213,9 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
         out[f"calls/{g.harness}"] = out.get(f"calls/{g.harness}", 0.0) + g.calls
         for status, k in g.statuses.items():
             out[f"episodes_{status}/{g.harness}"] = out.get(f"episodes_{status}/{g.harness}", 0.0) + k
+        masked = float(len(g.dropped.get("crashed", [])))
+        out["crashed_masked"] = out.get("crashed_masked", 0.0) + masked
+        out[f"crashed_masked/{g.harness}"] = out.get(f"crashed_masked/{g.harness}", 0.0) + masked
     rewards = [r for rs in by_harness.values() for r in rs]
     out["reward"] = sum(rewards) / len(rewards) if rewards else 0.0
     for h, rs in by_harness.items():

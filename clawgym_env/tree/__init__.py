@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clawgym_env.tree.attention import TREE_ATTENTION, TreeBlocks, register_tree_attention, tree_attention
 from clawgym_env.tree.build import (
     PrefixTree,
     TreeFilters,
@@ -24,12 +25,14 @@ from clawgym_env.tree.pack import (
 
 __all__ = [
     "BRANCH_KINDS",
+    "TREE_ATTENTION",
     "BranchKind",
     "CallInfo",
     "CallRef",
     "NaiveBatch",
     "PackedTree",
     "PrefixTree",
+    "TreeBlocks",
     "TreeFilters",
     "TreeNode",
     "build_forest",
@@ -39,6 +42,8 @@ __all__ = [
     "pack_naive",
     "pack_tree",
     "pack_trees",
+    "register_tree_attention",
+    "tree_attention",
     "tree_attention_mask",
     "tree_mask_mod",
     "unpack_logprobs",

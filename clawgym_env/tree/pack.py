@@ -96,16 +96,29 @@ class PackedTree:
         n = len(self)
         return create_block_mask(self.mask_mod(device), B=None, H=None, Q_LEN=n, KV_LEN=n, device=device, BLOCK_SIZE=block_size)
 
+    def tree_blocks(self, device: torch.device | str = "cpu", block_size: int = 256) -> Any:
+        """The block-sparse form of the tree mask for ``attn_implementation="tree_sdpa"`` (O(N) memory)."""
+        from clawgym_env.tree.attention import TreeBlocks
+
+        return TreeBlocks.build(self.subtree_end.to(device), block_size)
+
     def model_inputs(
-        self, mask: Literal["additive", "bool", "block"] = "additive", dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"
+        self, mask: Literal["additive", "bool", "block", "tree"] = "additive", dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
     ) -> dict[str, Any]:
-        """Keyword arguments for a transformers causal LM: ids, depth positions and the tree mask."""
-        attn = self.block_mask(device) if mask == "block" else self.attention_mask(mask, dtype).to(device)
-        return {
-            "input_ids": self.input_ids[None].to(device),
-            "position_ids": self.position_ids[None].to(device),
-            "attention_mask": attn,
-        }
+        """Keyword arguments for a transformers causal LM: ids, depth positions and the tree mask.
+
+        ``mask``: "additive" (eager) / "bool" (sdpa) build the dense N x N mask; "block" a FlexAttention
+        BlockMask; "tree" passes ``tree_blocks`` for ``attn_implementation="tree_sdpa"`` (no N x N tensor).
+        """
+        inputs: dict[str, Any] = {"input_ids": self.input_ids[None].to(device), "position_ids": self.position_ids[None].to(device)}
+        if mask == "tree":
+            inputs["tree_blocks"] = self.tree_blocks(device)
+        elif mask == "block":
+            inputs["attention_mask"] = self.block_mask(device)
+        else:
+            inputs["attention_mask"] = self.attention_mask(mask, dtype).to(device)
+        return inputs
 
     def padded(self, multiple: int, pad_id: int = 0) -> PackedTree:
         """A copy padded at the end to a multiple of ``multiple`` tokens (BlockMask / kernel alignment).
@@ -182,6 +195,10 @@ def _plan(trees: Sequence[PrefixTree], max_tokens: int | None) -> list[_Plan]:
         return [{n: [len(n), 0] for t in trees for n in t.nodes()}]
     if max_tokens < 1:
         raise TreeError(f"pack max_tokens={max_tokens}: set a positive token budget or None")
+    longest = max((t.max_depth for t in trees), default=0)
+    if max_tokens < longest:  # a pack must hold one whole call (its path from the root) to train its last token
+        raise TreeError(f"pack_max_tokens={max_tokens} is below the longest root-to-leaf path ({longest} tokens: one call's "
+                        f"prompt + completion); raise pack_max_tokens to at least {longest}, or None for one pack")
     plans: list[_Plan] = []
     cur: _Plan = {}
     used = 0
@@ -194,12 +211,7 @@ def _plan(trees: Sequence[PrefixTree], max_tokens: int | None) -> list[_Plan]:
                 room = max_tokens - used - ctx
                 left = len(node) - pos
                 if room <= 0 or (room < left and room < max_tokens // 8 and used):
-                    if not used:
-                        raise TreeError(
-                            f"pack max_tokens={max_tokens} cannot hold the {ctx} context tokens above depth "
-                            f"{node.depth + pos}; raise max_tokens to at least {ctx + 1}"
-                        )
-                    plans.append(cur)
+                    plans.append(cur)  # used > 0 here: an empty pack has room, as max_tokens >= the longest path
                     cur, used = {}, 0
                     continue
                 for a in anc:

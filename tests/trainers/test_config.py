@@ -40,6 +40,8 @@ def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> 
         ({"eval_every_steps": 2}, "set --eval_suite"),
         ({"eval_episodes": 0}, "eval_episodes >= 1"),
         ({"importance_sampling_level": "sequence"}, "importance_sampling_level='token'"),
+        ({"crashed_episodes": "drop"}, "crashed_episodes='drop': set one of"),
+        ({"logprob_chunk_size": -1}, "logprob_chunk_size=-1"),
     ],
 )
 def test_invalid_settings_say_what_to_set(tmp_path: Path, kw: dict[str, Any], message: str) -> None:

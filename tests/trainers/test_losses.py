@@ -66,6 +66,25 @@ def test_kl_and_is_weights_enter_the_loss() -> None:
         clipped_policy_loss(logp, logp, torch.ones(2), beta=0.1)
 
 
+def test_k3_kl_gradient_is_trls_bias_corrected_one() -> None:
+    """TRL 1.16 (use_bias_correction_kl=True): per_token_kl = k3 * coef_1 with coef_1 = exp(logp - old)
+    carrying gradient, so on-policy (r == 1) d/dlogp [beta * k3 * r] = beta * (k3 + 1 - exp(ref - logp))."""
+    beta = 0.1
+    ref = torch.tensor([-1.5, -2.0, -0.2])
+    adv = torch.zeros(3)  # only the KL term moves the gradient
+    logp = torch.tensor([-1.0, -2.0, -3.0], requires_grad=True)
+    loss, diag = clipped_policy_loss(logp, logp.detach(), adv, beta=beta, ref_logp=ref)
+    loss.sum().backward()
+    lp = logp.detach()
+    k3 = kl_k3(lp, ref)
+    assert torch.allclose(logp.grad, beta * (k3 + 1 - torch.exp(ref - lp)), atol=1e-6)
+    assert torch.allclose(diag["kl"], k3)  # value unchanged on-policy
+    plain = logp.detach().clone().requires_grad_(True)
+    loss, _ = clipped_policy_loss(plain, plain.detach(), adv, beta=beta, ref_logp=ref, bias_correction_kl=False)
+    loss.sum().backward()
+    assert torch.allclose(plain.grad, beta * (1 - torch.exp(ref - lp)), atol=1e-6)  # plain k3 (use_bias_correction_kl=False)
+
+
 def test_pair_weights_reproduce_trl_normalisations() -> None:
     # rollout 0 has 3 tokens, rollout 1 has 1 token; per-token losses l
     rollout = torch.tensor([0, 0, 0, 1])

@@ -59,3 +59,23 @@ def test_zero_variance_and_metrics_per_harness() -> None:
     m = rollout_metrics(RolloutBatch(groups=[varied], skipped=[(flat, "zero reward variance")]))
     assert m["reward/custom"] == 1.0 and m["reward/claude-code"] == 0.5 and m["reward"] == 0.75
     assert m["frac_reward_zero_std"] == 0.5 and m["groups_skipped"] == 1.0
+
+
+def test_crashed_episodes_are_masked_by_default_and_counted() -> None:
+    eps = [episode("a", 1.0), episode("b", 0.0, completion=(9,)), episode("c", 0.7, status="crashed", completion=(5, 6))]
+    g = make_group("toy/t", "claude-code", eps, filters=FILTERS)
+    assert set(g.rewards) == {"a", "b"} and g.dropped["crashed"] == ["c"]  # neither baseline nor loss
+    assert g.tree is not None and sorted(g.tree.episodes) == ["a", "b"]
+    m = rollout_metrics(RolloutBatch(groups=[g]))
+    assert m["crashed_masked"] == 1.0 and m["crashed_masked/claude-code"] == 1.0 and m["episodes_crashed/claude-code"] == 1.0
+    assert m["reward"] == 0.5
+
+
+def test_crashed_episodes_can_be_penalised_instead() -> None:
+    eps = [episode("a", 1.0), episode("c", 0.7, status="crashed", completion=(5, 6))]
+    g = make_group("toy/t", "custom", eps, filters=FILTERS, crashed="penalize",
+                   crashed_reward=-1.0)
+    assert g.rewards == {"a": 1.0, "c": -1.0} and sorted(g.tree.episodes) == ["a", "c"] and "crashed" not in g.dropped
+    assert rollout_metrics(RolloutBatch(groups=[g]))["crashed_masked"] == 0.0
+    with pytest.raises(ConfigError, match="crashed_episodes"):
+        make_group("toy/t", "custom", eps, filters=FILTERS, crashed="drop")  # type: ignore[arg-type]

@@ -24,7 +24,8 @@ from typing import Any
 import torch
 
 from clawgym_env.errors import ConfigError
-from clawgym_env.tree import PackedTree, pack_trees
+from clawgym_env.tree import TREE_ATTENTION, PackedTree, pack_trees, register_tree_attention
+from trainers.core.logprobs import pack_logprobs
 from trainers.core.losses import (
     clipped_policy_loss,
     mismatch,
@@ -38,7 +39,7 @@ from trainers.tree_grpo.config import TreeGRPOConfig
 
 __all__ = ["PackSlot", "TreeTrainerBase", "mask_kind_for"]
 
-_MASKS = {"eager": "additive", "sdpa": "bool", "flex_attention": "block"}
+_MASKS = {"eager": "additive", "sdpa": "bool", "flex_attention": "block", TREE_ATTENTION: "tree"}
 
 
 def mask_kind_for(model: Any) -> str:
@@ -91,7 +92,7 @@ class TreeTrainerBase:
         self.rng = random.Random(config.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         init_kwargs = config.model_init_kwargs if isinstance(config.model_init_kwargs, dict) else {}
-        attn = init_kwargs.get("attn_implementation", "sdpa")  # GRPOConfig.model_init_kwargs
+        attn = init_kwargs.get("attn_implementation", register_tree_attention())  # GRPOConfig.model_init_kwargs
         load = {"dtype": dtype, "attn_implementation": attn}
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
         self.model.train()
@@ -187,10 +188,9 @@ class TreeTrainerBase:
         return out, rollouts
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
-        """Logprob of every token of the pack under ``model``: one forward with the tree mask."""
-        dtype = next(model.parameters()).dtype
-        out = model(**pack.model_inputs(self.mask_kind, dtype=dtype, device=self.device))  # type: ignore[arg-type]
-        return pack.token_logprobs(out.logits[0].float())
+        """Logprob of the pack's loss tokens under ``model`` ([N], 0 elsewhere): one forward with the tree mask."""
+        return pack_logprobs(model, pack, mask_kind=self.mask_kind, device=self.device, dtype=next(model.parameters()).dtype,
+                             chunk_size=self.config.logprob_chunk_size)
 
     def train_step(self, batch: RolloutBatch) -> dict[str, float]:
         """Update on one batch (no sampling): advantages, ``num_iterations`` AdamW steps, weight sync."""
@@ -261,7 +261,7 @@ class TreeTrainerBase:
                 assert s.advantages is not None
                 loss_pairs, diag = clipped_policy_loss(
                     logp, old, s.advantages.to(lp.device), epsilon_low=c.epsilon, epsilon_high=c.epsilon_high,
-                    delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref,
+                    delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref, bias_correction_kl=c.use_bias_correction_kl,
                 )
                 weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts, num_rollouts=num_rollouts,
                                        max_completion_length=int(c.max_completion_length or 1)).to(lp.device)

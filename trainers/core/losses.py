@@ -10,7 +10,7 @@ included, while each shared token is forwarded once.
 What follows TRL 1.16 (``trl/trainer/grpo_trainer.py``), by definition rather than by import:
 group advantages ``(R - mean) / (std + 1e-4)`` (unbiased std, ``scale_rewards`` group/batch/none),
 the two-sided clipped surrogate with ``epsilon_low``/``epsilon_high`` and optional ``delta``,
-the k3 KL estimator weighted by the ratio, and the normalisations of ``loss_type``:
+the k3 KL estimator multiplied by the ratio (gradient through both), and the normalisations of ``loss_type``:
 ``grpo`` (mean over sequences of each sequence's token mean), ``bnpo``/``dapo`` (sum over tokens /
 tokens in the whole batch), ``dr_grpo`` (sum / (sequences x max_completion_length)). Here a
 *sequence* is a rollout (one episode: all its calls' sampled tokens). Ours: the pair layout, the
@@ -104,11 +104,15 @@ def clipped_policy_loss(
     is_weights: torch.Tensor | None = None,
     beta: float = 0.0,
     ref_logp: torch.Tensor | None = None,
+    bias_correction_kl: bool = True,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Per-pair clipped surrogate ``-min(r A, clip(r, 1-eps_lo, 1+eps_hi) A) * w + beta KL``.
 
-    All inputs are per pair ``(token, rollout)``. Returns the per-pair loss and per-pair
-    diagnostics (``ratio``, ``clipped`` as 0/1, ``kl``) for logging.
+    All inputs are per pair ``(token, rollout)``. ``bias_correction_kl`` is TRL's
+    ``use_bias_correction_kl`` (default True): the k3 term is multiplied by the ratio ``r`` *with*
+    its gradient, which makes the KL gradient the unbiased reverse-KL one (it differs from plain
+    k3 by ``beta * k3 * grad logp`` per token even on-policy, where ``r == 1``). Returns the per-pair
+    loss and per-pair diagnostics (``ratio``, ``clipped`` as 0/1, ``kl``) for logging.
     """
     eps_hi = epsilon_low if epsilon_high is None else epsilon_high
     ratio = torch.exp(logp - logp_old)
@@ -121,7 +125,9 @@ def clipped_policy_loss(
     if beta != 0.0:
         if ref_logp is None:
             raise ConfigError("beta != 0 needs reference logprobs; pass ref_logp or set beta=0.0")
-        kl = kl_k3(logp, ref_logp) * ratio.detach()  # TRL's use_bias_correction_kl
+        kl = kl_k3(logp, ref_logp)
+        if bias_correction_kl:
+            kl = kl * ratio  # the ratio carries gradient, as TRL 1.16's coef_1 does
         loss = loss + beta * kl
     clipped = ((ratio < 1 - epsilon_low) & (advantages < 0)) | ((ratio > 1 + eps_hi) & (advantages > 0))
     return loss, {"ratio": ratio.detach(), "clipped": clipped.float(), "kl": kl.detach()}

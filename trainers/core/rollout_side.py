@@ -158,7 +158,8 @@ class TrainingRollouts:
         self.groups_stale += refused
         filters = tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents)
         batch = build_batch([(*g.pair, g.episodes) for g in done], filters=filters, policy_version=policy_version,
-                            skip_zero_variance=c.skip_zero_variance)
+                            skip_zero_variance=c.skip_zero_variance, crashed=c.crashed_episodes,  # type: ignore[arg-type]
+                            crashed_reward=c.crashed_reward)
         lags = [group_staleness(g.episodes, policy_version) for g in done]
         self.staleness.update(lags)
         batch.metrics.update({"groups_stale": float(refused), "staleness/mean": sum(lags) / max(1, len(lags)),

@@ -17,6 +17,7 @@ from trl import GRPOConfig
 
 from clawgym_env.errors import ConfigError
 from trainers.core.losses import LOSS_TYPES
+from trainers.rollout import CRASHED_POLICIES
 
 __all__ = ["TreeGRPOConfig"]
 
@@ -75,6 +76,16 @@ class TreeGRPOConfig(GRPOConfig):
     max_staleness: int = field(
         default=0, metadata={"help": "Drop a group sampled by weights more than this many versions behind the trainer "
                                      "(counted as groups_stale); the rest are corrected by the truncated IS weights."}
+    )
+    crashed_episodes: str = field(
+        default="mask", metadata={"help": "Episodes whose harness crashed (status 'crashed', e.g. Claude Code exit 1): 'mask' "
+                                          "leaves them out of baseline and loss (counted as crashed_masked), 'penalize' "
+                                          "trains them with reward crashed_reward."}
+    )
+    crashed_reward: float = field(default=0.0, metadata={"help": "Reward of a crashed episode under crashed_episodes='penalize'."})
+    logprob_chunk_size: int = field(
+        default=1024, metadata={"help": "Rows of the output head computed at a time for the loss tokens' logprobs (never the "
+                                        "full [N, vocab] logits); 0: full logits for every token (the former path)."}
     )
     pack_max_tokens: int | None = field(
         default=None, metadata={"help": "Split a group's tree into packs of at most this many tokens (default: one pack)."}
@@ -147,6 +158,10 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError("importance_sampling_level must be 'token' for tree training; set importance_sampling_level='token'")
         if self.is_cap < 1.0:
             raise ConfigError(f"is_cap={self.is_cap}: set is_cap >= 1 (weights below 1 would down-weight on-policy tokens)")
+        if self.crashed_episodes not in CRASHED_POLICIES:
+            raise ConfigError(f"crashed_episodes={self.crashed_episodes!r}: set one of {list(CRASHED_POLICIES)}")
+        if self.logprob_chunk_size < 0:
+            raise ConfigError(f"logprob_chunk_size={self.logprob_chunk_size}: set a positive row count, or 0 for full logits")
         if self.max_leaves is not None and self.max_leaves < 1:
             raise ConfigError(f"max_leaves={self.max_leaves}: set a positive count, or None to keep every episode")
         if self.max_staleness < 0:

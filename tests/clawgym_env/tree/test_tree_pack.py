@@ -84,8 +84,17 @@ def test_splitting_inside_a_long_node_keeps_every_token(tiny_model, compare) -> 
     assert len(packs) >= 2
     assert sum(p.num_loss_tokens for p in packs) == tree.num_trainable
     assert compare(tiny_model, tree, packs) < 1e-5
-    with pytest.raises(TreeError, match="raise max_tokens"):
+    with pytest.raises(TreeError, match="raise pack_max_tokens"):
         pack_trees(tree, 30)
+
+
+def test_pack_budget_error_names_the_longest_path_as_the_minimum() -> None:
+    forest = build_forest(synthetic_group("openclaw", 3, SHAPE))
+    longest = forest.max_depth
+    with pytest.raises(TreeError, match=f"at least {longest}\\b"):
+        pack_trees(forest, longest // 2)
+    packs = pack_trees(forest, longest)  # the named minimum works
+    assert sum(p.num_loss_tokens for p in packs) == forest.num_trainable and all(len(p) <= longest for p in packs)
 
 
 def test_several_trees_in_one_sequence(tiny_model) -> None:

@@ -1,0 +1,120 @@
+"""Tree attention in memory linear in the pack: block-sparse SDPA, recomputed in backward.
+
+The dense ``[N, N]`` tree mask (``tree_attention_mask``) costs N^2 bytes (bool) or 4 N^2 (additive)
+before attention even starts: 4 GB at 32K tokens. Here the packed sequence is cut into query
+blocks of ``block`` tokens; each query block attends, with ``scaled_dot_product_attention``, only to
+the key blocks some query in it can see (the "live" blocks: ancestors' blocks, never sibling
+branches), with a ``[block, live keys]`` mask built on the fly from ``subtree_end``. Each block runs
+under activation checkpointing, so backward keeps only q, k, v (O(N)) and recomputes one block's
+scores at a time. The GPU path is FlexAttention's BlockMask (``PackedTree.block_mask``), which
+does the same block skipping inside one fused kernel.
+
+transformers reaches it as ``attn_implementation="tree_sdpa"`` (``register_tree_attention``); the
+pack's ``TreeBlocks`` travel to every layer as the ``tree_blocks`` keyword of the forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn.functional import scaled_dot_product_attention
+from torch.utils.checkpoint import checkpoint
+
+from clawgym_env.errors import TreeError
+
+__all__ = ["TREE_ATTENTION", "TreeBlocks", "register_tree_attention", "tree_attention", "tree_attention_forward"]
+
+TREE_ATTENTION = "tree_sdpa"
+"""The ``attn_implementation`` name transformers knows this attention under."""
+
+
+@dataclass(frozen=True)
+class TreeBlocks:
+    """Which key positions each query block of a pack can see (computed once per pack, used by every layer)."""
+
+    subtree_end: torch.Tensor  # [N] long: query q sees key kv iff kv <= q < subtree_end[kv]
+    block: int
+    keys: tuple[torch.Tensor, ...]  # per query block: the positions of its live key blocks, ascending
+
+    @classmethod
+    def build(cls, subtree_end: torch.Tensor, block: int = 256) -> TreeBlocks:
+        """Live (query block, key block) pairs from ``subtree_end`` in O(N + (N/block)^2), no N x N tensor."""
+        if block < 1:
+            raise TreeError(f"TreeBlocks block={block}: set a positive block size (e.g. 256)")
+        n = int(subtree_end.shape[0])
+        se = subtree_end.cpu().long()
+        nb = -(-n // block)
+        kv = torch.arange(n)
+        # key kv is seen by queries [kv, se[kv]): query blocks kv//block .. (se[kv]-1)//block
+        diff = torch.zeros(nb + 1, nb, dtype=torch.int32)
+        kb = kv // block
+        diff.index_put_((kb, kb), torch.ones(n, dtype=torch.int32), accumulate=True)
+        diff.index_put_(((se - 1) // block + 1, kb), torch.full((n,), -1, dtype=torch.int32), accumulate=True)
+        live = diff.cumsum(0)[:nb] > 0  # [query block, key block]
+        keys = []
+        for qb in range(nb):
+            blocks = live[qb].nonzero()[:, 0]
+            starts = blocks * block
+            idx = (starts[:, None] + torch.arange(block)[None, :]).reshape(-1)
+            keys.append(idx[idx < n].to(subtree_end.device))
+        return cls(subtree_end, block, tuple(keys))
+
+    @property
+    def live_pairs(self) -> int:
+        """(query, key) score entries computed per head and layer (vs N^2 / 2 for causal)."""
+        n = int(self.subtree_end.shape[0])
+        return sum(min(self.block, n - i * self.block) * int(k.shape[0]) for i, k in enumerate(self.keys))
+
+    def to(self, device: torch.device | str) -> TreeBlocks:
+        return TreeBlocks(self.subtree_end.to(device), self.block, tuple(k.to(device) for k in self.keys))
+
+
+def _attend_block(q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, keys: torch.Tensor, q0: int,
+                  subtree_end: torch.Tensor, scale: float | None, dropout: float) -> torch.Tensor:
+    k = key.index_select(2, keys)
+    v = value.index_select(2, keys)
+    qpos = torch.arange(q0, q0 + q.shape[2], device=q.device)
+    allowed = (keys[None, :] <= qpos[:, None]) & (qpos[:, None] < subtree_end[keys][None, :])
+    return scaled_dot_product_attention(q, k, v, attn_mask=allowed[None, None], dropout_p=dropout, scale=scale,
+                                        enable_gqa=q.shape[1] != k.shape[1])
+
+
+def tree_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, blocks: TreeBlocks, *,
+                   scale: float | None = None, dropout: float = 0.0) -> torch.Tensor:
+    """Attention of ``[B, H, N, d]`` queries over ``[B, Hkv, N, d]`` keys/values under the tree mask.
+
+    Equals SDPA with the dense tree mask; memory O(N) for autograd (each block recomputed in backward).
+    """
+    n = query.shape[2]
+    if int(blocks.subtree_end.shape[0]) != n:
+        raise TreeError(f"tree attention: {n} query tokens but TreeBlocks of {int(blocks.subtree_end.shape[0])}; "
+                        "build TreeBlocks from this pack's subtree_end")
+    grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
+    outs = []
+    for i, keys in enumerate(blocks.keys):
+        q0 = i * blocks.block
+        q = query[:, :, q0 : q0 + blocks.block]
+        args = (q, key, value, keys, q0, blocks.subtree_end, scale, dropout)
+        outs.append(checkpoint(_attend_block, *args, use_reentrant=False) if grad else _attend_block(*args))
+    return torch.cat(outs, dim=2)
+
+
+def tree_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                           attention_mask: Any, dropout: float = 0.0, scaling: float | None = None,
+                           tree_blocks: TreeBlocks | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' attention-function signature; output ``[B, N, H, d]`` like its sdpa integration."""
+    if tree_blocks is None:
+        raise TreeError("attn_implementation='tree_sdpa' needs the pack's tree: call the model with "
+                        "**pack.model_inputs('tree') (it passes tree_blocks=...)")
+    out = tree_attention(query, key, value, tree_blocks, scale=scaling, dropout=dropout)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def register_tree_attention() -> str:
+    """Make ``attn_implementation="tree_sdpa"`` loadable in transformers; returns the name."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(TREE_ATTENTION, tree_attention_forward)
+    return TREE_ATTENTION
