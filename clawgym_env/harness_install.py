@@ -1,4 +1,5 @@
-"""Install pinned npm packages (harness CLIs, a Node runtime) into the ClawGym cache, atomically.
+"""Install pinned npm packages (harness CLIs, a Node runtime) and PyPI agents (each in its own venv)
+into the ClawGym cache, atomically.
 
 Each install lands in ``<cache>/harnesses/<name>-<version>/`` (cache: ``$CLAWGYM_CACHE`` or
 ``~/.cache/clawgym``). npm writes into a temporary sibling folder first; only a complete,
@@ -13,6 +14,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +29,7 @@ __all__ = [
     "harness_cache_dir",
     "install_node",
     "install_npm_package",
+    "install_pip_package",
     "installed_root",
     "is_installed",
     "node_bin_dir",
@@ -131,6 +134,58 @@ def install_npm_package(
         (tmp / _MARKER).write_text(json.dumps({"package": package, "version": version, "installed_at": time.time()}))
         os.rename(tmp, dest)
         say(f"{package}@{version}: installed in {time.monotonic() - t0:.0f} s")
+        return dest
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def install_pip_package(
+    package: str,
+    version: str,
+    *,
+    cache_dir: Path | None = None,
+    check: Sequence[str] = (),
+    python: str | None = None,
+    progress: Progress | None = None,
+    timeout_s: float = 1800,
+) -> Path:
+    """Install ``package==version`` from PyPI into its own venv at ``<root>/venv`` and return the root; idempotent.
+
+    The venv is built by ``python`` (default: this interpreter) in a temporary sibling folder, checked
+    (``check``: paths relative to the root), then renamed into place. Its console scripts keep the temporary
+    path in their shebangs, so adapters run ``<root>/venv/bin/python -m <module>``, which works wherever the
+    root is mounted (a venv finds its prefix from ``pyvenv.cfg`` next to the interpreter).
+    """
+    say = progress or _log.info
+    dest = installed_root(package, version, cache_dir)
+    if is_installed(package, version, cache_dir):
+        say(f"{package}=={version}: already installed at {dest}")
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        shutil.rmtree(dest)
+    python = python or sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=dest.parent))
+    try:
+        say(f"{package}=={version}: pip install into a venv at {dest} (this can take minutes)")
+        t0 = time.monotonic()
+        for cmd in ([python, "-m", "venv", str(tmp / "venv")],
+                    [str(tmp / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                     "--no-input", f"{package}=={version}"]):
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+            except subprocess.TimeoutExpired as exc:
+                raise HarnessInstallError(f"pip install {package}=={version} took over {timeout_s:.0f} s; check the network") from exc
+            if proc.returncode != 0:
+                raise HarnessInstallError(f"{' '.join(cmd[:4])} failed for {package}=={version}:\n{(proc.stderr or proc.stdout)[-2000:]}")
+        for rel in check:
+            if not (tmp / rel).exists():
+                raise HarnessInstallError(f"{package}=={version}: expected {rel} after install, not found in {tmp}")
+        (tmp / _MARKER).write_text(json.dumps({"package": package, "version": version, "python": python,
+                                               "installed_at": time.time()}))
+        os.rename(tmp, dest)
+        say(f"{package}=={version}: installed in {time.monotonic() - t0:.0f} s")
         return dest
     finally:
         if tmp.exists():

@@ -24,6 +24,7 @@ HARNESSES: Mapping[str, str] = {
     "qwen-code": "harnesses.qwen_code:QwenCode",
     "opencode": "harnesses.opencode:OpenCode",
     "pi": "harnesses.pi:Pi",
+    "mini-swe-agent": "harnesses.mini_swe_agent:MiniSweAgent",
 }
 
 

@@ -17,6 +17,7 @@ ENV_IDS: Mapping[str, str] = {
     "ClawGym/QwenCode-v0": "qwen-code",
     "ClawGym/OpenCode-v0": "opencode",
     "ClawGym/Pi-v0": "pi",
+    "ClawGym/MiniSweAgent-v0": "mini-swe-agent",
 }
 """Env id -> harness name; other kwargs (suite, task, harness_version, sandbox, tokenizer, ...) go to gym.make."""
 

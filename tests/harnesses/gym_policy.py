@@ -14,6 +14,7 @@ write_file); the path argument is whichever of PATH_ARGS the tool's schema has."
 PATH_ARGS = ("file_path", "filePath", "path")
 SHELL_TOOLS = {"exec_command": "cmd", "shell": "command", "bash": "command", "run_shell_command": "command"}
 """Shell-tool name -> its command argument, for harnesses whose only way to write is a shell (Codex)."""
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
 def write_action(obs: dict[str, Any], workspace: str, name: str, content: str) -> dict[str, Any]:
@@ -42,7 +43,17 @@ def hello_policy(obs: dict[str, Any], workspace: str = "/workspace") -> Any:
         return "ok"  # a side call without tools (e.g. a title request): plain text
     if files_written(obs) == 0:
         return write_action(obs, workspace, "hello.txt", "hello world\n")
-    return "Done: hello.txt holds hello world."
+    return finish(obs, "Done: hello.txt holds hello world.")
+
+
+def finish(obs: dict[str, Any], text: str) -> Any:
+    """The final turn: plain text, or the submit command when the harness asks for one (mini-swe-agent
+    ends only when the model runs ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``)."""
+    if SUBMIT in obs["messages"]:
+        tools = {t["function"]["name"] for t in json.loads(obs["tools"])}
+        shell = next(t for t in SHELL_TOOLS if t in tools)
+        return {"text": text, "tool_calls": [{"name": shell, "arguments": {SHELL_TOOLS[shell]: f"echo {SUBMIT}"}}]}
+    return text
 
 
 def many_files_policy(obs: dict[str, Any], workspace: str = "/workspace") -> Any:
@@ -52,4 +63,4 @@ def many_files_policy(obs: dict[str, Any], workspace: str = "/workspace") -> Any
     n = files_written(obs)
     if n < 20:
         return write_action(obs, workspace, f"f{n + 1:02d}.txt", f"file {n + 1:02d}\n")
-    return "Done: wrote f01.txt to f20.txt."
+    return finish(obs, "Done: wrote f01.txt to f20.txt.")

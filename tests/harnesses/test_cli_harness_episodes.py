@@ -11,6 +11,7 @@ import pytest
 
 from harnesses.codex import Codex
 from harnesses.gemini_cli import GeminiCli
+from harnesses.mini_swe_agent import MiniSweAgent
 from harnesses.opencode import OpenCode
 from harnesses.pi import Pi
 from harnesses.qwen_code import QwenCode
@@ -24,6 +25,8 @@ OwnCount = Callable[[Path], int]
 """The harness's own count of its model calls, read from its transcript folder next to the capture."""
 
 CASES: dict[str, tuple[str, str, str, OwnCount]] = {
+    "mini-swe-agent": ("ClawGym/MiniSweAgent-v0", "openai-chat", "/v1/chat/completions",
+                       lambda d: MiniSweAgent.count_calls(d / "mini-swe-agent")),
     "codex": ("ClawGym/Codex-v0", "openai-responses", "/v1/responses", lambda d: Codex.count_calls(d / "codex")),
     "gemini-cli": ("ClawGym/GeminiCli-v0", "gemini", "/v1beta/models/policy:streamGenerateContent",
                    lambda d: GeminiCli.count_calls((d / "stdout.log").read_text())),
@@ -43,7 +46,8 @@ def test_episode_scores_and_capture_matches_own_record(name: str, smoke_suite: P
     assert info["status"] == "completed", (info["error"], info["harness_output_tail"][-2000:])
     assert reward == 1.0 and info["subscores"] == {"code/file_exists": 1.0, "code/content_exact": 1.0}
     calls = info["capture"]
-    assert {(c.dialect, c.path, c.stream, c.error) for c in calls} == {(dialect, path, True, None)}
+    streams = name != "mini-swe-agent"  # litellm.completion without stream=True; every CLI streams
+    assert {(c.dialect, c.path, c.stream, c.error) for c in calls} == {(dialect, path, streams, None)}
     assert own_count(tmp_path / f"{info['session_id']}.harness") == len(calls) == steps
     assert [c.call_index for c in calls] == list(range(len(calls)))
     assert info["egress_attempts"] == []  # no telemetry, update check or login went out (nor was tried)

@@ -14,6 +14,7 @@ from harnesses.claude_code import ClaudeCode
 from harnesses.codex import Codex
 from harnesses.custom import CustomLoop
 from harnesses.gemini_cli import GeminiCli
+from harnesses.mini_swe_agent import MiniSweAgent
 from harnesses.openclaw import OpenClaw
 from harnesses.opencode import OpenCode
 from harnesses.pi import Pi
@@ -120,7 +121,7 @@ def test_agent_script_is_stdlib_only() -> None:
     assert mods <= set(sys.stdlib_module_names), mods - set(sys.stdlib_module_names)
 
 
-@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw, Codex, GeminiCli, QwenCode, OpenCode, Pi])
+@pytest.mark.parametrize("cls", [ClaudeCode, OpenClaw, Codex, GeminiCli, QwenCode, OpenCode, Pi, MiniSweAgent])
 def test_npm_harness_mounts_fail_clearly_when_not_installed(cls: type, tmp_path: Path) -> None:
     with pytest.raises(HarnessInstallError, match="clawgym harness install"):
         cls().mounts(tmp_path)
@@ -238,3 +239,16 @@ def test_pi_models_file_names_only_the_proxy_and_runs_offline() -> None:
     events = [{"type": "message_end", "message": {"role": "user"}}, {"type": "message_end", "message": {"role": "assistant"}},
               {"type": "message_end", "message": {"role": "toolResult"}}, {"type": "message_end", "message": {"role": "assistant"}}]
     assert Pi.count_calls("\n".join(json.dumps(e) for e in events)) == 2
+
+
+def test_mini_swe_agent_runs_from_its_venv_against_the_proxy(tmp_path: Path) -> None:
+    h = MiniSweAgent()
+    env = h.build_env(SESSION)
+    assert env["OPENAI_API_BASE"] == "http://127.0.0.1:8787/v1" and env["OPENAI_API_KEY"] == "sk-clawgym-abc"
+    assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # no price-map fetch from GitHub
+    cmd = h.build_command("task", SESSION)
+    assert cmd[0] == "/opt/clawgym/mini-swe-agent/venv/bin/python" and cmd[1:3] == ["-m", "minisweagent.run.mini"]
+    assert cmd[cmd.index("-m", 3) + 1] == "openai/policy" and "-y" in cmd and "--exit-immediately" in cmd
+    traj = tmp_path / "trajectory.json"
+    traj.write_text(json.dumps({"info": {"model_stats": {"api_calls": 3}}, "messages": []}))
+    assert MiniSweAgent.count_calls(tmp_path) == 3 and MiniSweAgent.count_calls(tmp_path / "none") == 0

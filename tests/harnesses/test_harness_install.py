@@ -56,7 +56,8 @@ def test_cli_list_shows_every_harness(monkeypatch: pytest.MonkeyPatch, tmp_path:
     out = CliRunner().invoke(app, ["harness", "list"])
     assert out.exit_code == 0, out.output
     lines = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
-    assert set(lines) == {"claude-code", "codex", "custom", "gemini-cli", "openclaw", "opencode", "pi", "qwen-code"}
+    assert set(lines) == {"claude-code", "codex", "custom", "gemini-cli", "mini-swe-agent", "openclaw", "opencode", "pi",
+                          "qwen-code"}
     assert "not installed" in lines["claude-code"] and "2.1.332" in lines["claude-code"]
     assert "not installed" in lines["openclaw"] and "2026.9.6" in lines["openclaw"]
     assert " installed" in lines["custom"] and "not installed" not in lines["custom"]
@@ -69,7 +70,7 @@ def test_cli_install_all_is_idempotent_on_an_installed_cache() -> None:
 
     out = CliRunner().invoke(app, ["harness", "install", "all"])
     assert out.exit_code == 0, out.output
-    for name in ("claude-code", "openclaw", "custom", "codex", "gemini-cli", "qwen-code", "opencode", "pi"):
+    for name in ("claude-code", "openclaw", "custom", "codex", "gemini-cli", "qwen-code", "opencode", "pi", "mini-swe-agent"):
         assert f"[{name}] ready at" in out.output
     listing = CliRunner().invoke(app, ["harness", "list"]).output
     assert "not installed" not in listing
@@ -89,3 +90,13 @@ def test_cli_run_one_episode(tmp_path: Path, smoke_suite: Path) -> None:
     summary = json.loads(out.output[out.output.index("{"):])
     assert (summary["status"], summary["score"], summary["calls"]) == ("completed", 1.0, 2)
     assert Path(summary["capture"]).is_file()
+
+
+def test_pip_install_failure_is_clear_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from clawgym_env.harness_install import install_pip_package
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # nothing can be found: pip fails at once, without network
+    with pytest.raises(HarnessInstallError, match="mini-swe-agent==2.4.6"):
+        install_pip_package("mini-swe-agent", "2.4.6", cache_dir=tmp_path, timeout_s=300)
+    assert not is_installed("mini-swe-agent", "2.4.6", tmp_path)
+    assert os.listdir(harness_cache_dir(tmp_path)) == []

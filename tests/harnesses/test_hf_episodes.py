@@ -49,9 +49,10 @@ async def test_custom_loop_with_tiny_model(tiny_backend: Any, smoke_suite: Path,
 
 @pytest.mark.slow
 @pytest.mark.harness
-@pytest.mark.parametrize("harness", ["claude-code", "openclaw"])
+@pytest.mark.parametrize("harness", ["claude-code", "openclaw", "codex", "gemini-cli", "qwen-code", "opencode", "pi",
+                                     "mini-swe-agent"])
 async def test_real_harness_with_tiny_model(harness: str, tiny_backend: Any, smoke_suite: Path, tmp_path: Path) -> None:
-    """~1-2 min each on CPU: Claude Code's prompt is ~30k tiny-tokenizer tokens per call."""
+    """~0.5-2 min each on CPU: Claude Code's prompt is ~30k tiny-tokenizer tokens per call."""
     result = await run(harness, tiny_backend, smoke_suite, tmp_path, max_tokens=48)
     # A random tiny model may make the harness give up (exit 1, "crashed"); the episode must still end cleanly.
     assert result.status in ("completed", "crashed"), result.error
