@@ -56,6 +56,52 @@ async def _serve(n_sessions: int, capture_dir: str) -> None:
         print(json.dumps(report), flush=True)
 
 
+async def _serve_bare(capture_dir: str) -> None:
+    """The floor any proxy pays: uvicorn (same HTTP parser), read + parse the JSON body, answer a
+    pre-framed Anthropic SSE reply carrying the marker. No dialect translation, no capture."""
+    import uvicorn
+
+    from clawgym_env.proxy.server import HTTP_IMPL
+
+    import orjson
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        chunks = []
+        while True:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        body = orjson.loads(b"".join(chunks))
+        last = body["messages"][-1]["content"]
+        text = last if isinstance(last, str) else last[0]["text"]
+        marker = text.split("MARK[", 1)[1].split("]", 1)[0]
+        delta = orjson.dumps({"type": "content_block_delta", "index": 0,
+                              "delta": {"type": "text_delta", "text": f"ok MARK[{marker}]"}})
+        frames = (b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n"
+                  b"event: content_block_delta\ndata: " + delta + b"\n\n"
+                  b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"content-length", str(len(frames)).encode())]})
+        await send({"type": "http.response.body", "body": frames})
+
+    import socket
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    cfg = uvicorn.Config(app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", backlog=2048)
+    server = uvicorn.Server(cfg)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    print(json.dumps({"url": f"http://127.0.0.1:{sock.getsockname()[1]}", "keys": ["bare"] * 1024}), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    print(json.dumps({"sessions": {}}), flush=True)
+    server.should_exit = True
+    await task
+
+
 # ---------------------------------------------------------------------------- client side
 def _body(session: int, call: int, kb: int, dialect: str) -> dict:
     system = ("You are a coding agent. Follow the rules carefully. " * 400)[: kb * 1024 // 3]
@@ -116,12 +162,32 @@ def main() -> None:
     ap.add_argument("--dialect", choices=["anthropic", "openai-chat"], default="anthropic")
     ap.add_argument("--no-tito", action="store_true", help="skip the TITO prompt-building figure")
     ap.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--serve-bare", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
         asyncio.run(_serve(args.sessions, args.serve))
         return
+    if args.serve_bare:
+        asyncio.run(_serve_bare(args.serve_bare))
+        return
+    results = {}
+    for kind in ("bare", "proxy") if args.dialect == "anthropic" else ("proxy",):
+        results[kind] = _measure(kind, args)
+    for kind, r in results.items():
+        _print(kind, r, args)
+    if "bare" in results:
+        ratio = results["proxy"]["loaded_rate"] / results["bare"]["loaded_rate"]
+        added = results["proxy"]["cpu_single"] - results["bare"]["cpu_single"]
+        print(f"  proxy vs bare pass-through, same run: {ratio:.2f}x the throughput at {args.sessions} streams; "
+              f"+{added * 1e3:.2f} ms server CPU per call (1 client)")
+    if not args.no_tito:
+        _tito_cost()
+
+
+def _measure(kind: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.Popen([sys.executable, __file__, "--serve", tmp, "--sessions", str(args.sessions)],
+        flag = "--serve-bare" if kind == "bare" else "--serve"
+        proc = subprocess.Popen([sys.executable, __file__, flag, tmp, "--sessions", str(args.sessions)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         info = json.loads(proc.stdout.readline())
         url, keys = info["url"], info["keys"]
@@ -137,26 +203,33 @@ def main() -> None:
         report = json.loads(proc.stdout.readline())
         proc.wait(timeout=60)
     n_single, n_load = len(single["lat"]), len(loaded["lat"])
-    print(f"proxy bench: dialect={args.dialect} body={args.body_kb} kB, zero-latency backend, captures fsynced")
-    print(f"  1 client  x {n_single} calls: added latency p50 {_pct(single['lat'], 50) * 1e3:.2f} ms, "
-          f"p99 {_pct(single['lat'], 99) * 1e3:.2f} ms; server CPU {(cpu1 - cpu0) / n_single * 1e3:.2f} ms/call")
-    print(f"  {args.sessions} sessions x {args.calls} calls (streaming, concurrent): "
-          f"{n_load / loaded['wall']:.0f} calls/s, client latency p50 {_pct(loaded['lat'], 50) * 1e3:.1f} ms, "
-          f"p99 {_pct(loaded['lat'], 99) * 1e3:.1f} ms; server CPU {(cpu2 - cpu1) / n_load * 1e3:.2f} ms/call")
+    return {"single": single, "loaded": loaded, "report": report, "cpu_single": (cpu1 - cpu0) / n_single,
+            "cpu_loaded": (cpu2 - cpu1) / n_load, "loaded_rate": n_load / loaded["wall"]}
+
+
+def _print(kind: str, r: dict, args: argparse.Namespace) -> None:
+    single, loaded, report = r["single"], r["loaded"], r["report"]
+    name = "bare pass-through" if kind == "bare" else "clawgym proxy"
+    print(f"{name}: dialect={args.dialect} body={args.body_kb} kB, zero-latency backend"
+          + (", captures fsynced" if kind == "proxy" else ""))
+    print(f"  1 client  x {len(single['lat'])} calls: latency p50 {_pct(single['lat'], 50) * 1e3:.2f} ms, "
+          f"p99 {_pct(single['lat'], 99) * 1e3:.2f} ms; server CPU {r['cpu_single'] * 1e3:.2f} ms/call")
+    print(f"  {args.sessions} sessions x {args.calls} calls (streaming, concurrent): {r['loaded_rate']:.0f} calls/s, "
+          f"client latency p50 {_pct(loaded['lat'], 50) * 1e3:.1f} ms, p99 {_pct(loaded['lat'], 99) * 1e3:.1f} ms; "
+          f"server CPU {r['cpu_loaded'] * 1e3:.2f} ms/call")
+    print(f"  replies checked: {single['ok'] + loaded['ok']} ok, {len(single['errors']) + len(loaded['errors'])} wrong")
+    for e in (single["errors"] + loaded["errors"])[:5]:
+        print("   ", e)
+    if kind != "proxy":
+        return
     server_lat = [c["latency_s"] for recs in report["sessions"].values() for c in recs]
     print(f"  in-proxy time (arrival to last byte, from captures): p50 {statistics.median(server_lat) * 1e3:.2f} ms, "
           f"p99 {_pct(server_lat, 99) * 1e3:.2f} ms")
-    # loss / misattribution check
     expected = {f"s{i}": (10 + 100 if i == 0 else 0) + args.calls for i in range(args.sessions)}
     lost = {s: expected[s] - len(recs) for s, recs in report["sessions"].items() if len(recs) != expected[s]}
     wrong = [(s, c["mark"]) for s, recs in report["sessions"].items() for c in recs
              if c["mark"] is None or c["mark"].split(":")[0] != s[1:] or c["status"] != 200]
-    print(f"  replies checked: {single['ok'] + loaded['ok']} ok, {len(single['errors']) + len(loaded['errors'])} wrong; "
-          f"captured records lost: {sum(lost.values())}, misattributed or failed: {len(wrong)}")
-    for e in (single["errors"] + loaded["errors"])[:5]:
-        print("   ", e)
-    if not args.no_tito:
-        _tito_cost()
+    print(f"  captured records lost: {sum(lost.values())}, misattributed or failed: {len(wrong)}")
 
 
 def _tito_cost() -> None:

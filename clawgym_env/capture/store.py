@@ -1,14 +1,17 @@
 """Append-only JSONL capture of one episode: one CallRecord per line.
 
-Each line is written, flushed and (optionally off the event loop) fsynced as soon as its call
-ends, so a crash loses at most the call in flight. The reader tolerates a torn last line,
-which is exactly what such a crash leaves behind.
+Each line is serialised as soon as its call ends and handed to the OS either at once (``write``)
+or by a worker thread a moment later (``append_soon``, the proxy's path: a Claude Code record is
+~100 kB, and writing it on the event loop was the largest single cost of a proxied call), then
+fsynced off the event loop, so a crash loses at most the calls of the last few milliseconds.
+The reader tolerates a torn last line, which is exactly what such a crash leaves behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +34,46 @@ class CaptureWriter:
         self._closed = False
         self._dirty = False
         self._syncer: asyncio.Task[None] | None = None
+        self._pending: list[bytes] = []
+        self._lock = threading.Lock()  # the file is appended from the loop and from worker threads
+
+    @staticmethod
+    def _line(record: CallRecord | dict[str, Any]) -> bytes:
+        data = record if isinstance(record, dict) else record.__dict__
+        return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS) + b"\n"
 
     def write(self, record: CallRecord | dict[str, Any]) -> None:
         """Append one record and hand it to the OS (survives a process crash)."""
         if self._closed:
             raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
-        data = record if isinstance(record, dict) else record.__dict__
-        self._fh.write(orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS) + b"\n")
+        line = self._line(record)
+        with self._lock:
+            self._drain()
+            self._fh.write(line)
+
+    def append_soon(self, record: CallRecord | dict[str, Any]) -> None:
+        """Serialise one record now; a worker thread writes and fsyncs it (call from the event loop)."""
+        if self._closed:
+            raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
+        line = self._line(record)
+        with self._lock:
+            self._pending.append(line)
+        self._dirty = True
+        if self._syncer is None or self._syncer.done():
+            self._syncer = asyncio.get_running_loop().create_task(self._sync_loop())
+
+    def _drain(self) -> None:
+        if self._pending:
+            lines, self._pending = self._pending, []
+            self._fh.write(b"".join(lines))
 
     def sync(self) -> None:
-        """Flush to disk (survives a machine crash)."""
-        if not self._closed and self.fsync:
+        """Write what is pending and flush to disk (survives a machine crash)."""
+        if self._closed:
+            return
+        with self._lock:
+            self._drain()
+        if self.fsync:
             os.fsync(self._fh.fileno())
 
     async def write_async(self, record: CallRecord | dict[str, Any]) -> None:
@@ -52,7 +84,7 @@ class CaptureWriter:
 
     def sync_soon(self) -> None:
         """Schedule an fsync off the event loop; calls arriving meanwhile share the next one."""
-        if not self.fsync or self._closed:
+        if self._closed or not (self.fsync or self._pending):
             return
         self._dirty = True
         if self._syncer is None or self._syncer.done():

@@ -188,11 +188,11 @@ class ProxySession:
                      created=int(time.time()))
 
     def record(self, rec: dict[str, Any]) -> CallRecord:
-        """Store a finished call in memory and in the capture file (flushed at once)."""
+        """Store a finished call in memory and queue it for the capture file (written off the loop within ms)."""
         record = CallRecord.model_construct(**rec)
         self._calls.append(record)
         if self._writer is not None and self.state is SessionState.OPEN:  # a call outliving close stays in memory
-            self._writer.write(record)
+            self._writer.append_soon(record)
         return record
 
     def close(self) -> list[CallRecord]:
