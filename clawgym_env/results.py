@@ -56,6 +56,8 @@ class AttemptResult(BaseModel):
     subscores: dict[str, float] = Field(default_factory=dict)
     verifier_output: str = ""
     error: str | None = None
+    episode_status: str = Field(default="", description="How the episode itself ended (completed, crashed, ...); "
+                                                        "'crashed' is stored as status 'error' but trainers tell them apart.")
     session_id: str = ""
     model_calls: int = 0
     prompt_tokens: int = 0

@@ -573,7 +573,7 @@ class EpisodeWorker:
                 run_episode(task, self._harnesses[job.harness], self._backend, proxy=self._proxy,
                             sandbox=self.config.sandbox, capture_dir=capture_dir, workspace_out=workspace_dir,
                             judge=self._judge, sampling=self.config.sampling() or None,
-                            wall_time_s=self.config.wall_time_s),
+                            wall_time_s=self.config.wall_time_s, session_id=job.session_id or None),
                 timeout=limit + 120.0,  # run_episode enforces the task's limit; this only guards a hang
             )
         except TimeoutError:
@@ -637,6 +637,7 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         subscores={k: float(v) for k, v in (ep.subscores or {}).items()},
         verifier_output=str(ep.verifier_output or "")[-20000:],
         error=error,
+        episode_status=str(ep.status),
         session_id=ep.session_id,
         model_calls=len(calls),
         prompt_tokens=sum(len(c.prompt_ids or []) for c in calls),

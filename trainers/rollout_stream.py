@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import random
 import tempfile
 import threading
 import time
@@ -43,7 +44,7 @@ def episode_from_attempt(result: AttemptResult, capture: Path) -> EpisodeResult:
 
     calls = read_capture(capture) if capture.is_file() else []
     return EpisodeResult(session_id=result.session_id, task_id=result.task_id, harness=result.harness,
-                         status=_STATUS.get(result.status, result.status),  # type: ignore[arg-type]
+                         status=result.episode_status or _STATUS.get(result.status, result.status),  # type: ignore[arg-type]
                          score=result.score, error=result.error, calls=calls, timings=dict(result.timings))
 
 
@@ -70,8 +71,10 @@ class RolloutStream:
     """Groups sampled through ``executor`` on ``loop``; ``take`` blocks the trainer's thread only."""
 
     def __init__(self, executor: Executor, loop: LoopThread, *, num_generations: int,
-                 next_pair: Callable[[], tuple[Any, Any]], lookahead: int = 0) -> None:
+                 next_pair: Callable[[], tuple[Any, Any]], lookahead: int = 0, rng: random.Random | None = None) -> None:
         self.executor = executor
+        self.rng = rng
+        """Draws each attempt's session id (which seeds its sampling, ``HFBackend``): a seeded run replays."""
         self.loop = loop
         self.n = num_generations
         self.next_pair = next_pair
@@ -152,7 +155,9 @@ class RolloutStream:
                 task, harness = pair
                 for i in range(n):
                     self._attempts[len(self._attempts)] = (gid, i)
-                    jobs.append(AttemptJob(task_id=task.full_id, harness=harness_name(harness), attempt=len(self._attempts) - 1))
+                    sid = f"{harness_name(harness)}-{self.rng.getrandbits(64):016x}" if self.rng is not None else ""
+                    jobs.append(AttemptJob(task_id=task.full_id, harness=harness_name(harness), attempt=len(self._attempts) - 1,
+                                           session_id=sid))
         for job in jobs:
             self.loop.loop.call_soon_threadsafe(self._put, job)
         return gids

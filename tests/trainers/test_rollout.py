@@ -79,3 +79,15 @@ def test_crashed_episodes_can_be_penalised_instead() -> None:
     assert rollout_metrics(RolloutBatch(groups=[g]))["crashed_masked"] == 0.0
     with pytest.raises(ConfigError, match="crashed_episodes"):
         make_group("toy/t", "custom", eps, filters=FILTERS, crashed="drop")  # type: ignore[arg-type]
+
+
+def test_a_crashed_episode_stays_crashed_through_the_attempt_record(tmp_path) -> None:
+    """The executor stores a crash as status 'error'; the trainer must still see 'crashed' to mask or penalise it."""
+    from clawgym_env.runner import AttemptJob, episode_to_attempt
+    from trainers.rollout_stream import episode_from_attempt
+
+    for status, stored in (("crashed", "error"), ("error", "error"), ("completed", "passed")):
+        ep = episode("c", 1.0, status=status)
+        rec = episode_to_attempt(AttemptJob(task_id="toy/t", harness="custom", attempt=0), ep, 0.5, started="", elapsed=1.0)
+        assert rec.status == stored
+        assert episode_from_attempt(rec, tmp_path / "none.jsonl").status == status

@@ -115,7 +115,7 @@ class TrainingRollouts:
             self._executor = self._start(self.tasks + self._eval_tasks())
             lookahead = c.pairs_per_step if c.async_rollouts else 0
             self._stream = RolloutStream(self._executor, self.loop, num_generations=int(c.num_generations or 2),
-                                         next_pair=self._next_pair, lookahead=lookahead)
+                                         next_pair=self._next_pair, lookahead=lookahead, rng=self.rng)
             self._mark = (time.monotonic(), 0.0)
         return self._stream
 
@@ -156,6 +156,7 @@ class TrainingRollouts:
             self.push(weights, policy_version)  # a resumed run: the rollout side starts at the trainer's version
         done, refused = stream.take(c.pairs_per_step, keep=lambda g: group_staleness(g.episodes, policy_version) <= c.max_staleness)
         self.groups_stale += refused
+        done.sort(key=lambda g: g.gid)  # request order, not finish order: a seeded run sums its loss in the same order
         filters = tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents)
         batch = build_batch([(*g.pair, g.episodes) for g in done], filters=filters, policy_version=policy_version,
                             skip_zero_variance=c.skip_zero_variance, crashed=c.crashed_episodes,  # type: ignore[arg-type]

@@ -23,16 +23,17 @@ Stops: ``completion_ids`` hold every sampled id, the EOS id included (it is trai
 stop string, the ids end with the token that completed it and ``text`` is cut before it.
 A call whose caller was cancelled (the harness hung up) stops decoding at the next step.
 
-Randomness: a request's ``seed`` (or the backend's ``seed`` plus a call counter) seeds a
-generator private to that row, and tokens are drawn by inverse CDF from one uniform per step,
-so a seeded request samples the same ids alone or in any batch.
+Randomness: a request's ``seed`` (or, without one, a seed derived from the backend's ``seed``,
+the session id and the call index, so concurrent episodes sample the same whatever order their
+calls arrive in) seeds a generator private to that row, and tokens are drawn by inverse CDF from
+one uniform per step, so a seeded request samples the same ids alone or in any batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
-import itertools
 import os
 import queue
 import random
@@ -46,7 +47,7 @@ from typing import Any, Literal
 from clawgym_env.errors import ConfigError, PolicyBackendError
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
 
-__all__ = ["HFBackend"]
+__all__ = ["HFBackend", "call_seed"]
 
 LogprobsMode = Literal["raw", "tempered"]
 
@@ -111,7 +112,6 @@ class HFBackend(PolicyBackend):
         self._pad_id = self._tokenizer.pad_token_id if self._tokenizer.pad_token_id is not None else 0
         self._vocab = self.model.get_output_embeddings().weight.shape[0]
         self._max_positions = int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
-        self._calls = itertools.count()
         # transformers >= 5.2x renamed the KV-cache argument and output field to ``cache``
         params = inspect.signature(self.model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
@@ -337,8 +337,15 @@ class HFBackend(PolicyBackend):
     def _next_seed(self, request: CompletionRequest) -> int:
         if request.seed is not None:
             return request.seed
-        n = next(self._calls)
-        return (self.seed + n) if self.seed is not None else random.getrandbits(63)
+        if self.seed is None:
+            return random.getrandbits(63)
+        return call_seed(self.seed, request.session_id, request.call_index)
+
+
+def call_seed(seed: int, session_id: str, call_index: int) -> int:
+    """A 63-bit seed for one call, fixed by (backend seed, session, call index) and nothing else."""
+    digest = hashlib.blake2b(f"{seed}:{session_id}:{call_index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 def _deliver(future: asyncio.Future[Completion], result: Completion | BaseException) -> None:
