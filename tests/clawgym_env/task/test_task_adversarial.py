@@ -214,6 +214,20 @@ async def test_clawgym_original_code_graders_resist_gaming() -> None:
 
 
 @pytest.mark.slow
-async def test_every_clawgym_original_task_resists_gaming() -> None:
-    suite = load_suite(REPO / "tasks" / "clawgym-original")
+@pytest.mark.parametrize("name", ["clawgym-original", "procgen-test", "procgen-train"])
+async def test_every_repo_task_resists_gaming(name: str) -> None:
+    suite = load_suite(REPO / "tasks" / name)
     await _assert_resists(suite, list(suite.tasks))
+
+
+@pytest.mark.slow
+async def test_imported_clawgym_sample_is_reported_not_fixed(sample_dir: Path, tmp_path: Path) -> None:
+    """The 60 real ClawGym sample tasks: the check reports the graders gaming lifts (README figures)."""
+    from clawgym_env.task.importers import import_suite
+
+    suite = load_suite(import_suite("clawgym", sample_dir, "clawgym-sample", tmp_path).path)
+    results = await check_suite(suite, "bwrap", concurrency=4, strategies=default_strategies())
+    lifted = {r.task_id.split("/")[1]: r for r in results if (r.exploit_score or 0) > 0}
+    assert len(results) == 60 and len(lifted) >= 40
+    assert lifted["task-1056"].exploit_score > 0.7 and lifted["task-1056"].exploit_by.startswith("everything")
+    assert all(r.exploit_status == "fail" for r in lifted.values())
