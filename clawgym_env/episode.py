@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from clawgym_env.proxy import ProxyServer
     from clawgym_env.task import TaskSpec
 
-__all__ = ["EpisodeResult", "EpisodeStatus", "resolve_task", "run_episode", "save_workspace"]
+__all__ = ["EpisodeResult", "EpisodeStatus", "resolve_task", "run_episode", "save_workspace", "transcript_for_verifier"]
 
 EpisodeStatus = Literal["completed", "error", "timeout", "truncated", "crashed"]
 
@@ -107,7 +107,8 @@ def resolve_task(task: TaskSpec | str) -> TaskSpec:
     return TaskRegistry.default().get(task)
 
 
-def _transcript_for_verifier(task: TaskSpec, calls: list[CallRecord]) -> dict[str, Any]:
+def transcript_for_verifier(task: TaskSpec, calls: list[CallRecord]) -> dict[str, Any]:
+    """What verifiers see of an episode: the last answered call's messages and final text (also used to re-grade)."""
     from clawgym_env.task import make_transcript
 
     answered = [c for c in calls if c.response is not None and c.error is None]
@@ -285,7 +286,7 @@ async def run_episode(
             from clawgym_env.task.grade import grade_workspace
 
             t0 = time.perf_counter()
-            vr = await grade_workspace(spec, final, _transcript_for_verifier(spec, result.calls), backend=sandbox,
+            vr = await grade_workspace(spec, final, transcript_for_verifier(spec, result.calls), backend=sandbox,
                                        judge=judge)
             result.timings["verifier"] = time.perf_counter() - t0
             result.score, result.subscores, result.verifier_output = vr.score, dict(vr.subscores), vr.output

@@ -44,22 +44,28 @@ def _lb(path: str) -> Any:
 
 @app.command()
 def submit(
-    results: Path = typer.Argument(..., help="A results folder written by `clawgym bench run`."),
+    results: Path = typer.Argument(..., help="A results folder written by `clawgym bench run`, or a bundle file `--out` wrote."),
     server: str | None = typer.Option(None, help="Leaderboard URL, e.g. https://board.example.org"),
     token: str | None = typer.Option(None, envvar="CLAWGYM_LEADERBOARD_TOKEN", help="Your submitter token."),
     out: Path | None = typer.Option(None, help="Write an offline bundle file instead of uploading."),
     captures: bool = typer.Option(True, help="Include the captured calls (trajectories)."),
+    workspaces: bool = typer.Option(True, help="Include the final workspaces (`bench run --save-workspaces`) so the "
+                                               "server re-grades the run."),
 ) -> None:
-    """Bundle a results folder and upload it (or write it with --out)."""
+    """Bundle a results folder and upload it (or write it with --out); a bundle file is uploaded as it is."""
     import httpx
 
-    from clawgym_env.bundle import make_bundle
+    from clawgym_env.bundle import make_bundle, read_bundle
     from clawgym_env.errors import ClawGymError
 
     try:
-        data = make_bundle(results, include_captures=captures)
+        if results.is_file():
+            data = results.read_bytes()
+            read_bundle(data)  # the server's own checks first, so a wrong file fails here and says why
+        else:
+            data = make_bundle(results, include_captures=captures, include_workspaces=workspaces)
     except ClawGymError as exc:
-        raise _fail(exc) from None
+        raise _fail(f"{results}: {exc}" if results.is_file() else exc) from None
     if out is not None:
         out.write_bytes(data)
         console.print(f"wrote {out} ({len(data)} bytes)")
@@ -76,7 +82,8 @@ def submit(
     if r.status_code != 201:
         console.print(f"[red]refused ({r.status_code}):[/red] {body.get('error', body)}")
         raise typer.Exit(1)
-    console.print(f"accepted: {server.rstrip('/')}{body['url']}  Pass@1 {100 * body['metrics']['pass_at']['1']:.1f}%")
+    console.print(f"accepted: {server.rstrip('/')}{body['url']}  Pass@1 {100 * body['metrics']['pass_at']['1']:.1f}%  "
+                  f"({body['trust']}{', %d disagree' % body['disagreements'] if body['disagreements'] else ''})")
 
 
 @app.command()
@@ -106,7 +113,10 @@ def add_submitter(name: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_
 
 @app.command("add-suite")
 def add_suite(suite: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEADERBOARD_DB")) -> None:
-    """Register the current version of a suite (name or folder) so runs on it are accepted."""
+    """Register the current version of a suite (name or folder) so runs on it are accepted.
+
+    The folder is remembered: the server re-grades submitted workspaces with its hidden files.
+    """
     from clawgym_env.errors import ClawGymError
     from clawgym_env.task import load_suite
 
@@ -115,7 +125,8 @@ def add_suite(suite: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEA
     except ClawGymError as exc:
         raise _fail(exc) from None
     _store(db).add_suite(
-        s.name, s.content_hash, [t.full_id for t in s.tasks], {t.full_id: t.category for t in s.tasks}, s.pass_threshold
+        s.name, s.content_hash, [t.full_id for t in s.tasks], {t.full_id: t.category for t in s.tasks}, s.pass_threshold,
+        source_dir=str(s.path),
     )
     console.print(f"registered {s.name} {s.content_hash.rpartition(':')[2][:16]} ({len(s.tasks)} tasks)")
 

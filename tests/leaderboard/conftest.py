@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ from clawgym_env.capture.records import CallRecord
 from clawgym_env.results import AttemptResult, RunManifest, attempt_filename
 from leaderboard.app import create_app
 from leaderboard.store import Store
+from tests.leaderboard.postgres import postgres_cluster, postgres_database
 
 SUITE = "lb-suite"
 SUITE_HASH = "ab" * 32
@@ -57,17 +59,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(scope="session")
+def pg_socket() -> Iterator[str]:
+    """One PostgreSQL cluster for the session (started here; nothing else runs one)."""
+    with postgres_cluster() as sock:
+        yield sock
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Every store test runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'lb.db'}"
+        return
+    with postgres_database(request.getfixturevalue("pg_socket")) as url:
+        yield url
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    st = Store(f"sqlite:///{tmp_path / 'lb.db'}")
+def store(db_url: str) -> Iterator[Store]:
+    st = Store(db_url)
     st.add_suite(SUITE, SUITE_HASH, list(TASKS), TASKS, 1.0)
-    return st
+    yield st
+    st.engine.dispose()
 
 
-@pytest.fixture
-def server(store: Store) -> Iterator[tuple[str, str, Store]]:
-    """A real uvicorn server on 127.0.0.1; yields (url, submitter token, store)."""
-    token = store.add_submitter("alice")
+@contextmanager
+def serving(store: Store) -> Iterator[str]:
+    """A real uvicorn server on 127.0.0.1 around ``store``; yields its URL."""
     port = free_port()
     srv = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning"))
     th = threading.Thread(target=srv.run, daemon=True)
@@ -79,9 +98,19 @@ def server(store: Store) -> Iterator[tuple[str, str, Store]]:
             break
         except httpx.TransportError:
             time.sleep(0.05)
-    yield url, token, store
-    srv.should_exit = True
-    th.join(timeout=10)
+    try:
+        yield url
+    finally:
+        srv.should_exit = True
+        th.join(timeout=10)
+
+
+@pytest.fixture
+def server(store: Store) -> Iterator[tuple[str, str, Store]]:
+    """A real uvicorn server on 127.0.0.1; yields (url, submitter token, store)."""
+    token = store.add_submitter("alice")
+    with serving(store) as url:
+        yield url, token, store
 
 
 def post(url: str, token: str, data: bytes) -> httpx.Response:

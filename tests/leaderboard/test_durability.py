@@ -38,7 +38,7 @@ def test_concurrent_submitters_and_restart_lose_nothing(tmp_path: Path) -> None:
     store.add_suite(SUITE, SUITE_HASH, list(TASKS), TASKS, 1.0)
     tokens = [store.add_submitter("alice"), store.add_submitter("bob")]
     bundles = {
-        (who, i): make_bundle(write_results(tmp_path / f"{who}-{i}", run_id=f"{who}-run-{i}", model=f"m-{who}"))
+        (who, i): make_bundle(write_results(tmp_path / f"{who}-{i}", run_id=f"{who}-run-{i}", model=f"m-{who}-{i}"))
         for who in range(2) for i in range(6)
     }
     port = free_port()
