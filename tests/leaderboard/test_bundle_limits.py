@@ -61,10 +61,11 @@ def test_workspace_members_may_not_climb_out(tmp_path: Path) -> None:
             read_bundle(out.getvalue())
 
 
-@pytest.fixture
-def server_process(tmp_path: Path) -> Iterator[tuple[str, str, psutil.Process]]:
-    """`clawgym leaderboard serve` in its own process, so its CPU time and memory can be read."""
-    db = f"sqlite:///{tmp_path / 'lb.db'}"
+@pytest.fixture(scope="module")
+def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, psutil.Process]]:
+    """`clawgym leaderboard serve` in its own process, so its CPU time and memory can be read (one for the module:
+    every bomb is refused, so none changes what the next one meets)."""
+    db = f"sqlite:///{tmp_path_factory.mktemp('bombs') / 'lb.db'}"
     store = Store(db)
     store.add_suite(SUITE, SUITE_HASH, list(TASKS), TASKS, 1.0)
     token = store.add_submitter("mallory")

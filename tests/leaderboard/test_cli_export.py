@@ -21,10 +21,17 @@ def test_submit_command_uploads_and_export_writes_a_static_site(server, tmp_path
     assert "accepted" in r.output and "Pass@1 50.0%" in r.output
     bad = runner.invoke(app, ["leaderboard", "submit", str(results), "--server", url, "--token", token])
     assert bad.exit_code == 1 and "already submitted" in bad.output
+    # the file `submit --out` writes is accepted as it is
+    other = write_results(tmp_path / "other", run_id="other", model="offline-model")
+    bundle = tmp_path / "offline.tar.gz"
+    assert runner.invoke(app, ["leaderboard", "submit", str(other), "--out", str(bundle)]).exit_code == 0
+    r = runner.invoke(app, ["leaderboard", "submit", str(bundle), "--server", url, "--token", token])
+    assert r.exit_code == 0 and "accepted" in r.output and "self-reported" in r.output, r.output
     files = export_site(store, tmp_path / "site")
     names = {f.name for f in files}
     assert {"index.html", "board-lb-suite.html"} <= names
-    assert sum(n.startswith("trajectory-") for n in names) == 12
+    assert sum(n.startswith("trajectory-") for n in names) == 24
+    assert any(n.startswith("board-lb-suite-") for n in names)
     board = (tmp_path / "site" / "board-lb-suite.html").read_text()
     assert "submission-" in board and "/submission/" not in board  # relative links only
 
@@ -34,6 +41,10 @@ def test_offline_bundle_and_admin_commands(tmp_path: Path) -> None:
     out = tmp_path / "bundle.tar.gz"
     r = runner.invoke(app, ["leaderboard", "submit", str(write_results(tmp_path / "run")), "--out", str(out)])
     assert r.exit_code == 0 and out.stat().st_size > 0
+    wrong = tmp_path / "notes.txt"
+    wrong.write_text("not a bundle")
+    r = runner.invoke(app, ["leaderboard", "submit", str(wrong), "--server", "http://127.0.0.1:9", "--token", "t"])
+    assert r.exit_code == 2 and "notes.txt" in r.output and "gzipped tar" in r.output
     r = runner.invoke(app, ["leaderboard", "add-submitter", "carol", "--db", db])
     assert r.exit_code == 0 and r.output.strip().startswith("cgl_")
     r = runner.invoke(app, ["leaderboard", "export", "--db", db, "--out", str(tmp_path / "site")])
