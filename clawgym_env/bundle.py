@@ -74,6 +74,7 @@ class SubmittedAttempt(AttemptResult):
     timings: dict[_Short, float] = Field(default_factory=dict, max_length=32)
     started_at: str = Field(default="", max_length=40)
     finished_at: str = Field(default="", max_length=40)
+    notes: list[Annotated[str, StringConstraints(max_length=2000)]] = Field(default_factory=list, max_length=20)
 
 
 @dataclass

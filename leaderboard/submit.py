@@ -64,7 +64,7 @@ def accept_submission(
     row = SubmissionRow(
         id=uuid.uuid4().hex[:12], suite=m.suite, suite_hash=m.suite_hash, run_id=m.run_id, model=m.model,
         harnesses=m.harnesses, attempts_per_task=m.attempts, submitter_id=submitter.id,
-        created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds"),  # ties list first come first
         bundle_sha256=hashlib.sha256(data).hexdigest(), results_sha256=digest, has_captures=bool(bundle.captures),
         evaluation_only=m.evaluation_only, trust="self-reported" if verdicts is None else "re-graded",
         metrics=ranking_metrics(ranked, suite.pass_threshold),

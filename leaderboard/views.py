@@ -84,7 +84,7 @@ def board_rows(subs: list[SubmissionRow], category: str = "") -> list[dict[str, 
 
 
 def rank_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Competition ranks per suite version on (metric, metric_mean): equal figures share a rank."""
+    """Competition ranks per suite version on (metric, metric_mean): equal figures share a rank (listed first come first)."""
     def key(r: dict[str, Any]) -> tuple[float, float]:
         return (-(r["metric"] or 0.0), -(r["metric_mean"] or 0.0))
 

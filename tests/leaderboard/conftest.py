@@ -118,5 +118,25 @@ def post(url: str, token: str, data: bytes) -> httpx.Response:
                       headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"})
 
 
+def post_many(url: str, token: str, data: bytes, n: int) -> list[int]:
+    """Post ``data`` from ``n`` threads released together; the status codes, sorted."""
+    codes: list[int] = []
+    lock = threading.Lock()
+    go = threading.Barrier(n)
+
+    def send() -> None:
+        go.wait()
+        code = post(url, token, data).status_code
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=send) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return sorted(codes)
+
+
 def load(path: Path) -> dict:  # type: ignore[type-arg]
     return json.loads(path.read_text())

@@ -7,6 +7,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -16,7 +17,7 @@ from clawgym_env.bundle import BundleLimits, make_bundle, read_bundle
 from clawgym_env.errors import LeaderboardError
 from leaderboard.store import Store
 from tests.leaderboard import bombs
-from tests.leaderboard.conftest import SUITE, SUITE_HASH, TASKS, free_port, post, write_results
+from tests.leaderboard.conftest import SUITE, SUITE_HASH, TASKS, free_port, post, post_many, write_results
 from tests.leaderboard.test_durability import _start
 
 REASONS = {"8 GiB member": "the limit per member", "ratio bomb (300 x 30 MiB)": "compression bomb",
@@ -61,11 +62,10 @@ def test_workspace_members_may_not_climb_out(tmp_path: Path) -> None:
             read_bundle(out.getvalue())
 
 
-@pytest.fixture(scope="module")
-def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, psutil.Process]]:
-    """`clawgym leaderboard serve` in its own process, so its CPU time and memory can be read (one for the module:
-    every bomb is refused, so none changes what the next one meets)."""
-    db = f"sqlite:///{tmp_path_factory.mktemp('bombs') / 'lb.db'}"
+@contextmanager
+def server_process_in(folder: Path) -> Iterator[tuple[str, str, psutil.Process]]:
+    """`clawgym leaderboard serve` in its own process, so its CPU time and memory can be read."""
+    db = f"sqlite:///{folder / 'lb.db'}"
     store = Store(db)
     store.add_suite(SUITE, SUITE_HASH, list(TASKS), TASKS, 1.0)
     token = store.add_submitter("mallory")
@@ -76,6 +76,13 @@ def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, psutil.Process]]:
+    """One server for the module: every bomb is refused, so none changes what the next one meets."""
+    with server_process_in(tmp_path_factory.mktemp("bombs")) as found:
+        yield found
 
 
 def _measure(proc: psutil.Process, send) -> tuple[float, float, list[int]]:  # type: ignore[no-untyped-def]
@@ -118,16 +125,7 @@ def test_eight_sparse_bundles_at_once_stay_small(server_process) -> None:
     data = bombs.sparse_bundle()
     post(url, token, make_bundle_once())
 
-    def send() -> list[int]:
-        codes: list[int] = []
-        threads = [threading.Thread(target=lambda: codes.append(post(url, token, data).status_code)) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-        return codes
-
-    cpu, rss, codes = _measure(proc, send)
+    cpu, rss, codes = _measure(proc, lambda: post_many(url, token, data, 8))
     assert codes == [422] * 8
     assert cpu < 2.0 and rss < 100, (cpu, rss)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import httpx
@@ -12,7 +11,7 @@ from sqlalchemy import inspect, select
 
 from clawgym_env.bundle import make_bundle
 from leaderboard.store import CaptureRow, SubmissionRow
-from tests.leaderboard.conftest import SUITE, TASKS, post, write_results
+from tests.leaderboard.conftest import SUITE, TASKS, post, post_many, write_results
 from tests.leaderboard.test_api import _edit_json, _rebundle
 
 
@@ -39,22 +38,8 @@ def test_sixteen_concurrent_posts_of_one_bundle_are_accepted_once(server, tmp_pa
     url, token, store = server
     for rnd in range(3):
         data = make_bundle(write_results(tmp_path / f"r{rnd}", run_id=f"r{rnd}", model=f"m{rnd}"))
-        codes: list[int] = []
-        lock = threading.Lock()
-        go = threading.Barrier(16)
-
-        def send() -> None:
-            go.wait()
-            code = post(url, token, data).status_code
-            with lock:
-                codes.append(code)
-
-        threads = [threading.Thread(target=send) for _ in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert sorted(codes) == [201] + [422] * 15, codes
+        codes = post_many(url, token, data, 16)
+        assert codes == [201] + [422] * 15, codes
     assert store.count() == (3, 36)
 
 
