@@ -67,6 +67,7 @@ class SubmittedAttempt(AttemptResult):
     subscores: dict[Annotated[str, StringConstraints(max_length=128)], float] = Field(default_factory=dict, max_length=64)
     verifier_output: str = Field(default="", max_length=40_000)
     error: str | None = Field(default=None, max_length=10_000)
+    episode_status: str = Field(default="", max_length=32)
     session_id: str = Field(default="", max_length=128, pattern=r"^[A-Za-z0-9_.\-]*$")
     model_calls: int = Field(default=0, ge=0)
     prompt_tokens: int = Field(default=0, ge=0)
