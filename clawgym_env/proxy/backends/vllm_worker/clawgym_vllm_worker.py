@@ -1,0 +1,39 @@
+"""vLLM worker extension (runs in vLLM's venv): reload weights from a folder, completely.
+
+vLLM 0.32's ``Worker.reload_weights(weights_path=...)`` reloads every layer in place, but on the
+CPU build a tied LM head (SmolLM2, most small models) keeps serving the old weights: at load time
+its matmul is packed into a oneDNN handle from the (tied) embedding, and the reload does not
+rebuild that handle ("ParallelLMHead: Failed to load weights" in the server log), so logits come
+from the old output projection while everything before it is new. ``clawgym_reload_weights``
+reloads, then rebuilds the packed matmul of every layer that keeps its weight next to one.
+Standalone on purpose: only vLLM and torch are importable in that environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class WeightSync:
+    """Mixed into vLLM's worker class (``--worker-extension-cls clawgym_vllm_worker.WeightSync``)."""
+
+    def clawgym_reload_weights(self: Any, weights_path: str) -> int:
+        """Reload all weights from ``weights_path``; return how many packed layers were rebuilt."""
+        self.reload_weights(weights_path=weights_path)
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu():
+            return 0
+        from vllm.config import set_current_vllm_config
+
+        rebuilt = 0
+        with set_current_vllm_config(self.vllm_config):
+            for module in self.model_runner.get_model().modules():
+                weight = getattr(module, "weight", None)
+                method = getattr(module, "quant_method", None)
+                # layers that pack a copy and keep their weight (embedding / LM head); linear
+                # layers drop theirs (an empty tensor) and were rebuilt by the reload itself
+                if hasattr(module, "cpu_linear") and weight is not None and weight.ndim == 2 and weight.numel() and method:
+                    method.process_weights_after_loading(module)
+                    rebuilt += 1
+        return rebuilt

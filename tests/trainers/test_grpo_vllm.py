@@ -1,0 +1,54 @@
+"""A tree GRPO step with a real vLLM CPU server as the rollout backend (tier ``vllm``).
+
+Rollouts go through the custom harness (bwrap) to the server; after the update the trainer writes
+``<output_dir>/policy-latest`` and the server reloads it. The server's logprobs for a fixed prompt
+must then equal the trainer's updated model, and differ from the weights it started on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from clawgym_env._sync import run_sync
+from clawgym_env.proxy.backends.vllm import VLLMBackend
+from tests.clawgym_env.proxy.test_vllm_real import fixed_prompt, forward_logprobs, max_delta, req
+from tests.conftest import RealVLLM
+from tests.trainers.conftest import make_config
+from trainers.tree_grpo.trainer import TreeGRPOTrainer
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.sandbox]
+
+
+def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, rollout_backend=real_vllm.spec, tasks="say-short", pairs_per_step=1, num_generations=2,
+                      max_completion_length=12, learning_rate=1e-4, skip_zero_variance=False, seed=0)
+    trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
+    backend = trainer.backend
+    try:
+        assert isinstance(backend, VLLMBackend)
+        run_sync(backend.reload_weights(real_vllm.model_path, version=0))  # whatever an earlier test left served
+        ids = fixed_prompt(backend.tokenizer)
+        before = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
+        batch = trainer.rollout()
+        assert batch.groups and all(g.versions == {0} for g in batch.groups)
+        metrics = trainer.train_step(batch)
+        assert metrics["mismatch"] < 1e-3  # the server's rollout logprobs are the trainer's own at step 0
+        assert metrics["policy_version"] == 1.0 and metrics["grad_norm"] > 0
+        assert (tmp_path / "policy-latest" / "model.safetensors").is_file()
+        after = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
+        assert after.policy_version == 1
+        trainer.model.eval()
+        updated = forward_logprobs(trainer.model, ids, after.completion_ids)
+        delta = max_delta(updated, after.logprobs)
+        base = AutoModelForCausalLM.from_pretrained(real_vllm.model_path, dtype=torch.float32)
+        moved = max_delta(forward_logprobs(base, ids, before.completion_ids), forward_logprobs(trainer.model, ids, before.completion_ids))
+        print(f"served vs trainer after the sync: max |dlogp| = {delta:.2e}; the step moved them by {moved:.2e}")
+        assert delta < 1e-3
+        assert moved > 1e-2  # the step changed the policy enough for the check to mean something
+    finally:
+        run_sync(backend.reload_weights(real_vllm.model_path, version=0))
+        trainer.close()
