@@ -26,7 +26,7 @@ SPEC_FORMS = """\
   hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw&num_threads=1]
                                  a local Hugging Face model folder
   vllm:URL[#MODEL]               a running vLLM server (MODEL: served name; a local folder also gives the tokenizer)
-  vllm:PATH                      launch `vllm serve PATH` on a free port (GPU; vLLM in its own env, see CLAWGYM_VLLM_BIN)
+  vllm:PATH                      start vLLM on PATH on a free port (its own env: scripts/vllm-up.sh or CLAWGYM_VLLM_BIN)
   openai:URL#MODEL               OpenAI-compatible Chat Completions API (evaluation only; key: $OPENAI_API_KEY)
   anthropic:URL#MODEL            Anthropic Messages API (evaluation only; key: $ANTHROPIC_API_KEY)
   scripted:FILE[?tokenizer=PATH|tiny]
