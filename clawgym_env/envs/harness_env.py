@@ -28,6 +28,7 @@ from clawgym_env.episode import EpisodeResult, run_episode
 from clawgym_env.errors import ConfigError, HarnessError
 from clawgym_env.harness_registry import load_harness_class
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+from clawgym_env.proxy.backends.replay import ReplayBackend
 
 __all__ = ["ClawGymEnv"]
 
@@ -126,19 +127,30 @@ class ClawGymEnv(gym.Env[Observation, Action]):
 
         ``options={"task": "<id>"}`` picks the task (an id in the suite, or ``"<suite>/<id>"``);
         otherwise the ``task`` kwarg, otherwise a task drawn with the env's seeded RNG. A
-        running episode is aborted first. Raises ``HarnessExitError`` if the harness ends before
+        running episode is aborted first.
+
+        ``options={"replay": capture, "branch_at": k}`` branches a recorded episode of this task
+        and harness at call k: calls 0..k-1 are answered from ``capture`` (a capture path or a
+        list of ``CallRecord``) and the first observation is call k's request; ``info["replay"]``
+        then holds the ``ReplayReport`` (``reached_branch``, ``divergence``: a request that
+        stopped matching the recording hands control to you at that call instead). Raises ``HarnessExitError`` if the harness ends before
         making any model call (its status and output tail are in the message).
         """
         super().reset(seed=seed)
         if self._closed:
             raise ConfigError("reset() on a closed ClawGymEnv; create a new env")
         self._abort()
-        spec = self._pick_task((options or {}).get("task"))
+        opts = dict(options or {})
+        spec = self._pick_task(opts.get("task"))
         lt = self._ensure_loop()
         self._backend = QueueBackend(self._tokenizer, self._model_name)
+        serving: PolicyBackend = self._backend
         sid = f"{self._harness.name}-{uuid.uuid4().hex[:12]}"
         self._info = {"task_id": spec.full_id, "session_id": sid, "status": "running"}
-        self._task = lt.run(self._launch(spec, self._backend, sid))
+        if "replay" in opts:
+            serving = _replay_backend(opts["replay"], opts.get("branch_at"), self._backend)
+            self._info["replay"] = serving.report
+        self._task = lt.run(self._launch(spec, serving, sid))
         pending = lt.run(self._next_call())
         if pending is None:
             result = lt.run(self._finish())
@@ -209,7 +221,7 @@ class ClawGymEnv(gym.Env[Observation, Action]):
             self._lt.run(self._proxy.start(), timeout=60)
         return self._lt
 
-    async def _launch(self, spec: Any, backend: QueueBackend, sid: str) -> asyncio.Task[EpisodeResult]:
+    async def _launch(self, spec: Any, backend: PolicyBackend, sid: str) -> asyncio.Task[EpisodeResult]:
         return asyncio.ensure_future(run_episode(
             spec, self._harness, backend, proxy=self._proxy, sandbox=self._sandbox, capture_dir=self._capture_dir,
             cache_dir=self._cache_dir, judge=self._judge, session_id=sid, model_name=self._model_name,
@@ -308,6 +320,17 @@ class ClawGymEnv(gym.Env[Observation, Action]):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _replay_backend(capture: Any, branch_at: Any, policy: QueueBackend) -> ReplayBackend:
+    """``reset(options={"replay": ..., "branch_at": k})``: the recorded calls, checked, around the queue."""
+    from clawgym_env.tree.build import load_calls
+
+    if not isinstance(branch_at, int) or isinstance(branch_at, bool):
+        raise ConfigError(f"reset(options={{'replay': ...}}) needs an int 'branch_at' (the call to branch at), "
+                          f"got {branch_at!r}")
+    calls = load_calls(capture) if isinstance(capture, (str, Path)) else list(capture)
+    return ReplayBackend(calls, branch_at, policy)
 
 
 def _resolve(future: asyncio.Future[Completion], completion: Completion) -> None:

@@ -183,6 +183,8 @@ class ProxySession:
         source = c.token_source or ("sampled" if c.completion_ids is not None else "none")
         rec.update(completion_ids=c.completion_ids, logprobs=c.logprobs, completion_text=text, response=message,
                    finish_reason=finish, token_source=source, policy_version=c.policy_version)
+        if c.meta:
+            rec["meta"] = {**(rec.get("meta") or {}), **c.meta}
         return Reply(message=message, finish_reason=finish, model=parsed.model or self.model_name,
                      prompt_tokens=n_prompt, completion_tokens=n_out, response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(),
                      created=int(time.time()))

@@ -58,6 +58,8 @@ class Completion:
     token_source: str | None = None
     """"sampled", "tokenized" (ids made by tokenizing text, e.g. scripted) or "none"; None lets the
     proxy decide ("sampled" when completion_ids are given, else "none")."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Merged into the call's ``CallRecord.meta`` (e.g. a replayed call's source, a branch point)."""
 
 
 class PolicyBackend(abc.ABC):
