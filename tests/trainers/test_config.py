@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,29 @@ def test_ppo_config_checks_its_value_fields(tmp_path: Path) -> None:
         make_config(tmp_path, TreePPOConfig, value_warmup_steps=-1)
     with pytest.raises(ConfigError, match="cliprange_value"):
         make_config(tmp_path, TreePPOConfig, cliprange_value=0.0)
+
+
+@pytest.mark.parametrize(("field", "value", "hint"), [
+    ("per_device_train_batch_size", 16, "--pairs_per_step"),
+    ("num_train_epochs", 2.0, "--max_steps"),
+    ("top_k", 5, "--temperature"),
+    ("vllm_server_port", 9000, "--rollout_backend vllm:"),
+    ("push_to_hub", True, "checkpoint-<step>"),
+    ("fsdp", "full_shard", "accelerate launch"),
+])
+def test_trl_fields_the_tree_trainers_ignore_are_refused_with_what_to_set(tmp_path: Path, field: str, value: Any, hint: str) -> None:
+    with pytest.raises(ConfigError, match=rf"{field}=.*no effect on tree training: .*{re.escape(hint)}"):
+        make_config(tmp_path, **{field: value})
+
+
+def test_every_grpo_config_field_is_sorted() -> None:
+    """Each GRPOConfig field is used, harmless, or refused with a hint (a new TRL field shows up here)."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from trainers.tree_grpo.fields import INSTEAD, NO_EFFECT, USED
+
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    assert names - USED - NO_EFFECT - set(INSTEAD) == set()
+    assert not (USED & NO_EFFECT) and not (USED & set(INSTEAD)) and not (NO_EFFECT & set(INSTEAD))

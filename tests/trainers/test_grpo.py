@@ -144,7 +144,7 @@ def test_eval_every_n_steps_runs_the_held_out_split(tiny_path: Path, tmp_path: P
     m = history[0]
     assert m["eval/episodes"] == 2.0 and 0.0 <= m["eval/reward"] <= 1.0
     assert m["eval/reward/custom"] == m["eval/reward"] and "eval/pass_rate" in m
-    assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
+    assert list((tmp_path / "runs").rglob("events.out.tfevents.*"))
     trainer.close()
 
 
@@ -171,3 +171,28 @@ def test_server_backends_reload_a_saved_folder_after_each_update(real_batch: Any
     saved = AutoModelForCausalLM.from_pretrained(folder)
     for name, p in trainer.model.state_dict().items():
         assert torch.equal(p, saved.state_dict()[name]), name
+
+
+def test_bf16_autocasts_over_fp32_master_weights(real_batch: Any, tiny_path: Path, tmp_path: Path) -> None:
+    """bf16 is accelerate's autocast: the weights AdamW updates stay fp32 (TRL's master weights)."""
+    trainer = TreeGRPOTrainer(make_config(tmp_path, bf16=True, use_cpu=True, learning_rate=1e-6), tiny_path)
+    assert trainer.accelerator.mixed_precision == "bf16"
+    before = {n: p.detach().clone() for n, p in trainer.policy.named_parameters()}
+    metrics = trainer.train_step(copy.deepcopy(real_batch))
+    assert metrics["optimizer_step"] == 1.0
+    changed = [n for n, p in trainer.policy.named_parameters() if not torch.equal(p, before[n])]
+    assert all(p.dtype == torch.float32 for p in trainer.policy.parameters())
+    assert changed  # a 1e-6 step moves fp32 weights (in bf16 most of it would round away)
+    assert max(float((p.detach() - before[n]).abs().max()) for n, p in trainer.policy.named_parameters()) < 1e-4
+
+
+def test_save_steps_as_a_fraction_of_max_steps(tiny_path: Path, tmp_path: Path) -> None:
+    """--save_steps 0.5 with --max_steps 2 saves after step 1 and step 2 (was: ZeroDivisionError)."""
+    cfg = make_config(tmp_path, save_steps=0.5, max_steps=2, pairs_per_step=1, num_generations=2, skip_zero_variance=False)
+    trainer = TreeGRPOTrainer(cfg, tiny_path)
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+    assert trainer.every(0.5) == 1 and trainer.every(0.26) == 1 and trainer.every(3) == 3 and trainer.every(0) == 0

@@ -36,7 +36,7 @@ def test_ppo_script_runs_saves_and_logs(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert [int(m["step"]) for m in trainer.history] == [1, 2]
     assert trainer.history[0]["value_warmup"] == 1.0 and trainer.history[1]["policy_version"] == 1.0
     assert (tmp_path / "checkpoint-1" / "trainer_state.json").is_file() and (tmp_path / "final" / "model").is_dir()
-    assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
+    assert list((tmp_path / "runs").rglob("events.out.tfevents.*"))
 
 
 @pytest.mark.parametrize(("args", "words"), [

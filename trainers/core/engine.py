@@ -12,8 +12,11 @@ Subclasses supply the advantage of each pair (``TreeGRPOTrainer``: group baselin
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import random
+import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -25,6 +28,7 @@ import torch
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import TREE_ATTENTION, PackedTree, pack_trees, register_tree_attention
+from trainers.core.distributed import balance_by_tokens, broadcast, make_accelerator, reduce_totals, seed_everything, trackers
 from trainers.core.logprobs import pack_logprobs
 from trainers.core.losses import (
     clipped_policy_loss,
@@ -85,37 +89,48 @@ class TreeTrainerBase:
                 load_harness_class(name)
         self.config = config
         self.model_path = Path(model_path)
-        self.device = "cuda" if torch.cuda.is_available() and not config.use_cpu else "cpu"
-        dtype = torch.bfloat16 if config.bf16 else torch.float32
-        random.seed(config.seed)
-        torch.manual_seed(config.seed)
+        self.accelerator = make_accelerator(config)
+        self.device = self.accelerator.device
+        seed_everything(config.seed)
         self.rng = random.Random(config.seed)
+        """The sampler's RNG (pairs to sample); only the main process samples."""
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         init_kwargs = config.model_init_kwargs if isinstance(config.model_init_kwargs, dict) else {}
         attn = init_kwargs.get("attn_implementation", register_tree_attention())  # GRPOConfig.model_init_kwargs
-        load = {"dtype": dtype, "attn_implementation": attn}
-        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
-        self.model.train()
-        if getattr(config, "activation_checkpointing", None) or config.gradient_checkpointing:
-            self.model.gradient_checkpointing_enable()
+        load = {"dtype": torch.float32, "attn_implementation": attn}  # fp32 master weights; bf16/fp16 is autocast
+        model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
+        if config.activation_checkpointing or config.gradient_checkpointing:
+            kw = config.activation_checkpointing_kwargs or config.gradient_checkpointing_kwargs
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw or None)
+        if config.disable_dropout:
+            for m in model.modules():
+                if isinstance(m, torch.nn.Dropout):
+                    m.p = 0.0
+        if config.use_peft:
+            from trainers.core.lora import add_adapter
+
+            model = add_adapter(model, config)
+        model.train()
         self.ref_model = None
         if config.beta != 0.0:
             self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device).eval()
             self.ref_model.requires_grad_(False)
-        self.mask_kind = mask_kind_for(self.model)
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
-            eps=config.adam_epsilon, weight_decay=config.weight_decay,
+        self.mask_kind = mask_kind_for(model)
+        optimizer = torch.optim.AdamW(
+            [p for p in model.parameters() if p.requires_grad], lr=config.learning_rate,
+            betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon, weight_decay=config.weight_decay,
         )
-        self.scheduler = self._scheduler(self.optimizer)
+        self.scheduler = self._scheduler(optimizer)
+        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.accelerator.register_for_checkpointing(self.scheduler)
         self.harness_adapters = dict(harness_adapters or {})
         """Harness name -> adapter instance, for harnesses not in the registry (or built with options)."""
-        self.rollouts = TrainingRollouts(config, self.model_path, device=self.device, backend=backend, tasks=tasks,
+        self.rollouts = TrainingRollouts(config, self.model_path, device=str(self.device), backend=backend, tasks=tasks,
                                          harness_adapters=self.harness_adapters, rng=self.rng)
         self.step = 0
         self.policy_version = 0
         self.history: list[dict[str, float]] = []
-        self._writer: Any = None
+        self._trackers_on = False
         self.setup_models()
         if resume_from_checkpoint is not None:
             self.load_checkpoint(resume_from_checkpoint)
@@ -148,18 +163,29 @@ class TreeTrainerBase:
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
         from transformers import get_scheduler
 
-        steps = max(1, self.config.max_steps) * max(1, self.config.num_iterations)  # optimizer steps, as TRL counts them
-        warmup = self.config.get_warmup_steps(steps) if hasattr(self.config, "get_warmup_steps") else 0
-        return get_scheduler(self.config.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps)
+        c = self.config  # optimizer steps, as TRL counts them
+        steps = max(1, math.ceil(c.max_steps / max(1, c.gradient_accumulation_steps))) * max(1, c.num_iterations)
+        warmup = c.get_warmup_steps(steps)
+        return get_scheduler(c.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps,
+                             scheduler_specific_kwargs=c.lr_scheduler_kwargs or None)
+
+    @property
+    def policy(self) -> Any:
+        """The policy model itself (the DDP wrapper removed)."""
+        return self.accelerator.unwrap_model(self.model)
 
     def policy_weights(self) -> PolicyWeights:
-        """The policy as the weight sync reads it (plain Hugging Face names)."""
+        """The policy as the weight sync reads it: plain Hugging Face names, a LoRA adapter merged in."""
+        if self.config.use_peft:
+            from trainers.core.lora import merged_weights
+
+            return merged_weights(self.policy, self.tokenizer)
 
         def save(folder: Path) -> None:
-            self.model.save_pretrained(folder)
+            self.policy.save_pretrained(folder)
             self.tokenizer.save_pretrained(folder)
 
-        return PolicyWeights(state_dict=self.model.state_dict, save_pretrained=save)
+        return PolicyWeights(state_dict=self.policy.state_dict, save_pretrained=save)
 
     def sync_weights(self) -> None:
         """Give the rollout side the policy's weights (``trainers.core.weight_sync``); later captures carry the version."""
@@ -190,7 +216,7 @@ class TreeTrainerBase:
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
         """Logprob of the pack's loss tokens under ``model`` ([N], 0 elsewhere): one forward with the tree mask."""
         return pack_logprobs(model, pack, mask_kind=self.mask_kind, device=self.device, dtype=next(model.parameters()).dtype,
-                             chunk_size=self.config.logprob_chunk_size)
+                             chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model))
 
     def train_step(self, batch: RolloutBatch) -> dict[str, float]:
         """Update on one batch (no sampling): advantages, ``num_iterations`` AdamW steps, weight sync."""
@@ -203,10 +229,12 @@ class TreeTrainerBase:
         metrics.update(self.pair_advantages(slots, batch, rollouts))
         if self.policy_enabled():
             metrics.update(self._policy_update(slots, rollouts))
-            self.policy_version += 1
-            self.sync_weights()
+            if metrics["optimizer_step"]:
+                self.policy_version += 1
+                if self.accelerator.is_main_process:  # only the main process samples
+                    self.sync_weights()
         else:
-            metrics.update(self._measure_mismatch(slots))
+            metrics.update(self._measure_mismatch(self.my_slots(slots)[0]))
         metrics["policy_version"] = float(self.policy_version)
         metrics["train_s"] = time.perf_counter() - t0
         return metrics
@@ -215,8 +243,23 @@ class TreeTrainerBase:
         with torch.no_grad():
             return self._mismatch_metrics([(s, self.forward_logprobs(self.model, s.pack)) for s in slots])
 
+    def my_slots(self, slots: list[PackSlot]) -> tuple[list[PackSlot], bool]:
+        """This rank's share of the packs (balanced by tokens), and whether it is a zero-weight stand-in.
+
+        A rank with no pack of its own forwards the smallest pack with weight 0, so that every rank
+        takes part in each gradient all-reduce.
+        """
+        acc = self.accelerator
+        if acc.num_processes == 1:
+            return slots, False
+        share = balance_by_tokens([len(s.pack) for s in slots], acc.num_processes)[acc.process_index]
+        if share:
+            return [slots[i] for i in share], False
+        return [min(slots, key=lambda s: len(s.pack))], True
+
     def _mismatch_metrics(self, pairs: list[tuple[PackSlot, torch.Tensor]]) -> dict[str, float]:
-        total: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        """Mismatch and trainable tokens, overall and per harness, over every rank's packs."""
+        total: dict[str, float] = defaultdict(float)
         for slot, lp in pairs:
             m = slot.pack.loss_mask.to(lp.device)
             n = float(m.sum())
@@ -224,80 +267,105 @@ class TreeTrainerBase:
                 continue
             d = mismatch(lp[m].cpu(), slot.pack.rollout_logprobs[m.cpu()]) * n
             for key in ("mismatch", f"mismatch/{slot.group.harness}"):
-                total[key][0] += d
-                total[key][1] += n
-        out = {k: v[0] / v[1] for k, v in total.items()}
-        out["trainable_tokens"] = total["mismatch"][1]
-        for key, (_, n) in total.items():
-            if "/" in key:
-                out["trainable_tokens/" + key.split("/", 1)[1]] = n
+                total[key] += d
+                total["trainable_tokens" + key.removeprefix("mismatch")] += n
+        total = reduce_totals(self.accelerator, total)
+        out = {k: v / total["trainable_tokens" + k.removeprefix("mismatch")] for k, v in total.items() if k.startswith("mismatch")}
+        out.update({k: v for k, v in total.items() if k.startswith("trainable_tokens")})
+        out.setdefault("trainable_tokens", 0.0)
         return out
 
     def _policy_update(self, slots: list[PackSlot], rollouts: list[tuple[int, str]]) -> dict[str, float]:
-        c = self.config
+        """``num_iterations`` passes over this rank's packs; an optimizer step once gradients are synced.
+
+        The pair weights are the whole batch's (every rank holds it), so summing the ranks' losses
+        gives the single-process loss; DDP averages gradients, hence the ``num_processes`` factor.
+        """
+        c, acc = self.config, self.accelerator
         counts = torch.zeros(len(rollouts), dtype=torch.long)
         for s in slots:
             counts.index_add_(0, s.pair_rollout, torch.ones_like(s.pair_rollout))
         num_rollouts = int((counts > 0).sum())
+        mine, stand_in = self.my_slots(slots)
+        scale = 0.0 if stand_in else float(acc.num_processes)
         agg: dict[str, float] = defaultdict(float)
         mism: dict[str, float] = {}
-        for it in range(c.num_iterations):
-            self.optimizer.zero_grad(set_to_none=True)
-            first: list[tuple[PackSlot, torch.Tensor]] = []
-            for s in slots:
-                lp = self.forward_logprobs(self.model, s.pack)
+        stepped = False
+        with acc.accumulate(self.model):
+            for it in range(c.num_iterations):
+                first: list[tuple[PackSlot, torch.Tensor]] = []
+                for j, s in enumerate(mine):
+                    sync = contextlib.nullcontext() if j == len(mine) - 1 else acc.no_sync(self.model)
+                    with sync:
+                        lp = self.forward_logprobs(self.model, s.pack)
+                        if it == 0 and not stand_in:
+                            first.append((s, lp.detach()))
+                        logp = lp[s.pair_token.to(lp.device)]
+                        if s.old_logp is None:
+                            s.old_logp = logp.detach()
+                        old = s.old_logp
+                        rollout_lp = s.pack.rollout_logprobs[s.pair_token].to(lp.device)
+                        w = truncated_is_weights(old, rollout_lp, c.is_cap)
+                        ref = None
+                        if self.ref_model is not None:
+                            with torch.no_grad():
+                                ref = self.forward_logprobs(self.ref_model, s.pack)[s.pair_token.to(lp.device)]
+                        assert s.advantages is not None
+                        loss_pairs, diag = clipped_policy_loss(
+                            logp, old, s.advantages.to(lp.device), epsilon_low=c.epsilon, epsilon_high=c.epsilon_high,
+                            delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref,
+                            bias_correction_kl=c.use_bias_correction_kl,
+                        )
+                        weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts, num_rollouts=num_rollouts,
+                                               max_completion_length=int(c.max_completion_length or 1)).to(lp.device)
+                        loss = (loss_pairs * weights).sum()
+                        acc.backward(loss * scale)
+                    if it == 0 and not stand_in:
+                        agg["loss"] += float(loss.detach())
+                        agg["is_weight_sum"] += float(w.sum())
+                        agg["clip_sum"] += float(diag["clipped"].sum())
+                        agg["kl_sum"] += float(diag["kl"].sum())
+                        agg["pairs"] += float(len(logp))
                 if it == 0:
-                    first.append((s, lp.detach()))
-                logp = lp[s.pair_token.to(lp.device)]
-                if s.old_logp is None:
-                    s.old_logp = logp.detach()
-                old = s.old_logp
-                rollout_lp = s.pack.rollout_logprobs[s.pair_token].to(lp.device)
-                w = truncated_is_weights(old, rollout_lp, c.is_cap)
-                ref = None
-                if self.ref_model is not None:
-                    with torch.no_grad():
-                        ref = self.forward_logprobs(self.ref_model, s.pack)[s.pair_token.to(lp.device)]
-                assert s.advantages is not None
-                loss_pairs, diag = clipped_policy_loss(
-                    logp, old, s.advantages.to(lp.device), epsilon_low=c.epsilon, epsilon_high=c.epsilon_high,
-                    delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref, bias_correction_kl=c.use_bias_correction_kl,
-                )
-                weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts, num_rollouts=num_rollouts,
-                                       max_completion_length=int(c.max_completion_length or 1)).to(lp.device)
-                loss = (loss_pairs * weights).sum()
-                loss.backward()
-                if it == 0:
-                    agg["loss"] += float(loss.detach())
-                    agg["is_weight_sum"] += float(w.sum())
-                    agg["clip_sum"] += float(diag["clipped"].sum())
-                    agg["kl_sum"] += float(diag["kl"].sum())
-                    agg["pairs"] += float(len(logp))
-            if it == 0:
-                mism = self._mismatch_metrics(first)
-            params = [p for p in self.model.parameters() if p.grad is not None]
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, c.max_grad_norm)
-            self.optimizer.step()
-            self.scheduler.step()
-            if it == 0:
-                agg["grad_norm"] = float(grad_norm)
-        pairs = max(1.0, agg.pop("pairs"))
-        out = {"loss": agg["loss"], "grad_norm": agg["grad_norm"], "is_weight/mean": agg["is_weight_sum"] / pairs,
-               "clip_ratio": agg["clip_sum"] / pairs, "kl": agg["kl_sum"] / pairs, "learning_rate": self.scheduler.get_last_lr()[0],
-               "rollouts_trained": float(num_rollouts)}
+                    mism = self._mismatch_metrics(first)
+                if acc.sync_gradients:
+                    grad_norm = acc.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
+                    self.optimizer.step()
+                    self.scheduler.step()
+                    self.optimizer.zero_grad(set_to_none=True)
+                    stepped = True
+                    if it == 0:
+                        agg["grad_norm"] = float(grad_norm)
+        agg = reduce_totals(acc, agg)
+        pairs = max(1.0, agg.pop("pairs", 0.0))
+        out = {"loss": agg.get("loss", 0.0), "grad_norm": agg.get("grad_norm", 0.0) / acc.num_processes,
+               "is_weight/mean": agg.get("is_weight_sum", 0.0) / pairs, "clip_ratio": agg.get("clip_sum", 0.0) / pairs,
+               "kl": agg.get("kl_sum", 0.0) / pairs, "learning_rate": self.scheduler.get_last_lr()[0],
+               "rollouts_trained": float(num_rollouts), "optimizer_step": float(stepped)}
         out.update(mism)
         return out
 
     # -- loop, logging, checkpoints ---------------------------------------------------------------
 
+    def every(self, value: float | None) -> int:
+        """A ``*_steps`` setting as a step count: TrainingArguments' fractions (< 1) are of ``max_steps``."""
+        if not value:
+            return 0
+        return max(1, math.ceil(value * self.config.max_steps)) if value < 1 else int(value)
+
     def train(self, steps: int | None = None, on_step: Callable[[dict[str, float]], None] | None = None) -> list[dict[str, float]]:
-        """Run until ``max_steps`` (or ``steps`` more); log every step, checkpoint every ``save_steps``."""
+        """Run until ``max_steps`` (or ``steps`` more); log every step, checkpoint every ``save_steps``.
+
+        Only the main process samples; every process trains on the broadcast batch.
+        """
         target = self.step + steps if steps is not None else self.config.max_steps
         if target <= self.step:
             raise ConfigError(f"nothing to train: step {self.step} >= max_steps {target}; set --max_steps higher")
+        acc = self.accelerator
+        save_every, eval_every = self.every(self.config.save_steps), self.every(self.config.eval_every_steps)
         while self.step < target:
             t0 = time.perf_counter()
-            batch = self.rollout()
+            batch = broadcast(acc, self.rollout() if acc.is_main_process else None)
             t_roll = time.perf_counter() - t0
             metrics = self.train_step(batch)
             self.step += 1
@@ -307,13 +375,12 @@ class TreeTrainerBase:
             self.log(metrics)
             if on_step is not None:
                 on_step(metrics)
-            every = self.config.eval_every_steps
-            if every and self.step % every == 0:
+            if eval_every and self.step % eval_every == 0 and acc.is_main_process:
                 evaluation = self.evaluate()
                 metrics.update(evaluation)
                 print(f"eval @ step {self.step}: " + "  ".join(f"{k}={v:.3f}" for k, v in sorted(evaluation.items())), flush=True)
                 self.report(evaluation)
-            if self.config.save_steps and self.step % int(self.config.save_steps) == 0:
+            if save_every and self.step % save_every == 0:
                 self.save_checkpoint()
         self.close_logging()
         return self.history
@@ -339,9 +406,9 @@ class TreeTrainerBase:
         return out
 
     def log(self, metrics: dict[str, float]) -> None:
-        """One console line per step (every ``logging_steps``), and TensorBoard / W&B when asked."""
-        every = max(1, int(self.config.logging_steps or 1))
-        if self.step % every == 0:
+        """One console line per step (every ``logging_steps``, main process), and the trackers ``report_to`` names."""
+        every = self.every(self.config.logging_steps) or 1
+        if self.step % every == 0 and self.accelerator.is_main_process:
             per_h = " ".join(f"{k.split('/', 1)[1]}={v:.3f}" for k, v in sorted(metrics.items()) if k.startswith("reward/"))
             print(
                 f"step {self.step:4d}  reward {metrics.get('reward', 0.0):.3f} [{per_h}]  loss {metrics.get('loss', 0.0):+.4f}  "
@@ -353,24 +420,18 @@ class TreeTrainerBase:
         self.report(metrics)
 
     def report(self, metrics: dict[str, float]) -> None:
-        """Send metrics to TensorBoard (``<output_dir>/runs``) and W&B, as ``report_to`` asks."""
-        report = self.config.report_to or []
-        if "tensorboard" in report:
-            if self._writer is None:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(str(Path(self.config.output_dir) / "runs"))
-            for k, v in metrics.items():
-                self._writer.add_scalar(k, v, self.step)
-        if "wandb" in report:
-            import wandb  # type: ignore[import-not-found]  # only when asked for; not a dependency
-
-            wandb.log(metrics, step=self.step)
+        """Send metrics to accelerate's trackers (TensorBoard under ``<output_dir>/runs/clawgym``, W&B)."""
+        if not trackers(self.config):
+            return
+        if not self._trackers_on:
+            self.accelerator.init_trackers("clawgym", config={"model": str(self.model_path), "seed": self.config.seed})
+            self._trackers_on = True
+        self.accelerator.log(metrics, step=self.step)
 
     def close_logging(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self._trackers_on:
+            self.accelerator.end_training()
+            self._trackers_on = False
 
     def close(self) -> None:
         """Close the logger and the rollout side: stream, executor, backend (idempotent)."""
@@ -385,41 +446,46 @@ class TreeTrainerBase:
         """Restore what ``extra_state`` saved."""
 
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """``<output_dir>/checkpoint-<step>``: model + tokenizer, optimizer, scheduler, RNG, step, version, history."""
+        """``<output_dir>/checkpoint-<step>``: accelerate's state (model, optimizer, scheduler, every rank's RNG),
+        the model + tokenizer as a Hugging Face folder, the sampler's RNG and subclass state, step/version/history.
+
+        Written into ``<name>.tmp`` and renamed, so a kill leaves either no checkpoint or a whole one.
+        """
+        acc = self.accelerator
         ckpt = Path(path) if path is not None else Path(self.config.output_dir) / f"checkpoint-{self.step}"
-        ckpt.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(ckpt / "model")
-        self.tokenizer.save_pretrained(ckpt / "model")
-        torch.save(
-            {
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "rng": {"sampler": self.rng.getstate(), "python": random.getstate(), "torch": torch.get_rng_state()},
-                "extra": self.extra_state(),
-            },
-            ckpt / "trainer.pt",
-        )
-        (ckpt / "trainer_state.json").write_text(
-            json.dumps({"step": self.step, "policy_version": self.policy_version, "log_history": self.history}, indent=1)
-        )
+        tmp = ckpt.with_name(ckpt.name + ".tmp")
+        if acc.is_main_process and tmp.exists():
+            shutil.rmtree(tmp)
+        acc.wait_for_everyone()
+        acc.save_state(str(tmp / "accelerate"), safe_serialization=False)
+        if acc.is_main_process:
+            self.policy.save_pretrained(tmp / "model")
+            self.tokenizer.save_pretrained(tmp / "model")
+            torch.save({"sampler_rng": self.rng.getstate(), "extra": self.extra_state()}, tmp / "trainer.pt")
+            (tmp / "trainer_state.json").write_text(
+                json.dumps({"step": self.step, "policy_version": self.policy_version, "log_history": self.history,
+                            "num_processes": acc.num_processes}, indent=1)
+            )
+            if ckpt.exists():
+                shutil.rmtree(ckpt)
+            tmp.rename(ckpt)
+        acc.wait_for_everyone()
         return ckpt
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Continue the run saved at ``path``: weights, optimizer, scheduler, RNG, step, version."""
-        from transformers import AutoModelForCausalLM
-
         ckpt = Path(path)
-        if not (ckpt / "trainer_state.json").is_file():
-            raise ConfigError(f"{ckpt}: not a tree-trainer checkpoint (no trainer_state.json); pass a checkpoint-<step> folder")
-        saved = AutoModelForCausalLM.from_pretrained(ckpt / "model", dtype=next(self.model.parameters()).dtype)
-        self.model.load_state_dict(saved.state_dict())
-        state = torch.load(ckpt / "trainer.pt", weights_only=False)  # our own file
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.rng.setstate(state["rng"]["sampler"])
-        random.setstate(state["rng"]["python"])
-        torch.set_rng_state(state["rng"]["torch"])
-        self.load_extra_state(state.get("extra", {}))
+        if not (ckpt / "trainer_state.json").is_file() or not (ckpt / "accelerate").is_dir():
+            raise ConfigError(f"{ckpt}: not a tree-trainer checkpoint (no trainer_state.json / accelerate/); "
+                              "pass a checkpoint-<step> folder")
         meta = json.loads((ckpt / "trainer_state.json").read_text())
+        saved_procs = int(meta.get("num_processes", 1))
+        if saved_procs != self.accelerator.num_processes:
+            raise ConfigError(f"{ckpt}: saved by {saved_procs} process(es), resumed with {self.accelerator.num_processes}; "
+                              f"relaunch with `accelerate launch --num_processes {saved_procs}` (each rank's RNG is in it)")
+        self.accelerator.load_state(str(ckpt / "accelerate"))
+        state = torch.load(ckpt / "trainer.pt", weights_only=False)  # our own file
+        self.rng.setstate(state["sampler_rng"])
+        self.load_extra_state(state.get("extra", {}))
         self.step, self.policy_version, self.history = int(meta["step"]), int(meta["policy_version"]), list(meta["log_history"])
         self.sync_weights()

@@ -48,15 +48,17 @@ def _check_plain_head(config: Any) -> None:
 
 
 def pack_logprobs(model: Any, pack: PackedTree, *, mask_kind: str, device: torch.device | str, dtype: torch.dtype,
-                  tokens: torch.Tensor | None = None, chunk_size: int = 1024) -> torch.Tensor:
+                  tokens: torch.Tensor | None = None, chunk_size: int = 1024, inner: Any | None = None) -> torch.Tensor:
     """Logprob of ``tokens`` (default: the pack's loss tokens) as an ``[N]`` tensor, 0 elsewhere.
 
     ``chunk_size=0`` is the former path, kept for comparison: full ``[N, vocab]`` logits, every token.
+    ``inner`` is the model itself when ``model`` is a wrapper that only forwards (DDP).
     """
+    inner = model if inner is None else inner
     inputs = pack.model_inputs(mask_kind, dtype=dtype, device=device)  # type: ignore[arg-type]
     if chunk_size == 0:
         return pack.token_logprobs(model(**inputs).logits[0].float())
-    _check_plain_head(model.config)
+    _check_plain_head(inner.config)
     if tokens is None:
         tokens = pack.loss_mask.nonzero()[:, 0]
     tokens = tokens.to(device)
@@ -65,6 +67,6 @@ def pack_logprobs(model: Any, pack: PackedTree, *, mask_kind: str, device: torch
         raise ConfigError("pack_logprobs: a requested token has no parent (a tree's first token has no logprob)")
     out = model(**inputs, output_hidden_states=True, logits_to_keep=torch.zeros(0, dtype=torch.long, device=device))
     hidden = out.hidden_states[-1][0]  # after the final norm: what the output head reads
-    lp = head_logprobs(hidden[parents], model.get_output_embeddings(), pack.input_ids.to(device)[tokens], chunk_size)
+    lp = head_logprobs(hidden[parents], inner.get_output_embeddings(), pack.input_ids.to(device)[tokens], chunk_size)
     full = torch.zeros(len(pack), dtype=lp.dtype, device=device)
     return full.index_put((tokens,), lp)

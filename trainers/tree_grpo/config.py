@@ -11,6 +11,7 @@ not read: a step is ``pairs_per_step`` groups sampled through real harnesses.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
@@ -18,8 +19,12 @@ from trl import GRPOConfig
 from clawgym_env.errors import ConfigError
 from trainers.core.losses import LOSS_TYPES
 from trainers.rollout import CRASHED_POLICIES
+from trainers.tree_grpo.fields import refuse_unused
 
 __all__ = ["TreeGRPOConfig"]
+
+
+_TRL_FIELDS = frozenset(f.name for f in dataclasses.fields(GRPOConfig))
 
 
 def _split(value: str | list[str] | None) -> list[str]:
@@ -90,6 +95,17 @@ class TreeGRPOConfig(GRPOConfig):
     pack_max_tokens: int | None = field(
         default=None, metadata={"help": "Split a group's tree into packs of at most this many tokens (default: one pack)."}
     )
+    # LoRA, with TRL's ModelConfig names
+    use_peft: bool = field(default=False, metadata={"help": "Train a LoRA adapter (peft) instead of every weight."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scaling alpha / r, or alpha / sqrt(r) with use_rslora)."})
+    lora_dropout: float = field(
+        default=0.0, metadata={"help": "LoRA dropout (TRL's default is 0.05; 0 keeps the trainer's logprobs equal to the sampler's)."}
+    )
+    lora_target_modules: list[str] | None = field(
+        default=None, metadata={"help": "Module names to adapt (default: all linear layers but the output head)."}
+    )
+    use_rslora: bool = field(default=False, metadata={"help": "Rank-stabilised LoRA scaling."})
     # Parameters that control evaluation
     eval_suite: str | None = field(
         default=None, metadata={"help": "Held-out suite (folder or name) evaluated every eval_every_steps; None: no eval."}
@@ -111,6 +127,7 @@ class TreeGRPOConfig(GRPOConfig):
 
             self.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
         self._check_tree_fields()
+        refuse_unused(self, _TRL_FIELDS)
         super().__post_init__()
 
     @property
@@ -188,6 +205,15 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"eval_every_steps={self.eval_every_steps} needs a held-out suite; set --eval_suite")
         if self.num_iterations < 1:
             raise ConfigError(f"num_iterations={self.num_iterations}: set at least 1")
+        if self.gradient_accumulation_steps < 1:
+            raise ConfigError(f"gradient_accumulation_steps={self.gradient_accumulation_steps}: set at least 1")
+        if self.gradient_accumulation_steps > 1 and self.num_iterations > 1:
+            raise ConfigError("gradient_accumulation_steps > 1 with num_iterations > 1: the extra passes would re-use gradients "
+                              "not yet applied; set one of them to 1")
+        if self.save_steps is not None and self.save_steps < 0:
+            raise ConfigError(f"save_steps={self.save_steps}: set 0 (never), a step count, or a fraction of max_steps (< 1)")
+        if self.use_peft and (self.lora_r < 1 or self.lora_alpha <= 0 or not 0 <= self.lora_dropout < 1):
+            raise ConfigError("use_peft: set lora_r >= 1, lora_alpha > 0 and 0 <= lora_dropout < 1")
         if self.use_vllm:
             raise ConfigError(
                 "use_vllm=True is TRL's own vLLM path, which the tree trainers do not use; set use_vllm=False and "

@@ -1,0 +1,67 @@
+"""Run under ``accelerate launch`` by test_distributed.py: GRPO steps on fixed SYNTHETIC batches.
+
+    ddp_step.py OUT step           one step on batch 0; OUT/result.pt: loss, metrics, parameters
+    ddp_step.py OUT two            step on batch 0, checkpoint, step on batch 1; OUT/result.pt
+    ddp_step.py OUT resume CKPT    resume CKPT, step on batch 1; OUT/result.pt
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SUITE = Path(__file__).resolve().parents[2] / "trainers" / "suites" / "toy-rl"
+
+
+def batch(seed: int) -> Any:
+    """Three groups of 3 SYNTHETIC episodes (3 packs of different sizes, so ranks get unequal shares)."""
+    from clawgym_env.episode import EpisodeResult
+    from clawgym_env.tree.synthetic import EpisodeShape, synthetic_group
+    from trainers.rollout import build_batch, tree_filters
+
+    groups = []
+    for g, calls in enumerate((2, 3, 4)):
+        shape = EpisodeShape(n_calls=calls, system_tokens=40, task_tokens=10, completion_tokens=(4, 10),
+                             tool_result_tokens=(4, 10), volatile_tokens=4, vocab_size=200)
+        rng = random.Random(seed * 10 + g)
+        eps = [EpisodeResult(session_id=ep[0].session_id, task_id="toy/t", harness="custom", status="completed",
+                             score=rng.random(), calls=ep) for ep in synthetic_group("claude-code", 3, shape, seed=seed * 10 + g)]
+        groups.append((type("T", (), {"full_id": f"toy/t{g}"})(), "custom", eps))
+    return build_batch(groups, filters=tree_filters(drop_retries=False, max_leaves=None, exclude_subagents=False),
+                       policy_version=0, skip_zero_variance=False)
+
+
+def trainer(out: Path, resume: str | None = None) -> Any:
+    from clawgym_env.models import tiny_model_path
+    from trainers.tree_grpo.config import TreeGRPOConfig
+    from trainers.tree_grpo.trainer import TreeGRPOTrainer
+
+    cfg = TreeGRPOConfig(output_dir=str(out), suite=str(SUITE), harness="custom", max_steps=4, save_steps=0, seed=0,
+                         learning_rate=1e-3, beta=0.04, max_completion_length=16, use_cpu=True)
+    return TreeGRPOTrainer(cfg, tiny_model_path(), resume_from_checkpoint=resume)
+
+
+def main() -> None:
+    out, mode = Path(sys.argv[1]), sys.argv[2]
+    t = trainer(out / "run", sys.argv[3] if mode == "resume" else None)
+    metrics = []
+    if mode in ("step", "two"):
+        metrics.append(t.train_step(batch(0)))
+        t.step = 1
+    if mode == "two":
+        t.save_checkpoint()
+    if mode in ("two", "resume"):
+        metrics.append(t.train_step(batch(1)))
+    if t.accelerator.is_main_process:
+        params = {k: v.detach().clone() for k, v in t.policy.state_dict().items()}
+        torch.save({"metrics": metrics, "params": params, "processes": t.accelerator.num_processes,
+                    "version": t.policy_version}, out / "result.pt")
+    t.close()
+
+
+if __name__ == "__main__":
+    main()
