@@ -196,3 +196,34 @@ def test_save_steps_as_a_fraction_of_max_steps(tiny_path: Path, tmp_path: Path) 
         trainer.close()
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
     assert trainer.every(0.5) == 1 and trainer.every(0.26) == 1 and trainer.every(3) == 3 and trainer.every(0) == 0
+
+
+def test_lora_trains_only_the_adapter_and_the_backend_samples_with_merged_weights(real_batch: Any, tiny_path: Path,
+                                                                                  tmp_path: Path) -> None:
+    """--use_peft: only lora_* parameters move; after the sync the backend's captured logprobs equal the trainer's."""
+    cfg = make_config(tmp_path, use_peft=True, lora_r=4, lora_alpha=8, learning_rate=3e-2, pairs_per_step=1,
+                      num_generations=2, skip_zero_variance=False)
+    trainer = TreeGRPOTrainer(cfg, tiny_path)
+    try:
+        before = {n: p.detach().clone() for n, p in trainer.policy.named_parameters()}
+        metrics = trainer.train_step(copy.deepcopy(real_batch))
+        assert metrics["optimizer_step"] == 1.0 and metrics["mismatch"] < 1e-4  # the adapter starts at zero
+        trainable = {n for n, p in trainer.policy.named_parameters() if p.requires_grad}
+        changed = {n for n, p in trainer.policy.named_parameters() if not torch.equal(p.detach(), before[n])}
+        assert trainable and all(".lora_" in n for n in trainable)
+        assert changed and changed <= trainable
+        batch = trainer.rollout()  # sampled by the backend after the sync, with version 1
+        assert {v for g in batch.all_groups for v in g.versions} == {1}
+        for group in batch.groups or [g for g, _ in batch.skipped if g.tree is not None]:
+            pack = pack_tree(group.tree)
+            with torch.no_grad():
+                lp = trainer.forward_logprobs(trainer.model, pack)
+            assert float((lp - pack.rollout_logprobs)[pack.loss_mask].abs().max()) < 1e-4
+        base = TreeGRPOTrainer(make_config(tmp_path / "base"), tiny_path)  # the merged weights are not the base model's
+        group = (batch.groups or [g for g, _ in batch.skipped if g.tree is not None])[0]
+        pack = pack_tree(group.tree)
+        with torch.no_grad():
+            base_lp = base.forward_logprobs(base.model, pack)
+        assert float((base_lp - pack.rollout_logprobs)[pack.loss_mask].abs().max()) > 1e-3
+    finally:
+        trainer.close()

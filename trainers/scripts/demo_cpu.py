@@ -15,6 +15,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 SUITE = Path(__file__).resolve().parents[1] / "suites" / "toy-rl"
 
@@ -25,7 +26,8 @@ def curve_line(step: int, reward: float, avg: float, width: int = 40) -> str:
     return f"step {step:3d}  reward {reward:.3f}  avg5 {avg:.3f}  |{bar:<{width}}|"
 
 
-def main(argv: list[str] | None = None) -> list[float]:
+def parser() -> argparse.ArgumentParser:
+    """The demo's flags (``bench/train_async.py`` reuses them)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--algo", choices=["grpo", "ppo"], default="grpo")
     p.add_argument("--steps", type=int, default=25)
@@ -36,9 +38,15 @@ def main(argv: list[str] | None = None) -> list[float]:
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--loss-type", default="grpo")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--async-rollouts", action="store_true", help="sample the next groups while the trainer steps")
+    p.add_argument("--max-staleness", type=int, default=1, help="with --async-rollouts: drop groups older than this")
+    p.add_argument("--concurrency", type=int, default=8, help="episodes in flight (max_concurrent_episodes)")
     p.add_argument("--output-dir", default=None)
-    a = p.parse_args(argv)
+    return p
 
+
+def build(a: argparse.Namespace) -> Any:
+    """The demo's trainer for parsed flags ``a``."""
     from clawgym_env.models import tiny_model_path
 
     out = a.output_dir or tempfile.mkdtemp(prefix="clawgym-demo-")
@@ -49,17 +57,25 @@ def main(argv: list[str] | None = None) -> list[float]:
         from trainers.tree_grpo.config import TreeGRPOConfig as Config  # type: ignore[assignment]
         from trainers.tree_grpo.trainer import TreeGRPOTrainer as Trainer  # type: ignore[assignment]
     extra = {"value_warmup_steps": 2, "value_learning_rate": 3e-3} if a.algo == "ppo" else {"skip_zero_variance": True}
+    if a.async_rollouts:
+        extra.update(async_rollouts=True, max_staleness=a.max_staleness)
     cfg = Config(
         output_dir=out, suite=str(SUITE), tasks=a.tasks, harness="custom", num_generations=a.num_generations,
         pairs_per_step=a.pairs_per_step, max_completion_length=a.max_tokens, learning_rate=a.learning_rate,
         lr_scheduler_type="constant", loss_type=a.loss_type, max_steps=a.steps, save_steps=0, seed=a.seed,
-        logging_steps=10_000, **extra,
+        logging_steps=10_000, max_concurrent_episodes=a.concurrency, **extra,
     )
-    trainer = Trainer(cfg, tiny_model_path())
+    return Trainer(cfg, tiny_model_path())
+
+
+def main(argv: list[str] | None = None) -> list[float]:
+    a = parser().parse_args(argv)
+    trainer = build(a)
     rewards: list[float] = []
     t0 = time.perf_counter()
     print(f"tree {a.algo.upper()}, tiny model, custom harness in bwrap; tasks {a.tasks}; {a.num_generations} rollouts x "
-          f"{a.pairs_per_step} groups per step", flush=True)
+          f"{a.pairs_per_step} groups per step" + (f"; async rollouts, max staleness {a.max_staleness}" if a.async_rollouts else ""),
+          flush=True)
 
     mismatches: list[float] = []
 

@@ -185,6 +185,9 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"max_staleness={self.max_staleness}: set 0 (strictly on-policy) or a positive number of versions")
         if self.weight_sync not in ("auto", "nccl"):
             raise ConfigError(f"weight_sync={self.weight_sync!r}: set 'auto' or 'nccl'")
+        if self.async_rollouts and self.max_staleness < 1:
+            raise ConfigError("async_rollouts samples the next groups while the trainer steps, so they are at least one version "
+                              "behind; set --max_staleness 1 (or more)")
         if self.executor not in ("local", "ray"):
             raise ConfigError(f"executor={self.executor!r}: set 'local' or 'ray'")
         if self.executor == "ray" and (self.rollout_backend or "").startswith("vllm:"):
