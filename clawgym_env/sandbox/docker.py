@@ -23,6 +23,7 @@ capability and runs under the ``_seccomp`` profile.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import posixpath
 import shutil

@@ -20,9 +20,10 @@ from .gym_policy import hello_policy
 pytestmark = [pytest.mark.harness, pytest.mark.sandbox]
 
 
-def drive(env_id: str, suite: Path, capture_dir: Path, policy: Any = hello_policy) -> tuple[int, dict[str, Any], float]:
-    """Run one episode; return (steps, final info, reward)."""
-    with gym.make(env_id, suite=str(suite), task="hello-file", capture_dir=capture_dir) as env:
+def drive(env_id: str, suite: Path, capture_dir: Path, policy: Any = hello_policy,
+          **make_kw: Any) -> tuple[int, dict[str, Any], float]:
+    """Run one episode; return (steps, final info, reward). ``make_kw`` go to gym.make (e.g. sandbox="docker")."""
+    with gym.make(env_id, suite=str(suite), task="hello-file", capture_dir=capture_dir, **make_kw) as env:
         obs, info = env.reset(seed=0)
         steps, done = 0, False
         while not done:
