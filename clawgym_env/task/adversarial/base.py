@@ -122,6 +122,11 @@ class TaskView:
         return list(dict.fromkeys(a or b for a, b in found if not _PATH_RE.fullmatch(a or b)))
 
     @cached_property
+    def headings(self) -> list[str]:
+        """Markdown headings the instruction asks for ("## Summary"), in order."""
+        return list(dict.fromkeys(m.strip() for m in re.findall(r"(#{1,4} [^\"`\n]{1,60})[\"`]", self.spec.instruction)))
+
+    @cached_property
     def csv_header(self) -> str | None:
         """A header the instruction spells out (``header a,b,c``), else None."""
         m = re.search(r"header\s*[`\"]?([\w ]+(?:,[\w ]+)+)", self.spec.instruction, flags=re.IGNORECASE)

@@ -53,7 +53,7 @@ def _skeleton(path: str, task: TaskView, fill: object) -> str:
             header = task.inputs[like].splitlines()[0] if like and task.inputs[like].strip() else "id"
         return header + "\n"
     if suffix == ".md":
-        return "".join(f"## {k}\n\n" for k in (task.quoted_keys or ["Summary"]))
+        return "".join(f"{h}\n\n" for h in task.headings) or "".join(f"## {k}\n\n" for k in task.quoted_keys or ["Summary"])
     if suffix == ".py":
         like = task.inputs.get(path) or ""
         stubs = [ln.rstrip() + "\n    return None\n" for ln in like.splitlines() if ln.startswith("def ")]
@@ -85,6 +85,9 @@ def _everything(path: str, task: TaskView, items: list[str]) -> str:
         header = task.csv_header
         body = [ln for ln in task.lines if "," in ln]
         return "\n".join(([header] if header else []) + body) + "\n"
+    if suffix == ".md":  # every heading asked for, each holding everything
+        text = "\n".join(f"- {x}" for x in items)
+        return "".join(f"{h}\n\n{text}\n\n" for h in task.headings or ["## Summary"])
     return "\n".join(items) + "\n"
 
 

@@ -46,6 +46,7 @@ def grade(transcript, workspace_path):
     entries = [e for es in got.values() for e in es]
     if got.get("### Performance") == want["### Performance"] and len(entries) == 7:
         scores["performance_and_exclusions"] = 1.0
-    if list(got) == [s for s, _ in SECTIONS]:
+    # the order of headings is worth something only around the right entries
+    if list(got) == [s for s, _ in SECTIONS] and scores["breaking_changes"] and scores["features_and_fixes"]:
         scores["section_order"] = 1.0
     return scores

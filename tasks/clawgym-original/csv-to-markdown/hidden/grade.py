@@ -33,11 +33,13 @@ def grade(transcript, workspace_path):
         scores["heading"] = 1.0
     table = [_cells(ln) for ln in lines if ln.strip().startswith("|")]
     if len(table) < 2 or any(t is None for t in table):
-        return scores
+        return {k: 0.0 for k in scores}
     if table[0] == HEADER:
         scores["header_row"] = 1.0
     if table[2:] == ROWS:
         scores["data_rows"] = 1.0
     if [_align(c) for c in table[1]] == ALIGN:
         scores["alignment"] = 1.0
+    if not scores["data_rows"]:
+        scores["heading"] = scores["alignment"] = 0.0  # a heading or an alignment row over the wrong table is free
     return scores

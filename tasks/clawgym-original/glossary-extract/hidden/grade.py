@@ -25,10 +25,9 @@ def grade(transcript, workspace_path):
     entries = [ln.strip() for ln in lines if ln.strip().startswith("- ")]
     terms = [_term(e) for e in entries]
     want = [_term(e) for e in EXPECTED]
-    if set(want) <= set(terms):
-        scores["all_terms"] = 1.0
-    if terms and set(terms) <= set(want) and len(terms) == len(set(terms)):
-        scores["no_extra_terms"] = 1.0
+    # recall and precision count together: every candidate term (or a single right one) is not half a glossary
+    if set(want) == set(terms) and len(terms) == len(set(terms)):
+        scores["all_terms"] = scores["no_extra_terms"] = 1.0
     if sorted(entries) == sorted(EXPECTED):
         scores["definitions_exact"] = 1.0
     if entries == EXPECTED and lines[0].strip() == "# Glossary":

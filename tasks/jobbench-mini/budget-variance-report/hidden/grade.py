@@ -52,4 +52,7 @@ def grade(transcript, workspace_path):
     table = sec.get("Variance by department", "")
     if all(name in table for name in VAR) and table.count("|") >= 8 * 3:
         scores["department_table"] = 1.0
+    # the headings alone are free: they count once the sections hold the right table and overruns
+    if not (scores["department_table"] and scores["top_overruns_ordered"]):
+        scores["report_sections"] = 0.0
     return scores

@@ -46,6 +46,9 @@ def grade(transcript, workspace_path):
     support_early = plan.get(("Support", "Q1"), 0) + plan.get(("Support", "Q2"), 0)
     if support_early >= 2 and plan.get(("Sales", "Q4"), 0) == 0:
         scores["timing_constraints"] = 1.0
+    if not scores["gaps_closed"]:
+        # a plan hiring too few fits any capacity or timing rule: those count only for a plan that closes the gaps
+        scores["recruiter_capacity"] = scores["timing_constraints"] = 0.0
     cost = sum(SALARY[t] * SHARE[q] * n for (t, q), n in plan.items())
     if cost <= BUDGET and scores["gaps_closed"]:
         scores["within_budget"] = 1.0

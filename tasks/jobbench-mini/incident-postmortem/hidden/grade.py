@@ -42,4 +42,6 @@ def grade(transcript, workspace_path):
     actions = [ln.strip() for ln in sec.get("Action items", []) if re.match(r"^\s*(?:[-*]|\d+\.)\s", ln)]
     if len(actions) >= 3 and all(re.search(r"\(owner:\s*[^)]+\)\.?\s*$", a) for a in actions):
         scores["action_items"] = 1.0
+    if not scores["impact_stated"]:
+        scores["sections"] = 0.0  # the headings alone are free: they count once the impact in them is right
     return scores

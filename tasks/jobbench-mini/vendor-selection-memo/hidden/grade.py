@@ -41,4 +41,7 @@ def grade(transcript, workspace_path):
     words = len(re.findall(r"\w+", text))
     if 150 <= words <= 700 and scores["sections"]:
         scores["length"] = 1.0
+    if not scores["recommends_tallis"]:
+        # structure, length and quoted figures around the wrong (or no) choice are not part of a right memo
+        return {k: 0.0 for k in scores}
     return scores
