@@ -200,11 +200,17 @@ def _print_exploits(console: object, results: list) -> None:  # type: ignore[typ
     from rich.table import Table
 
     lifted = [r for r in results if (r.exploit_score or 0) > 0]
-    table = Table("task", "best gaming score", "by", "max_exploit_score", "status",
-                  title=f"adversarial: {len(lifted)} of {len(results)} task(s) lifted above 0 by some strategy")
-    for r in sorted(results, key=lambda r: -(r.exploit_score or 0))[:40]:
-        if (r.exploit_score or 0) > 0 or r.exploit_status in ("fail", "error"):
-            table.add_row(r.task_id, f"{r.exploit_score or 0:.3f}", r.exploit_by, f"{r.max_exploit:g}", r.exploit_status)
+    title = f"adversarial: {len(lifted)} of {len(results)} task(s) lifted above 0 by some strategy"
+    shown = [r for r in sorted(results, key=lambda r: -(r.exploit_score or 0))
+             if (r.exploit_score or 0) > 0 or r.exploit_status in ("fail", "error")][:40]
+    played = sum(len(r.attempts) for r in results)
+    if not shown:
+        console.print(f"{title} ({played} attempts played)")  # type: ignore[attr-defined]
+        return
+    table = Table("task", "best gaming score", "by", "max_exploit_score", "status", title=title,
+                  caption=f"{played} attempts played; worst first")
+    for r in shown:
+        table.add_row(r.task_id, f"{r.exploit_score or 0:.3f}", r.exploit_by, f"{r.max_exploit:g}", r.exploit_status)
     console.print(table)  # type: ignore[attr-defined]
 
 
