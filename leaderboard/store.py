@@ -152,6 +152,7 @@ class Store:
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         Base.metadata.create_all(self.engine)
+        _check_schema(self.engine, url)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     def add_submitter(self, name: str) -> str:
@@ -237,6 +238,20 @@ class Store:
         with self.session() as s:
             return (s.scalar(select(func.count()).select_from(SubmissionRow)) or 0,
                     s.scalar(select(func.count()).select_from(AttemptRow)) or 0)
+
+
+def _check_schema(engine: Engine, url: str) -> None:
+    """A database made by an older leaderboard lacks columns; say so instead of failing on the first query."""
+    from sqlalchemy import inspect
+
+    have = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        missing = {c.name for c in table.columns} - {c["name"] for c in have.get_columns(table.name)}
+        if missing:
+            raise LeaderboardError(
+                f"the leaderboard database {url} was made by an older version (table {table.name} lacks "
+                f"{', '.join(sorted(missing))}); start a new database and re-register suites and submitters"
+            )
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -52,6 +52,12 @@ def accept_submission(
                 f"attempt ({a.task_id}, {a.harness}, {a.attempt}) says passed but its score {a.score} is below "
                 f"the pass threshold {suite.pass_threshold}"
             )
+        if a.subscores and a.score > max(a.subscores.values()) + 1e-9:
+            # a score is a weighted mean of verifier scores, each a mean of its sub-scores: never above the largest
+            raise LeaderboardError(
+                f"attempt ({a.task_id}, {a.harness}, {a.attempt}) claims score {a.score} but its sub-scores are at "
+                f"most {max(a.subscores.values())}; the verifier cannot have given that"
+            )
     claimed_metrics = compute_metrics(claimed, suite.pass_threshold).to_dict()
     _check_summary(bundle.summary, claimed_metrics)
     digest = results_digest(m, claimed)

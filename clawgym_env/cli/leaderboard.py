@@ -30,8 +30,12 @@ def _store(db: str) -> Any:
     """Open the board's database; a malformed URL is one error line."""
     from sqlalchemy.exc import ArgumentError, OperationalError
 
+    from clawgym_env.errors import ClawGymError
+
     try:
         return _lb("leaderboard.store:Store")(db)
+    except ClawGymError as exc:
+        raise _fail(exc) from None
     except (ArgumentError, OperationalError) as exc:
         raise _fail(f"cannot open the leaderboard database {db!r} ({str(exc).splitlines()[0]}). "
                     "Fix: give --db a SQLAlchemy URL such as sqlite:///leaderboard.db") from None

@@ -67,6 +67,8 @@ TAMPERS = {
                          "summary.json claims pass@1"),
     "status lies": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(status="passed", score=0.5)),
                     "says passed but its score"),
+    "forged score, sub-scores still 0": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(
+        status="passed", score=1.0, subscores={"code/value": 0.0})), "its sub-scores are at most 0.0"),
     "score out of range": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(score=1.5)),
                            "less than or equal to 1"),
     "missing task": (lambda d: (lambda n, raw: None if n == _first_attempt(d) else raw), "attempts missing"),

@@ -54,11 +54,17 @@ def test_offline_bundle_and_admin_commands(tmp_path: Path) -> None:
 
 
 def test_admin_mistakes_give_one_error_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as conn:  # the submissions table as an earlier leaderboard made it
+        conn.execute("CREATE TABLE submissions (id VARCHAR(40) PRIMARY KEY, suite VARCHAR(200), captures JSON)")
     db = f"sqlite:///{tmp_path / 'x.db'}"
     assert runner.invoke(app, ["leaderboard", "add-submitter", "dave", "--db", db]).exit_code == 0
     cases = {
         ("add-submitter", "dave", "--db", db): "submitter 'dave' already exists",
         ("add-submitter", "erin", "--db", "not-a-url"): "cannot open the leaderboard database 'not-a-url'",
+        ("add-submitter", "fay", "--db", f"sqlite:///{old}"): "was made by an older version (table submissions lacks",
         ("add-suite", "clawgym-orignal", "--db", db): "Did you mean clawgym-original?",
         ("submit", str(write_results(tmp_path / "run")), "--server", "http://127.0.0.1:9", "--token", "t"):
             "cannot reach the leaderboard at http://127.0.0.1:9",
