@@ -52,8 +52,9 @@ def accept_submission(
                 f"attempt ({a.task_id}, {a.harness}, {a.attempt}) says passed but its score {a.score} is below "
                 f"the pass threshold {suite.pass_threshold}"
             )
-        if a.subscores and a.score > max(a.subscores.values()) + 1e-9:
+        if not bundle.workspaces and a.subscores and a.score > max(a.subscores.values()) + 1e-9:
             # a score is a weighted mean of verifier scores, each a mean of its sub-scores: never above the largest
+            # (checked when self-reported; a re-graded bundle's claims are replaced and their disagreement shown)
             raise LeaderboardError(
                 f"attempt ({a.task_id}, {a.harness}, {a.attempt}) claims score {a.score} but its sub-scores are at "
                 f"most {max(a.subscores.values())}; the verifier cannot have given that"

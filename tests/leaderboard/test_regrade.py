@@ -121,7 +121,14 @@ def test_an_honest_run_is_re_graded_without_disagreement(rg_server, tmp_path: Pa
 
 def test_without_workspaces_the_row_is_self_reported(rg_server, tmp_path: Path) -> None:
     url, token, store, suite_hash = rg_server
-    r = post(url, token, make_bundle(write_run(tmp_path / "forged", suite_hash, forged=True), include_workspaces=False))
+    forged = write_run(tmp_path / "forged", suite_hash, forged=True)
+    r = post(url, token, make_bundle(forged, include_workspaces=False))
+    assert r.status_code == 422 and "sub-scores are at most 0.0" in r.json()["error"]  # the forgery, as it was
+    for path in (forged / "attempts").glob("*.json"):  # a forger who also edits the sub-scores
+        rec = json.loads(path.read_text())
+        rec["subscores"] = {"code/value": 1.0}
+        path.write_text(json.dumps(rec))
+    r = post(url, token, make_bundle(forged, include_workspaces=False))
     assert r.status_code == 201 and r.json()["trust"] == "self-reported"
     rows = httpx.get(f"{url}/api/boards/rg-suite").json()
     assert rows[0]["trust"] == "self-reported" and rows[0]["pass1"] == 1.0
