@@ -17,7 +17,7 @@ from typing import Any
 from clawgym_env.models.cache import atomic_dir, models_cache_dir
 from clawgym_env.models.chat_template import SPECIAL_TOKENS, TOOL_TOKENS, TOOLS_CHATML_TEMPLATE
 
-__all__ = ["build_tiny_model", "tiny_corpus"]
+__all__ = ["build_scratch_model", "build_tiny_model", "tiny_corpus"]
 
 _BUILD_VERSION = 1  # bump when the build recipe changes, so old cached folders are not reused
 
@@ -99,19 +99,38 @@ def build_tiny_model(
     return atomic_dir(target, lambda tmp: _build(tmp, recipe))
 
 
-def _build(folder: Path, recipe: dict) -> None:
-    tokenizer = _train_tokenizer(recipe["vocab_size"])
+def build_scratch_model(
+    out_dir: Path, corpus: list[str], *, seed: int = 0, vocab_size: int = 4096, hidden: int = 64, layers: int = 2,
+    heads: int = 2, kv_heads: int = 1, head_dim: int = 32,
+) -> Path:
+    """A randomly initialised model of the same architecture with a BPE tokenizer trained on ``corpus``.
+
+    For a policy trained from scratch (``trainers/scripts/experiment_pass1.py``): the tokenizer learns the
+    text the model will see (harness prompts, instructions), and digits are split one per token so
+    numbers are spelled from ten shared tokens. Cached under ``<out_dir>/scratch-<hash>``.
+    """
+    recipe = _recipe(seed, vocab_size, hidden, layers, heads, kv_heads, head_dim)
+    recipe["corpus"] = hashlib.sha256("\n".join(corpus).encode()).hexdigest()
+    recipe["split_digits"] = True
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+    return atomic_dir(Path(out_dir) / f"scratch-{digest}", lambda tmp: _build(tmp, recipe, corpus))
+
+
+def _build(folder: Path, recipe: dict, corpus: list[str] | None = None) -> None:
+    tokenizer = _train_tokenizer(recipe["vocab_size"], corpus, split_digits=recipe.get("split_digits", False))
     tokenizer.save_pretrained(folder)
     _build_model(folder, recipe, tokenizer)
     (folder / "clawgym_recipe.json").write_text(json.dumps(recipe, indent=1, sort_keys=True))
 
 
-def _train_tokenizer(vocab_size: int):  # -> PreTrainedTokenizerFast
+def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_digits: bool = False):  # -> PreTrainedTokenizerFast
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+                         if split_digits else byte_level)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -119,7 +138,7 @@ def _train_tokenizer(vocab_size: int):  # -> PreTrainedTokenizerFast
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(tiny_corpus(), trainer=trainer)
+    tok.train_from_iterator(corpus if corpus is not None else tiny_corpus(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",

@@ -1,0 +1,87 @@
+"""Tree SFT: the detached-trunk forward equals the full tree forward, expert replays through the real
+custom harness become a dataset, and SFT steps on it lower the loss of a real tiny model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from clawgym_env._sync import run_sync
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.errors import ConfigError
+from clawgym_env.tree import build_forest, pack_trees
+from trainers.tree_sft.config import TreeSFTConfig
+from trainers.tree_sft.forward import shared_prefix_len, tree_logprobs
+
+
+def _episodes(trunk: int, n: int) -> list[list[CallRecord]]:
+    g = torch.Generator().manual_seed(0)
+    system = torch.randint(10, 500, (trunk,), generator=g).tolist()
+    eps = []
+    for e in range(n):
+        user, comp, tool = (torch.randint(10, 500, (k,), generator=g).tolist() for k in (20, 8, 5))
+        p0 = system + user
+        eps.append([
+            CallRecord(session_id=f"s{e}", call_index=0, dialect="openai-chat", prompt_ids=p0, completion_ids=comp,
+                       logprobs=[-1.0] * 8),
+            CallRecord(session_id=f"s{e}", call_index=1, dialect="openai-chat", prompt_ids=p0 + comp + tool,
+                       completion_ids=[7, 8, 9], logprobs=[-1.0] * 3),
+        ])
+    return eps
+
+
+def test_detached_trunk_forward_matches_the_full_tree_forward(tiny_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, attn_implementation="sdpa")
+    pack = pack_trees(build_forest(_episodes(700, 3)))[0]
+    assert shared_prefix_len(pack) == 700  # the trunk ends where the episodes branch
+    full = pack.token_logprobs(model(**pack.model_inputs("bool")).logits[0].float())
+    m = pack.loss_mask
+    for detach in (True, False):
+        fast = tree_logprobs(model, pack, detach_prefix=detach)
+        assert torch.allclose(full[m], fast[m], atol=1e-5)
+        assert (fast[~m] == 0).all()
+    model.zero_grad()
+    tree_logprobs(model, pack)[m].sum().backward()
+    assert model.get_decoder().layers[-1].mlp.up_proj.weight.grad.abs().sum() > 0
+
+
+def test_config_refuses_what_tree_sft_does_not_do(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="dataset_path"):
+        TreeSFTConfig(output_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match="loss_type"):
+        TreeSFTConfig(output_dir=str(tmp_path), dataset_path="x", loss_type="dft")
+    with pytest.raises(ConfigError, match="packing"):
+        TreeSFTConfig(output_dir=str(tmp_path), dataset_path="x", packing=False)
+
+
+@pytest.mark.sandbox
+def test_expert_replay_through_custom_becomes_a_dataset_sft_lowers_its_loss(tiny_path: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from clawgym_env.task import load_suite
+    from trainers.tree_sft.expert import capture_experts, load_episodes, write_dataset
+    from trainers.tree_sft.trainer import TreeSFTTrainer
+
+    tasks = load_suite("procgen-train").select(["write-number-0[12]", "copy-file-01"])
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    results = run_sync(capture_experts(tasks, ["custom"], tok, concurrency=3))
+    assert [r.score for r in results] == [1.0, 1.0, 1.0]
+    counts = write_dataset(results, tmp_path / "ds")
+    assert counts == {"kept/custom": 3}
+    episodes = load_episodes(tmp_path / "ds")
+    assert sorted(e[0] for e in episodes) == sorted(t.full_id for t in tasks)
+    first = episodes[0][2][0]
+    assert first.prompt_ids and first.completion_ids and "<tool_call>" in tok.decode(first.completion_ids)
+
+    cfg = TreeSFTConfig(output_dir=str(tmp_path / "out"), dataset_path=str(tmp_path / "ds"), max_steps=12,
+                        learning_rate=1e-2, packs_per_step=1, use_cpu=True, logging_steps=100)
+    trainer = TreeSFTTrainer(cfg, tiny_path)
+    history = trainer.train()
+    assert len(history) == 12 and history[0]["tokens"] > 0
+    assert history[-1]["loss"] < history[0]["loss"] - 0.5
+    saved = trainer.save()
+    assert (saved / "config.json").is_file() and (saved / "tokenizer.json").is_file()

@@ -1,0 +1,205 @@
+"""Show it learns: held-out Pass@1 before SFT, after tree SFT, after tree GRPO, through real harnesses.
+
+    python trainers/scripts/experiment_pass1.py                 # full size, results in experiments/pass1/
+    python trainers/scripts/experiment_pass1.py --quick --out /tmp/pass1-quick
+    clawgym bench compare experiments/pass1/before experiments/pass1/after-rl
+
+Stages (each a function, so other experiments can reuse or swap one):
+1. ``build_model``: a model of the tiny Qwen3 architecture trained from scratch; its BPE tokenizer
+   is trained on the text it will see (one probe episode's prompts per harness, the train-split
+   instructions and commands). Its context (32k positions) holds Claude Code's ~11.6k-token prompt
+   whole: nothing is truncated (a call that would not fit fails loudly in the backend).
+2. ``capture``: expert episodes of every train variant through every harness
+   (``trainers.tree_sft.expert``), kept only when the verifier scores 1.0, saved with ``datasets``.
+3. ``sft``: ``TreeSFTTrainer`` on those captures.
+4. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward) on the train variants,
+   mix-harness, from the SFT model.
+5. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
+   SFT, after SFT and after RL; then ``clawgym bench compare``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from clawgym_env._sync import run_sync
+
+__all__ = ["Size", "build_model", "capture", "evaluate", "main", "rl", "run", "sft"]
+
+TRAIN_SUITE = "procgen-train"
+TEST_SUITE = "procgen-test"
+STAGES = ("before", "after-sft", "after-rl")
+
+
+@dataclass
+class Size:
+    """How big a run is; ``Size.quick()`` fits CI's slow tier."""
+
+    harnesses: str = "custom"
+    train_tasks: str = "*"
+    test_tasks: str = "*"
+    hidden: int = 64
+    layers: int = 2
+    sft_steps: int = 100
+    sft_lr: float = 1e-2
+    sft_branch_tokens: int = 1024
+    rl_steps: int = 4
+    rl_lr: float = 3e-4
+    rl_generations: int = 4
+    rl_pairs: int = 2
+    mix_weights: str | None = None
+    max_tokens: int = 96
+    temperature: float = 0.7
+    seed: int = 0
+
+    @classmethod
+    def quick(cls) -> Size:
+        return cls(train_tasks="*-0[1-6]", sft_steps=60, rl_steps=2, rl_pairs=1)
+
+
+def _select(suite: str, pattern: str) -> list[Any]:
+    from clawgym_env.task import load_suite
+
+    return load_suite(suite).select(pattern)
+
+
+def _harnesses(size: Size) -> list[str]:
+    return [h.strip() for h in size.harnesses.split(",") if h.strip()]
+
+
+def build_model(work: Path, size: Size) -> Path:
+    """Stage 1: tokenizer trained on what the policy will read, randomly initialised weights."""
+    from transformers import AutoTokenizer
+
+    from clawgym_env.models import tiny_model_path
+    from clawgym_env.models.tiny import build_scratch_model
+    from trainers.tree_sft.expert import capture_experts, expert_command
+
+    tasks = _select(TRAIN_SUITE, size.train_tasks)
+    probe_tok = AutoTokenizer.from_pretrained(tiny_model_path())  # byte-level: decoding gives the exact text back
+    probes = run_sync(capture_experts(tasks[:1], _harnesses(size), probe_tok))
+    corpus = [probe_tok.decode(c.prompt_ids + c.completion_ids) for r in probes for c in r.calls if c.prompt_ids]
+    corpus += [t.instruction for t in tasks] + [expert_command(t) for t in tasks] + ["Done."]
+    return build_scratch_model(work / "models", corpus * 4, hidden=size.hidden, layers=size.layers, heads=size.hidden // 32,
+                               kv_heads=max(1, size.hidden // 64), seed=size.seed)
+
+
+def capture(work: Path, model: Path, size: Size) -> Path:
+    """Stage 2: expert episodes of every train variant through every harness, verifier-filtered."""
+    from transformers import AutoTokenizer
+
+    from trainers.tree_sft.expert import capture_experts, write_dataset
+
+    out = work / "expert-dataset"
+    if (out / "dataset_info.json").is_file():
+        return out
+    tok = AutoTokenizer.from_pretrained(model)
+    results = run_sync(capture_experts(_select(TRAIN_SUITE, size.train_tasks), _harnesses(size), tok, concurrency=4))
+    counts = write_dataset(results, out)
+    print(f"expert capture: {counts}", flush=True)
+    return out
+
+
+def sft(work: Path, model: Path, dataset: Path, size: Size) -> Path:
+    """Stage 3: tree SFT from the random model; returns the saved model folder."""
+    from trainers.tree_sft.config import TreeSFTConfig
+    from trainers.tree_sft.trainer import TreeSFTTrainer
+
+    out = work / "sft"
+    if (out / "final" / "config.json").is_file():
+        return out / "final"
+    cfg = TreeSFTConfig(output_dir=str(out), dataset_path=str(dataset), max_steps=size.sft_steps, learning_rate=size.sft_lr,
+                        warmup_steps=0.05, branch_tokens=size.sft_branch_tokens, packs_per_step=1,
+                        lr_scheduler_type="cosine", seed=size.seed, logging_steps=5, use_cpu=True)
+    trainer = TreeSFTTrainer(cfg, model)
+    trainer.train()
+    return trainer.save(out / "final")
+
+
+def rl(work: Path, model: Path, size: Size) -> Path:
+    """Stage 4: tree GRPO on the train variants from the SFT model, mix-harness."""
+    from trainers.tree_grpo.config import TreeGRPOConfig
+    from trainers.tree_grpo.trainer import TreeGRPOTrainer
+    from trainers.tree_sft.forward import DetachedTrunkForward
+
+    class Trainer(DetachedTrunkForward, TreeGRPOTrainer):
+        pass
+
+    out = work / "rl"
+    if (out / "final" / "model" / "config.json").is_file():
+        return out / "final" / "model"
+    cfg = TreeGRPOConfig(output_dir=str(out), suite=TRAIN_SUITE, harness=size.harnesses, mix_weights=size.mix_weights,
+                         num_generations=size.rl_generations, pairs_per_step=size.rl_pairs, max_steps=size.rl_steps,
+                         learning_rate=size.rl_lr, max_completion_length=size.max_tokens, temperature=size.temperature,
+                         max_concurrent_episodes=4, seed=size.seed, use_cpu=True, save_steps=0, lr_scheduler_type="constant")
+    tasks = _select(TRAIN_SUITE, size.train_tasks)
+    trainer = Trainer(cfg, model, tasks=tasks)
+    try:
+        trainer.train()
+        final = trainer.save_checkpoint(out / "final")
+    finally:
+        trainer.close()
+    return final / "model"
+
+
+def evaluate(stage: str, model: Path, out: Path, size: Size) -> Path:
+    """Stage 5: ``clawgym bench run`` of ``model`` on the held-out variants into ``out``."""
+    cmd = ["clawgym", "bench", "run", "--model", f"hf:{model}", "--harness", size.harnesses, "--suite", TEST_SUITE,
+           "--tasks", size.test_tasks, "-k", "1", "--concurrency", "4", "--max-tokens", str(size.max_tokens),
+           "--temperature", str(size.temperature), "--seed", str(size.seed), "--out", str(out), "--no-progress"]
+    print(f"[{stage}] $ {' '.join(cmd)}", flush=True)
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
+    """The whole pipeline; returns the per-stage timings. Stages already done in ``work`` are reused."""
+    times: dict[str, float] = {}
+
+    def timed(name: str, fn: Any, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        value = fn(*args)
+        times[name] = round(time.perf_counter() - t0, 1)
+        print(f"== {name}: {times[name]:.0f}s", flush=True)
+        return value
+
+    work.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    model = timed("build_model", build_model, work, size)
+    dataset = timed("capture", capture, work, model, size)
+    models = {"before": model}
+    models["after-sft"] = timed("sft", sft, work, model, dataset, size)
+    models["after-rl"] = timed("rl", rl, work, models["after-sft"], size)
+    for stage in STAGES:
+        target = out / stage
+        if target.exists():
+            shutil.rmtree(target)
+        timed(f"eval-{stage}", evaluate, stage, models[stage], target, size)
+    meta = {"size": asdict(size), "seconds": times, "total_s": round(sum(times.values()), 1),
+            "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
+    (out / "experiment.json").write_text(json.dumps(meta, indent=1))
+    subprocess.run(["clawgym", "bench", "compare", str(out / "before"), str(out / "after-sft")], check=False)
+    subprocess.run(["clawgym", "bench", "compare", str(out / "after-sft"), str(out / "after-rl")], check=False)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="CI size: custom harness, 6 train variants per template, 2 RL steps")
+    parser.add_argument("--out", type=Path, default=Path("experiments/pass1"), help="Results folders land here")
+    parser.add_argument("--work", type=Path, default=None, help="Models, captures, checkpoints (default OUT/work, not committed)")
+    a = parser.parse_args(argv)
+    size = Size.quick() if a.quick else Size()
+    return run(a.out, a.work or a.out / "work", size)
+
+
+if __name__ == "__main__":
+    main()

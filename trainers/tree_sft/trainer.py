@@ -1,0 +1,141 @@
+"""TreeSFTTrainer: next-token NLL on the policy tokens of captured episodes, packed as prefix trees.
+
+The same layout as the RL trainers (``clawgym_env.tree``: one forest per harness, so the harness's
+system prompt is forwarded once per pack; pre-order packs under a 4D tree mask; depth positions),
+and the same forward (``tree_sft.forward.tree_logprobs``, which the GRPO stage of the Pass@1
+experiment uses too). Loss: mean NLL over the sampled (policy) tokens of the packs in a step;
+prompt, tool-result and harness tokens never train. Each epoch reshuffles episodes into new packs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.errors import ConfigError
+from clawgym_env.tree import PackedTree, build_forest, pack_trees
+from trainers.tree_sft.config import TreeSFTConfig
+from trainers.tree_sft.expert import load_episodes
+from trainers.tree_sft.forward import tree_logprobs
+
+__all__ = ["TreeSFTTrainer"]
+
+
+def _as_target(call: CallRecord) -> CallRecord:
+    """The expert's completion ids are the policy slot's tokens (spliced into later prompts as they are):
+    SFT targets, though a scripted backend tokenized them rather than sampled them."""
+    if call.token_source == "tokenized" and call.completion_ids:
+        return call.model_copy(update={"token_source": "sampled", "logprobs": [0.0] * len(call.completion_ids)})
+    return call
+
+
+class TreeSFTTrainer:
+    """``TreeSFTTrainer(config, model_path).train()``, then ``save(path)``."""
+
+    def __init__(self, config: TreeSFTConfig, model_path: str | Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
+
+        self.config = config
+        self.device = "cuda" if torch.cuda.is_available() and not config.use_cpu else "cpu"
+        random.seed(config.seed)
+        torch.manual_seed(config.seed)
+        self.rng = random.Random(config.seed)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        dtype = torch.bfloat16 if config.bf16 else torch.float32
+        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation="sdpa").to(self.device)
+        self.model.train()
+        episodes = load_episodes(config.dataset_path)
+        keep = set(config.harness_names)
+        self.episodes = [e for e in episodes if not keep or e[1] in keep]
+        if not self.episodes:
+            raise ConfigError(f"{config.dataset_path}: no episode of harnesses {sorted(keep)}; check --harness")
+        self.packs_per_epoch = len(self._packs())
+        steps = self.total_steps
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
+                                           eps=config.adam_epsilon, weight_decay=config.weight_decay)
+        self.scheduler = get_scheduler(config.lr_scheduler_type, self.optimizer, num_warmup_steps=config.get_warmup_steps(steps),
+                                       num_training_steps=steps)
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+
+    @property
+    def total_steps(self) -> int:
+        """``max_steps`` if set, else ``num_train_epochs`` passes over the packs."""
+        c = self.config
+        if c.max_steps and c.max_steps > 0:
+            return int(c.max_steps)
+        return max(1, math.ceil(c.num_train_epochs * self.packs_per_epoch / c.packs_per_step))
+
+    def _packs(self) -> list[tuple[str, PackedTree]]:
+        """One forest per harness over the episodes in a fresh random order, cut into packs of ``max_length``."""
+        by_harness: dict[str, list[list[Any]]] = defaultdict(list)
+        order = list(self.episodes)
+        self.rng.shuffle(order)
+        for _, harness, calls in order:
+            by_harness[harness].append([_as_target(c) for c in calls])
+        out = []
+        for harness, eps in sorted(by_harness.items()):
+            # trunk + branch_tokens: a long shared system prompt gets a big pack, a short one small packs (mask rows x N)
+            budget = min(int(self.config.max_length or 0), max(len(e[0].prompt_ids or []) for e in eps) + self.config.branch_tokens)
+            out.extend((harness, p) for p in pack_trees(build_forest(eps), budget) if p.num_loss_tokens)
+        self.rng.shuffle(out)
+        return out
+
+    def _pack_loss(self, pack: PackedTree) -> tuple[torch.Tensor, int]:
+        lp = tree_logprobs(self.model, pack, device=self.device, detach_prefix=self.config.detach_prefix)
+        mask = pack.loss_mask.to(lp.device)
+        return -(lp[mask]).sum(), int(mask.sum())
+
+    def train(self, on_step: Callable[[dict[str, float]], None] | None = None) -> list[dict[str, float]]:
+        """Run ``total_steps`` optimizer steps, ``packs_per_step`` packs each; log every ``logging_steps``."""
+        c = self.config
+        queue: list[tuple[str, PackedTree]] = []
+        while self.step < self.total_steps:
+            t0 = time.perf_counter()
+            batch = []
+            while len(batch) < c.packs_per_step:
+                if not queue:
+                    queue = self._packs()
+                batch.append(queue.pop())
+            self.optimizer.zero_grad(set_to_none=True)
+            tokens = sum(p.num_loss_tokens for _, p in batch)
+            total, per_h = 0.0, defaultdict(lambda: [0.0, 0])
+            for harness, pack in batch:
+                nll, n = self._pack_loss(pack)
+                (nll / tokens).backward()
+                total += float(nll.detach())
+                per_h[harness][0] += float(nll.detach())
+                per_h[harness][1] += n
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
+            self.optimizer.step()
+            self.scheduler.step()
+            self.step += 1
+            m = {"step": float(self.step), "loss": total / tokens, "grad_norm": float(grad_norm), "tokens": float(tokens),
+                 "pack_tokens": float(sum(len(p) for _, p in batch)), "learning_rate": self.scheduler.get_last_lr()[0],
+                 "step_s": time.perf_counter() - t0}
+            m.update({f"loss/{h}": v[0] / max(1, v[1]) for h, v in per_h.items()})
+            self.history.append(m)
+            if self.step % max(1, int(c.logging_steps or 1)) == 0:
+                print(f"sft step {self.step:4d}/{self.total_steps}  loss {m['loss']:.4f}  grad {m['grad_norm']:.2f}  "
+                      f"tokens {int(tokens)}/{int(m['pack_tokens'])}  {m['step_s']:.1f}s", flush=True)
+            if on_step is not None:
+                on_step(m)
+        return self.history
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Model + tokenizer (a folder ``hf:`` backends and ``bench run`` load) and the log history."""
+        out = Path(path) if path is not None else Path(self.config.output_dir) / "final"
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        (out / "sft_state.json").write_text(json.dumps({"step": self.step, "log_history": self.history}, indent=1))
+        return out
