@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from clawgym_env.tree import PackedTree
+from trainers.core.logprobs import head_logprobs
 
 __all__ = ["DetachedTrunkForward", "shared_prefix_len", "tree_logprobs"]
 
@@ -44,11 +45,12 @@ def _rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dt
 
 
 def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", device: str | torch.device = "cpu",
-                  detach_prefix: bool = True, min_prefix: int = 256) -> torch.Tensor:
+                  detach_prefix: bool = True, min_prefix: int = 256, chunk_size: int = 1024) -> torch.Tensor:
     """Logprob of each loss token of ``pack`` under ``model`` ([N]; 0 at tokens outside the loss).
 
     ``mask_kind`` is "bool" (sdpa) or "additive" (eager). A trunk shorter than ``min_prefix`` tokens
-    is not worth a second forward and runs with the branches.
+    is not worth a second forward and runs with the branches. The output head runs ``chunk_size``
+    rows at a time (``trainers.core.logprobs.head_logprobs``).
     """
     dtype = next(model.parameters()).dtype
     ids = pack.input_ids[None].to(device)
@@ -66,8 +68,7 @@ def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", devi
                      cache=cache, use_cache=cache is not None).last_hidden_state[0]
     valid = (pack.loss_mask & (pack.prev_index >= 0)).to(device)
     rows = pack.prev_index.to(device)[valid] - start
-    logits = model.get_output_embeddings()(hidden[rows]).float()
-    picked = logits.log_softmax(-1).gather(1, ids[0][valid][:, None])[:, 0]
+    picked = head_logprobs(hidden[rows], model.get_output_embeddings(), ids[0][valid], chunk_size)
     out = torch.zeros(len(pack), dtype=picked.dtype, device=device)
     out[valid] = picked
     return out
@@ -80,9 +81,13 @@ class DetachedTrunkForward:
     metric read.
     """
 
-    model: Any
     mask_kind: str
-    device: str
+    device: Any
+    accelerator: Any
+    config: Any
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
-        return tree_logprobs(model, pack, mask_kind="bool" if self.mask_kind == "bool" else "additive", device=self.device)
+        # the unwrapped module: one CPU process here (a DDP wrapper would skip its gradient hooks)
+        return tree_logprobs(self.accelerator.unwrap_model(model), pack, device=self.device,
+                             mask_kind="bool" if self.mask_kind == "bool" else "additive",
+                             chunk_size=self.config.logprob_chunk_size)
