@@ -40,7 +40,7 @@ class Harness(abc.ABC):
     name: ClassVar[str]
     version: ClassVar[str]
     dialect: ClassVar[str] = "openai-chat"
-    """API the harness speaks to the model: "anthropic", "openai-chat" or "openai-responses"."""
+    """API the harness speaks to the model: "anthropic", "openai-chat", "openai-responses" or "gemini"."""
 
     @abc.abstractmethod
     def install(self, cache_dir: Path) -> Path:

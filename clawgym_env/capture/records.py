@@ -18,7 +18,7 @@ class CallRecord(BaseModel):
 
     session_id: str = Field(description="Episode (proxy session) the call belongs to.")
     call_index: int = Field(description="0-based order of arrival within the session.")
-    dialect: str = Field(description='"anthropic", "openai-chat" or "openai-responses".')
+    dialect: str = Field(description='"anthropic", "openai-chat", "openai-responses", "gemini" ("egress": a refused network attempt).')
     path: str = Field(default="", description="HTTP path the harness called.")
     stream: bool = Field(default=False, description="Whether the harness asked for SSE.")
     model: str = Field(default="", description="Model name the harness asked for.")

@@ -33,7 +33,7 @@ class CompletionRequest:
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
     dialect: str = "openai-chat"
-    """Which API the harness spoke: "anthropic", "openai-chat" or "openai-responses"."""
+    """Which API the harness spoke: "anthropic", "openai-chat", "openai-responses" or "gemini"."""
     raw: dict[str, Any] | None = None
     """The harness's request body as received (for passthrough and scripted matching)."""
 
