@@ -1,11 +1,16 @@
 """Sandbox latency and concurrency per backend.
 
     python bench/sandbox.py [--backends bwrap,docker] [--n 40] [--concurrent 200] [--docker-concurrent 20]
+                            [--grading-n 20] [--only-grading]
 
 Per backend: start+stop latency (no process; with and without a cgroup for limits), start + one ``exec(["true"])`` + stop (the cost of
 one minimal episode), and the exec latency with the proxy bridge (socat, and for bwrap also the
 python fallback forwarder). Then N concurrent short episodes (start, write+read a workspace file,
-stop), all at once: wall time and failures. Prints figures; asserts nothing.
+stop), all at once: wall time and failures. Then what sealed grading costs per episode, on a
+shipped code-verified and a script-verified task: ``verify`` (reap the agent's sandbox, take the
+final workspace out, grade it in a fresh sealed sandbox) against running the same verifiers in
+an already open sandbox (what grading in place cost before); the difference is what sealing adds.
+Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -71,6 +76,32 @@ async def _concurrent(backend: str, cfg: SandboxConfig, n: int) -> tuple[float, 
     return time.perf_counter() - t0, failures
 
 
+async def _grading(backend: str, task: str, n: int) -> tuple[list[float], list[float]]:
+    """(sealed ``verify`` per episode, the same verifiers run in one already open sealed sandbox)."""
+    from clawgym_env.sandbox import Mount
+    from clawgym_env.task import load_suite, make_transcript, verify
+    from clawgym_env.task.verify import run_verifiers
+
+    spec = load_suite(Path(__file__).resolve().parents[1] / "tasks" / "clawgym-original").get(task)
+    transcript = make_transcript(spec, "done")
+    cfg = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, memory_mb=spec.limits.memory_mb)
+    sealed, inplace = [], []
+    for _ in range(n):
+        async with create_sandbox(backend, cfg) as sb:
+            t0 = time.perf_counter()
+            await verify(spec, sb, transcript)
+            sealed.append(time.perf_counter() - t0)
+    assert spec.hidden_dir is not None
+    open_cfg = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, sealed=True,
+                             memory_mb=spec.limits.memory_mb, mounts=(Mount(spec.hidden_dir, spec.hidden_mount),))
+    async with create_sandbox(backend, open_cfg) as sb:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await run_verifiers(spec, sb, transcript)
+            inplace.append(time.perf_counter() - t0)
+    return sealed, inplace
+
+
 async def main(args: argparse.Namespace) -> None:
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     tmp = Path(tempfile.mkdtemp(prefix="clawgym-bench-"))
@@ -88,6 +119,13 @@ async def main(args: argparse.Namespace) -> None:
                 await _start_stop(backend, cfg, 1, True)  # warm-up (probe, image)
             except Exception as exc:
                 print(f"  unavailable: {exc}")
+                continue
+            for task in ("smoke-hello-file-p0", "tmp-cleanup-script"):
+                sealed, inplace = await _grading(backend, task, args.grading_n)
+                added = statistics.median(sealed) - statistics.median(inplace)
+                print(f"  grading {task}: sealed verify {_fmt(sealed)}")
+                print(f"  {'':>{len(task) + 9}} verifiers only {_fmt(inplace)}   added by sealing: {added * 1000:.1f} ms")
+            if args.only_grading:
                 continue
             print(f"  start+stop            {_fmt(await _start_stop(backend, cfg, args.n, False))}")
             bare = SandboxConfig(workspace_src=src, memory_mb=None, pids=None)
@@ -116,4 +154,6 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=40)
     p.add_argument("--concurrent", type=int, default=200)
     p.add_argument("--docker-concurrent", type=int, default=20)
+    p.add_argument("--grading-n", type=int, default=20)
+    p.add_argument("--only-grading", action="store_true", help="Only the sealed-grading figures.")
     asyncio.run(main(p.parse_args()))

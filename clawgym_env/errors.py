@@ -44,6 +44,7 @@ __all__ = [
     "SandboxTimeout",
     "TaskError",
     "TaskNotFound",
+    "ImportInvalidError",
     "TaskSpecError",
     "TreeError",
     "UpstreamTimeout",
@@ -70,6 +71,10 @@ class ConfigError(ClawGymError):
 
 class TaskError(ClawGymError):
     """Raised for problems with tasks and suites."""
+
+
+class ImportInvalidError(ConfigError):
+    """A dataset being imported holds invalid tasks (each listed with its source file and reason)."""
 
 
 class TaskSpecError(TaskError, ConfigError):

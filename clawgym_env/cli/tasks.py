@@ -135,6 +135,8 @@ def import_cmd(
     force: bool = typer.Option(False, "--force", help="Replace an existing suite of that name."),
     docs: Path = typer.Option(None, "--docs", help="officeqa: folder of the source documents (default: the CSV's folder)."),
     tolerance: float = typer.Option(0.05, "--tolerance", help="officeqa: relative tolerance for numbers."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="Import the valid tasks and list the invalid ones (default: refuse the import)."),
 ) -> None:
     """Convert a third-party task set into a ClawGym suite (written atomically, validated)."""
     from clawgym_env.errors import ClawGymError
@@ -142,7 +144,7 @@ def import_cmd(
 
     options: dict[str, Any] = {"docs": docs, "tolerance": tolerance} if fmt == "officeqa" else {}
     try:
-        report = import_suite(fmt, path, suite, out, force=force, **options)
+        report = import_suite(fmt, path, suite, out, force=force, skip_invalid=skip_invalid, **options)
     except ClawGymError as exc:
         raise _fail(exc) from None
     _print_report(report)

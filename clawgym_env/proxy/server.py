@@ -12,7 +12,10 @@ import asyncio
 import contextlib
 import enum
 import hashlib
+import itertools
+import operator
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -72,6 +75,29 @@ def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> ModuleType:
     if "messages" in path or b"anthropic-version" in headers or b"x-api-key" in headers:
         return anthropic
     return openai_chat
+
+
+MAX_JSON_DEPTH = 256
+"""Deepest JSON nesting a request body may have; refused before parsing (real bodies nest < 20)."""
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_STEP = bytes(2 if c in b"[{" else 0 for c in range(256))
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+
+
+def _deeper_than_limit(text: bytes) -> bool:
+    steps = text.translate(_STEP, _NOT_BRACKET)  # 2 per opening bracket, 0 per closing one
+    for peeled in range(16):  # each pass removes the innermost pairs: real bodies end empty here, in C
+        if len(steps) <= MAX_JSON_DEPTH - peeled:
+            return False
+        steps = steps.replace(b"\x02\x00", b"")
+    # exact and linear (C-level iterators): depth after i steps = (sum of the first i) - i
+    return 16 + max(map(operator.sub, itertools.accumulate(steps), itertools.count(1))) > MAX_JSON_DEPTH
+
+
+def _too_deep(raw: bytes) -> bool:
+    """True if ``raw`` nests deeper than MAX_JSON_DEPTH. Brackets alone first (they can only
+    overestimate: a string may hold some); strings are stripped only when that says "deep"."""
+    return _deeper_than_limit(raw) and _deeper_than_limit(_STRING.sub(b"", raw))
 
 
 class ProxyServer:
@@ -312,8 +338,11 @@ class ProxyServer:
             chunks.append(chunk)
             if not msg.get("more_body", False):
                 break
+        raw = b"".join(chunks)
+        if _too_deep(raw):
+            raise CallFailed(400, f"request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
         try:
-            body = orjson.loads(b"".join(chunks))
+            body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise CallFailed(400, f"request body is not valid JSON: {exc}") from None
         if not isinstance(body, dict):

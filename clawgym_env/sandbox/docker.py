@@ -52,8 +52,13 @@ _KILL_OTHERS = (
 )
 _REAPER = 'keep="$1"; ' + _KILL_OTHERS + "; true"
 """Kills every process in the container but its own (init, sleep, forwarder: pids in $1)."""
-_WRAP = 'keep="$1"; shift; "$@"; rc=$?; ' + _KILL_OTHERS + "; exit $rc"
-"""Runs the command, then kills whatever is left in the container's pid namespace, keeping its exit code."""
+_WRAP = (
+    ': clawgym-exec; keep="$1"; shift; "$@"; rc=$?; last=1; for p in /proc/[0-9]*; do '
+    '[ "${p#/proc/}" = "$$" ] && continue; case "$(tr "\\0" " " < "$p/cmdline" 2>/dev/null)" in '
+    '"sh -c : clawgym-exec;"*) last=0;; esac; done; [ "$last" = 1 ] && { ' + _KILL_OTHERS + "; }; exit $rc"
+)
+"""Runs the command; then, if no other exec is still running (the last one out reaps), kills whatever
+is left in the container's pid namespace but its own processes; keeps the command's exit code."""
 _RO_TMPFS = ("/tmp", "/var/tmp", "/run")
 """Writable folders of a container whose root filesystem is read-only (tmpfs, size-limited)."""
 
@@ -389,30 +394,32 @@ class DockerSandbox(Sandbox):
             raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
 
     async def download(self, src: str, dest: Path) -> list[str]:
-        """Copy ``src`` out (``get_archive``); symlinks leading outside it are dropped."""
+        """Copy ``src`` out (``tar`` inside, streamed: ``get_archive`` cannot see tmpfs mounts);
+        symlinks leading outside it are dropped."""
         source = inside_path(src, self.config.workspace_mount)
         assert self.dir is not None
         out = Path(tempfile.mkdtemp(dir=self.dir, prefix="out-"))
-
+        tar_path = out / "a.tar"
         skipped: list[str] = []
-
-        def fetch() -> Path:
-            try:
-                stream, _ = self._container.get_archive(source)
-            except Exception as exc:
-                raise SandboxExecError(f"download {source}: {exc}") from exc
-            tar_path = out / "a.tar"
-            with open(tar_path, "wb") as f:
-                f.writelines(stream)
-            with tarfile.open(tar_path) as tar:
-                members = tar.getmembers()
-                plain = [m for m in members if m.isreg() or m.isdir() or m.issym() or m.islnk()]
-                skipped.extend(m.name.split("/", 1)[1] if "/" in m.name else m.name for m in members if m not in plain)
-                tar.extractall(out / "x", members=plain, filter=_safe_filter)
-            return out / "x" / (members[0].name.split("/")[0] if members else posixpath.basename(source))
-
         try:
-            top = await asyncio.to_thread(fetch)
+            with open(tar_path, "wb") as sink:
+                r = await self._exec_raw(
+                    ["tar", "-c", "-f", "-", "-C", posixpath.dirname(source) or "/", posixpath.basename(source)],
+                    cwd="/", on_output=lambda stream, chunk: sink.write(chunk) if stream == "stdout" else None,
+                    max_output_bytes=65536,
+                )  # fmt: skip
+            if r.return_code != 0:
+                raise SandboxExecError(f"download {source}: {r.stderr.strip() or f'tar exited {r.return_code}'}")
+
+            def extract() -> Path:
+                with tarfile.open(tar_path) as tar:
+                    members = tar.getmembers()
+                    plain = [m for m in members if m.isreg() or m.isdir() or m.issym() or m.islnk()]
+                    skipped.extend(m.name.split("/", 1)[1] if "/" in m.name else m.name for m in members if m not in plain)
+                    tar.extractall(out / "x", members=plain, filter=_safe_filter)
+                return out / "x" / posixpath.basename(source)
+
+            top = await asyncio.to_thread(extract)
             strip_escaping_symlinks(top)
             skipped.extend(sanitize_tree(top))
             await asyncio.to_thread(move_into, top, Path(dest))

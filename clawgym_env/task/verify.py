@@ -43,8 +43,9 @@ _MARK = "__CLAWGYM_GRADE__ "
 _CODE_DRIVER = (Path(__file__).with_name("_grade_driver.py")).read_text(encoding="utf-8")
 _SCRIPT_DRIVER = (Path(__file__).with_name("_script_driver.py")).read_text(encoding="utf-8")
 _OUTPUT_CAP = 20_000
-_SAFE_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-"""Keeps files the agent left in HOME or the environment from running inside verifiers."""
+_SAFE_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1"}
+"""Keeps files the agent left in HOME or the workspace (a json.py next to the cwd of ``python3 -c``)
+from loading into verifiers and the processes they start."""
 
 
 @dataclass

@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clawgym_env.errors import ConfigError, TaskSpecError
+from clawgym_env.errors import ConfigError, ImportInvalidError, TaskSpecError
 from clawgym_env.task.importers._write import ImportReport, dump_yaml, slug_id, staged_suite
 from clawgym_env.task.loader import load_task_dir
 from clawgym_env.task.spec import SUITE_PATTERN
@@ -46,6 +47,17 @@ def _importer(fmt: str) -> Callable[..., None]:
     return fn
 
 
+def _refuse_invalid(source: Path, report: ImportReport) -> None:
+    if not report.skipped:
+        return
+    lines = "\n".join(f"  {line}" for line in report.skipped[:50])
+    more = f"\n  ... and {len(report.skipped) - 50} more" if len(report.skipped) > 50 else ""
+    raise ImportInvalidError(
+        f"{source}: {len(report.skipped)} invalid task(s), nothing imported:\n{lines}{more}\n"
+        "Fix: repair them, or pass --skip-invalid to import the others and leave these out."
+    )
+
+
 def import_suite(
     fmt: str,
     src: str | Path,
@@ -54,12 +66,15 @@ def import_suite(
     *,
     force: bool = False,
     pass_threshold: float | None = None,
+    skip_invalid: bool = False,
     **options: Any,
 ) -> ImportReport:
     """Convert ``src`` (format ``fmt``) into the suite ``suite``; returns what was written and skipped.
 
     ``out`` defaults to ``<user suites dir>/<suite>``. Every task is validated before the
-    suite appears; nothing is left behind on failure.
+    suite appears; nothing is left behind on failure. A source entry that is not a valid task is
+    an error listing every such entry with its reason, unless ``skip_invalid`` (then they are
+    left out and listed in ``report.skipped``).
     """
     import re
 
@@ -77,6 +92,8 @@ def import_suite(
     report = ImportReport(suite=suite, path=out_dir.absolute())
     with staged_suite(out_dir, force=force) as stage:
         fn(source, stage, report, **options)
+        if not skip_invalid:
+            _refuse_invalid(source, report)
         if report.tasks == 0:
             why = "; ".join(report.skipped[:5]) or "the source holds no tasks"
             raise ConfigError(f"{source}: nothing to import ({why}). Fix: check the format ({FORMATS[fmt]}).")
@@ -88,5 +105,14 @@ def import_suite(
             try:
                 load_task_dir(task_dir, suite)
             except TaskSpecError as exc:
-                raise TaskSpecError(f"import produced an invalid task {task_dir.name}: {exc}") from exc
+                origin = report.sources.get(task_dir.name)
+                if origin is None:
+                    raise TaskSpecError(f"import produced an invalid task {task_dir.name}: {exc}") from exc
+                report.skipped.append(f"{origin}: {str(exc).replace(str(task_dir), str(origin))}")
+                shutil.rmtree(task_dir)
+                report.tasks -= 1
+        if not skip_invalid:
+            _refuse_invalid(source, report)
+        if report.tasks == 0:
+            raise ConfigError(f"{source}: nothing left to import. Fix: check the format ({FORMATS[fmt]}).")
     return report

@@ -27,6 +27,9 @@ class ImportReport:
     path: Path
     tasks: int = 0
     skipped: list[str] = field(default_factory=list)
+    """One line per source entry left out: "<source path>: <reason>"."""
+    sources: dict[str, Path] = field(default_factory=dict)
+    """Written task folder name -> the source it came from (errors name the source, not the stage)."""
 
 
 def slug_id(text: str, fallback: str = "task") -> str:
@@ -55,8 +58,21 @@ def dump_yaml(data: Any) -> str:
 
 
 def copy_tree(src: Path, dest: Path) -> None:
-    """Copy a folder's files (links are copied as the files they point to, never as links)."""
-    shutil.copytree(src, dest, symlinks=False, dirs_exist_ok=True)
+    """Copy a dataset folder: files and folders, and symlinks *as links* when they stay inside
+    ``src``. A link pointing outside it (``/etc/passwd``, ``../../secret``), or a FIFO, socket or
+    device, raises ``ConfigError`` naming the source file: what it points at is never copied."""
+    root = src.resolve()
+    for dirpath, dirnames, filenames in os.walk(src):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                target = os.readlink(p)
+                if os.path.isabs(target) or not (p.parent / target).resolve().is_relative_to(root):
+                    raise ConfigError(f"{p}: a symlink to {target}, outside {src}. Fix: replace it with the file "
+                                      "itself, or a link that stays inside the task.")
+            elif not (p.is_file() or p.is_dir()):
+                raise ConfigError(f"{p}: not a regular file or folder (FIFO, socket or device). Fix: remove it.")
+    shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
 
 
 def write_task(suite_dir: Path, task: dict[str, Any]) -> Path:

@@ -8,6 +8,7 @@ agent finishes, to ``<workspace>/reward`` where ``reward.sh`` looks for ``check.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,28 +51,40 @@ def clawgym_task(entry: dict[str, Any], origin: str, has_workspace: bool) -> dic
 
 
 def import_clawgym(src: Path, stage: Path, report: ImportReport) -> None:
-    """Write one task per ClawGym task folder under ``src`` into ``stage``."""
+    """Write one task per ClawGym task folder under ``src`` into ``stage``; a folder that is not a
+    valid task (no data_entry.json, no reward.sh, a link pointing out) is listed in ``report.skipped``."""
     seen: set[str] = set()
-    for tdir in task_dirs(src):
+    dirs = task_dirs(src)
+    if dirs != [src]:
+        report.skipped += [f"{p}: no data_entry.json" for p in sorted(src.iterdir())
+                           if p.is_dir() and not p.name.startswith(".") and p not in dirs]
+    for tdir in dirs:
+        entry_file = tdir / "data_entry.json"
         try:
-            entry = json.loads((tdir / "data_entry.json").read_text(encoding="utf-8"))
+            entry = json.loads(entry_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            report.skipped.append(f"{tdir.name}: unreadable data_entry.json ({exc})")
+            report.skipped.append(f"{entry_file}: unreadable ({exc})")
             continue
         if not isinstance(entry, dict) or not str(entry.get("user_query") or "").strip():
-            report.skipped.append(f"{tdir.name}: data_entry.json has no user_query")
+            report.skipped.append(f"{entry_file}: no user_query")
             continue
         if not (tdir / "reward" / "reward.sh").is_file():
-            report.skipped.append(f"{tdir.name}: no reward/reward.sh")
+            report.skipped.append(f"{tdir / 'reward' / 'reward.sh'}: missing")
             continue
         has_ws = (tdir / "input_files").is_dir()
         task = clawgym_task(entry, tdir.name, has_ws)
         if task["id"] in seen:
-            report.skipped.append(f"{tdir.name}: duplicate id {task['id']}")
+            report.skipped.append(f"{tdir}: duplicate id {task['id']}")
+            continue
+        out = write_task(stage, task)
+        try:
+            if has_ws:
+                copy_tree(tdir / "input_files", out / "workspace")
+            copy_tree(tdir / "reward", out / "hidden")
+        except ConfigError as exc:
+            shutil.rmtree(out)
+            report.skipped.append(str(exc))
             continue
         seen.add(task["id"])
-        out = write_task(stage, task)
-        if has_ws:
-            copy_tree(tdir / "input_files", out / "workspace")
-        copy_tree(tdir / "reward", out / "hidden")
+        report.sources[out.name] = tdir
         report.tasks += 1

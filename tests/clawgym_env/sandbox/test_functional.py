@@ -75,7 +75,7 @@ async def test_workspace_persists_across_exec_calls(make) -> None:
     assert r.stdout.split() == ["/root/.openclaw/workspace", "1", "home", "t"]
 
 
-async def test_upload_and_download_files_and_folders(make, tmp_path: Path) -> None:
+async def test_upload_and_download_files_and_folders(make, backend: str, tmp_path: Path) -> None:
     sb = await make()
     f = tmp_path / "one.txt"
     f.write_text("one")
@@ -83,12 +83,13 @@ async def test_upload_and_download_files_and_folders(make, tmp_path: Path) -> No
     (d / "deep").mkdir(parents=True)
     (d / "deep" / "two.txt").write_text("two")
     await sb.upload(f, "in/one.txt")
-    await sb.upload(d, "/verifier/tree")
-    r = await sb.exec(["sh", "-c", "cat in/one.txt /verifier/tree/deep/two.txt"])
+    top = "/verifier" if backend == "bwrap" else "/tmp/verifier"  # docker: read-only root, no new top-level folders
+    await sb.upload(d, f"{top}/tree")
+    r = await sb.exec(["sh", "-c", f"cat in/one.txt {top}/tree/deep/two.txt"])
     assert r.stdout == "onetwo"
-    await sb.exec(["sh", "-c", "echo made > /verifier/tree/deep/three.txt"])
+    await sb.exec(["sh", "-c", f"echo made > {top}/tree/deep/three.txt"])
     back = tmp_path / "back"
-    await sb.download("/verifier/tree", back)
+    await sb.download(f"{top}/tree", back)
     assert sorted(p.name for p in (back / "deep").iterdir()) == ["three.txt", "two.txt"]
     single = tmp_path / "single.txt"
     await sb.download("in/one.txt", single)

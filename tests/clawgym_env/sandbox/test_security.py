@@ -76,15 +76,16 @@ async def test_cannot_reach_another_sandboxes_workspace(make, tmp_path: Path) ->
     assert back.read_text().strip() == "OTHER-SANDBOX-9c1"
 
 
-async def test_hidden_verifier_files_unreadable_until_uploaded(make, tmp_path: Path) -> None:
+async def test_hidden_verifier_files_unreadable_until_uploaded(make, backend: str, tmp_path: Path) -> None:
     verifier = tmp_path / "verifier"
     verifier.mkdir()
     (verifier / "expected.txt").write_text("HIDDEN-ANSWER-42")
     sb = await make()
-    before = await sb.exec(["sh", "-c", f"cat {verifier}/expected.txt /verifier/expected.txt"])
+    top = "/verifier" if backend == "bwrap" else "/tmp/verifier"  # docker: read-only root, no new top-level folders
+    before = await sb.exec(["sh", "-c", f"cat {verifier}/expected.txt {top}/expected.txt"])
     assert "HIDDEN-ANSWER-42" not in before.stdout
-    await sb.upload(verifier, "/verifier")
-    after = await sb.exec(["cat", "/verifier/expected.txt"])
+    await sb.upload(verifier, top)
+    after = await sb.exec(["cat", f"{top}/expected.txt"])
     assert after.stdout == "HIDDEN-ANSWER-42"
 
 
@@ -157,7 +158,7 @@ async def test_double_fork_dies_with_its_exec(make) -> None:
 async def test_close_leaves_nothing_behind(make) -> None:
     sb = await make(memory_mb=128, pids=64)
     await sb.exec(["sh", "-c", "echo hi > f.txt; mkdir -p d/e; echo y > /tmp/t"])
-    await sb.upload(Path(__file__), "/verifier/t.py")
+    await sb.upload(Path(__file__), "/tmp/verifier/t.py")
     host_dir = getattr(sb, "dir", None)
     cg = getattr(sb, "_cg", None)
     cg_dirs = list(cg.dirs.values()) if cg is not None else []

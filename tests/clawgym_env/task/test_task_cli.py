@@ -51,6 +51,8 @@ def test_validate_reports_every_broken_task(suite_dir: Path) -> None:
 def test_import_then_check_officeqa_suite(_suites_dir: Path) -> None:
     csv, docs = FIXTURES / "officeqa" / "officeqa.csv", FIXTURES / "officeqa" / "docs"
     res = runner.invoke(app, ["tasks", "import", "officeqa", str(csv), "--suite", "oqa", "--docs", str(docs)])
+    assert res.exit_code == 1 and "1 invalid task(s)" in res.output and "no_such_file.txt" in res.output
+    res = runner.invoke(app, ["tasks", "import", "officeqa", str(csv), "--suite", "oqa", "--docs", str(docs), "--skip-invalid"])
     assert res.exit_code == 0, res.output
     assert "imported 3 task(s)" in res.output and "skipped 1" in res.output
     assert (_suites_dir / "oqa" / "uid0002" / "task.yaml").is_file()

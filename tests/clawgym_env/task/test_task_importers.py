@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clawgym_env.errors import ConfigError, TaskError
+from clawgym_env.errors import ConfigError, ImportInvalidError, TaskError
 from clawgym_env.sandbox import SandboxConfig, create_sandbox
 from clawgym_env.task import AnswerVerifier, RubricVerifier, ScriptVerifier, load_suite, make_transcript, verify
 from clawgym_env.task.importers import import_suite
@@ -50,7 +51,7 @@ def test_import_refuses_to_overwrite_and_leaves_nothing_on_failure(sample_dir: P
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "data_entry.json").write_text("{}")
-    with pytest.raises(ConfigError, match="nothing to import"):
+    with pytest.raises(ConfigError, match="(?s)nothing imported.*no user_query"):
         import_suite("clawgym", bad, "two", tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "one"]  # no half-written suite, no temp dir
     with pytest.raises(ConfigError, match="unknown import format"):
@@ -68,7 +69,9 @@ def test_default_destination_is_the_user_suites_dir(sample_dir: Path, tmp_path: 
 
 @pytest.mark.sandbox
 async def test_clawgym_hf_jsonl_import_and_its_hook_grades(tmp_path: Path) -> None:
-    report = import_suite("clawgym-hf", FIXTURES / "clawgym-hf" / "syn_task.jsonl", "hf", tmp_path)
+    with pytest.raises(ImportInvalidError, match="2 invalid task"):
+        import_suite("clawgym-hf", FIXTURES / "clawgym-hf" / "syn_task.jsonl", "hf", tmp_path)
+    report = import_suite("clawgym-hf", FIXTURES / "clawgym-hf" / "syn_task.jsonl", "hf", tmp_path, skip_invalid=True)
     assert report.tasks == 2 and len(report.skipped) == 2
     assert any("not JSON" in s for s in report.skipped) and any("outside the workspace" in s for s in report.skipped)
     suite = load_suite(report.path)
@@ -93,7 +96,7 @@ async def test_clawgym_hf_jsonl_import_and_its_hook_grades(tmp_path: Path) -> No
 
 
 def test_jobbench_import_builds_rubric_tasks(tmp_path: Path) -> None:
-    report = import_suite("jobbench", FIXTURES / "jobbench", "jobs", tmp_path)
+    report = import_suite("jobbench", FIXTURES / "jobbench", "jobs", tmp_path, skip_invalid=True)
     assert report.tasks == 2 and len(report.skipped) == 1 and "RUBRICS.json" in report.skipped[0]
     suite = load_suite(report.path)
     fin = suite.get("financial-analyst-task1")
@@ -109,7 +112,8 @@ def test_jobbench_import_builds_rubric_tasks(tmp_path: Path) -> None:
 
 
 def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> None:
-    report = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa", tmp_path, docs=FIXTURES / "officeqa" / "docs")
+    report = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa", tmp_path, docs=FIXTURES / "officeqa" / "docs",
+                          skip_invalid=True)
     assert report.tasks == 3 and len(report.skipped) == 1 and "no_such_file.txt" in report.skipped[0]
     suite = load_suite(report.path)
     debt = suite.get("uid0001")
@@ -154,3 +158,50 @@ def test_pull_cli_offline_exits_nonzero_with_the_message(tmp_path: Path) -> None
     assert proc.returncode == 1 and time.monotonic() - t0 < 30
     assert "cannot pull" in proc.stderr and "not in the local Hugging Face cache" in proc.stderr
     assert not (tmp_path / "s" / "clawgym-bench").exists()
+
+
+def _clawgym_task(root: Path, name: str, sample_dir: Path) -> Path:
+    import shutil
+
+    shutil.copytree(sample_dir / "task_0000", root / name, symlinks=True)
+    entry = json.loads((root / name / "data_entry.json").read_text())
+    (root / name / "data_entry.json").write_text(json.dumps({**entry, "task_id": name}))
+    return root / name
+
+
+def test_clawgym_import_keeps_inner_links_and_refuses_outward_ones(sample_dir: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    inner = _clawgym_task(src, "inner", sample_dir)
+    (inner / "input_files").mkdir(exist_ok=True)
+    (inner / "input_files" / "real.txt").write_text("data\n")
+    (inner / "input_files" / "alias.txt").symlink_to("real.txt")
+    outward = _clawgym_task(src, "outward", sample_dir)
+    (outward / "input_files").mkdir(exist_ok=True)
+    (outward / "input_files" / "passwd").symlink_to("/etc/passwd")
+    _clawgym_task(src, "dotdot", sample_dir)
+    (src / "dotdot" / "reward" / "up").symlink_to("../../outward/data_entry.json")
+    (src / "notes").mkdir()  # a folder that is not a task at all
+    (src / "notes" / "README").write_text("x")
+    with pytest.raises(ImportInvalidError) as err:
+        import_suite("clawgym", src, "links", tmp_path / "out")
+    msg = str(err.value)
+    # every bad entry is listed with its source file (never a staging path) and the reason
+    assert "3 invalid task(s)" in msg and str(outward / "input_files" / "passwd") in msg and "/etc/passwd" in msg
+    assert str(src / "dotdot" / "reward" / "up") in msg and f"{src / 'notes'}: no data_entry.json" in msg
+    assert ".importing-" not in msg and "--skip-invalid" in msg
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    report = import_suite("clawgym", src, "links", tmp_path / "out", skip_invalid=True)
+    assert report.tasks == 1 and len(report.skipped) == 3
+    (task,) = load_suite(report.path).tasks
+    alias = task.workspace_dir / "alias.txt"
+    assert alias.is_symlink() and Path(alias).readlink() == Path("real.txt") and alias.read_text() == "data\n"
+    copied = [p for p in report.path.rglob("*") if p.is_file() and "root:x:0:0" in p.read_text(errors="replace")]
+    assert copied == []  # /etc/passwd never lands in the suite
+
+
+def test_clawgym_import_error_names_the_source_file(sample_dir: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    bad = _clawgym_task(src, "broken", sample_dir)
+    (bad / "data_entry.json").write_text("{not json")
+    with pytest.raises(ImportInvalidError, match=re.escape(str(bad / "data_entry.json"))):
+        import_suite("clawgym", src, "broken", tmp_path / "out")

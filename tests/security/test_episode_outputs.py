@@ -1,0 +1,70 @@
+"""What an episode leaves behind is kept safely: special files, setuid bits, permissions, disk,
+and the system the verifier sees (the same as the agent's, no host interpreter)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.security.conftest import ORIGINAL, Attack, bash, saved_workspace
+
+MAKE_SPECIALS = (
+    "mkfifo pipe && python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('sock')\" && "
+    "cp /bin/sh suid-sh && chmod 4755 suid-sh && cp /bin/sh sgid-sh && chmod 2755 sgid-sh && "
+    "echo secret > mine.txt && chmod 644 mine.txt && mkdir -p open && chmod 777 open && ls -l"
+)
+
+
+async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, attack: Attack) -> None:
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(MAKE_SPECIALS)], backend)
+    assert summary.ran == 1 and rec.status in ("failed", "error") and rec.score == 0.0
+    ws = saved_workspace(summary)
+    names = {p.name for p in ws.iterdir()}
+    assert {"suid-sh", "sgid-sh", "mine.txt", "open"} <= names and not {"pipe", "sock"} & names
+    assert any("pipe" in n and "sock" in n and "special file" in n for n in rec.notes), rec.notes
+    for p in [ws, *ws.rglob("*")]:
+        mode = p.lstat().st_mode
+        assert not mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX), p
+        if not stat.S_ISLNK(mode):
+            assert not mode & 0o077, f"{p} is readable by others: {oct(mode)}"
+
+
+@pytest.mark.docker
+async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:
+    flood = ("dd if=/dev/zero of=big bs=1M count=3072 2>dd.err; echo rc=$? > dd.txt; "
+             "du -m big | cut -f1 >> dd.txt; rm -f big; cat dd.txt")
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(flood)], "docker")
+    assert summary.ran == 1 and rec.score == 0.0
+    lines = (saved_workspace(summary) / "dd.txt").read_text().split()
+    written = int(lines[1]) if len(lines) > 1 else 0
+    assert lines[0] != "rc=0" and written < 3072, (lines, rec.error)
+
+
+SEE = ("for c in python python3 pip; do command -v $c; done; python3 -I -c 'import sys; print(sys.executable, sys.prefix)'; "
+       "python3 -I -c 'import numpy' 2>/dev/null && echo numpy || echo no-numpy; ls /root/.pyenv 2>&1; echo PATH=$PATH")
+
+
+async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Attack, tmp_path: Path) -> None:
+    """The verifier runs the same python3 as the agent, from the same folders; the host's interpreter
+    (here a pyenv under /root, with numpy, pandas and a `python` command) is visible to neither."""
+    import sys
+
+    from clawgym_env.task import grade_workspace, load_suite, make_transcript
+
+    summary, _ = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(f"({SEE}) > seen.txt 2>&1")], backend)
+    agent = (saved_workspace(summary) / "seen.txt").read_text().splitlines()
+    suite = tmp_path / "see"
+    (suite / "t" / "hidden").mkdir(parents=True)
+    (suite / "suite.yaml").write_text("name: see\n")
+    (suite / "t" / "task.yaml").write_text(
+        "id: t\ninstruction: look\nhidden: hidden\nverifiers:\n  - {kind: script, file: hidden/reward.sh}\n")
+    (suite / "t" / "hidden" / "reward.sh").write_text(f"({SEE}) 2>&1 | sed 's/^/seen: /'\necho 0\n")
+    spec = load_suite(suite).get("t")
+    res = await grade_workspace(spec, saved_workspace(summary), make_transcript(spec, "x"), backend)
+    verifier = [ln[len("seen: "):] for ln in res.output.splitlines() if ln.startswith("seen: ")]
+    assert [ln for ln in verifier if not ln.startswith("PATH=")] == [ln for ln in agent if not ln.startswith("PATH=")]
+    agent_path = next(ln for ln in agent if ln.startswith("PATH="))[5:].split(":")
+    assert set(next(ln for ln in verifier if ln.startswith("PATH="))[5:].split(":")) <= set(agent_path)
+    assert agent[0] == "/usr/bin/python3" and not any(sys.base_prefix in ln for ln in agent + verifier)
