@@ -20,20 +20,22 @@ import yaml
 
 from clawgym_env.results import AttemptResult
 from clawgym_env.runner import RunConfig, RunSummary, run_benchmark
+from tests.clawgym_env.sandbox.conftest import backend  # noqa: F401  (bwrap; docker under its marker)
 from tests.conftest import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 ORIGINAL = REPO / "tasks" / "clawgym-original"
 
-BACKENDS = [
-    pytest.param("bwrap", marks=pytest.mark.sandbox),
-    pytest.param("docker", marks=[pytest.mark.sandbox, pytest.mark.docker]),
-]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+ANCESTORS = """
+chain, pid = [], os.getppid()
+while pid > 1 and len(chain) < 8:
+    chain.append(pid)
+    try:
+        pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+    except Exception:
+        break
+"""
+"""Attack-script snippet: ``chain`` = the pids above this process (the grader first)."""
 
 
 def bash(cmd: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.security.conftest import ORIGINAL, Attack, bash, digest, forged_scores, honest_score, write
+from tests.security.conftest import ANCESTORS, ORIGINAL, Attack, bash, digest, forged_scores, honest_score, write
 
 DURATION_KEYS = ("single_units", "combined_units", "invalid_rejected", "format_duration")
 
@@ -19,14 +19,7 @@ FORGE_ON_IMPORT = """
 import json, os, signal
 line = "\\n__CLAWGYM_GRADE__ " + {forged!r} + "\\n"
 signed = "\\n__CLAWGYM_GRADE__ " + "0" * 64 + " " + {forged!r} + "\\n"
-chain, pid = [], os.getppid()
-while pid > 1 and len(chain) < 8:
-    chain.append(pid)
-    try:
-        pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
-    except Exception:
-        break
-for p in chain:
+{ancestors}for p in chain:
     for fd in (1, 2):
         try:
             with open("/proc/%d/fd/%d" % (p, fd), "w") as f:
@@ -42,7 +35,7 @@ if chain:
 
 
 async def test_forged_grade_line_from_the_agents_module(backend: str, attack: Attack) -> None:
-    module = FORGE_ON_IMPORT.format(forged=forged_scores(*DURATION_KEYS))
+    module = FORGE_ON_IMPORT.format(ancestors=ANCESTORS, forged=forged_scores(*DURATION_KEYS))
     _, rec = await attack(ORIGINAL, "implement-durations", [write("durations.py", module)], backend)
     assert rec.score == 0.0, rec.verifier_output
     assert rec.status in ("failed", "error")
@@ -113,7 +106,7 @@ async def test_a_process_that_survives_the_harness(backend: str, attack: Attack)
     from tests.clawgym_env.sandbox.conftest import processes_with
 
     marker = "clawgym-attack-daemon-7f3a"
-    daemon = DAEMON.format(forged=forged_scores(*DURATION_KEYS))
+    daemon = DAEMON.format(ancestors=ANCESTORS, forged=forged_scores(*DURATION_KEYS))
     start = (f"cp daemon.py /tmp/{marker}.py && rm daemon.py && "
              f"(env -i setsid python3 /tmp/{marker}.py </dev/null >/dev/null 2>&1 &) ; sleep 0.5; "
              f"pgrep -f {marker}.py >/dev/null && echo DAEMON-UP")
