@@ -139,6 +139,22 @@ def _meminfo() -> tuple[int, int]:
     return values["MemTotal"], values.get("MemAvailable", values["MemFree"])
 
 
+def _max_model_len(model_path: Path, extra_args: Sequence[str]) -> int:
+    """The context the server will have: ``--max-model-len`` if given, else the model config's."""
+    args = list(extra_args)
+    for i, a in enumerate(args):
+        if a == "--max-model-len" and i + 1 < len(args):
+            return int(args[i + 1])
+        if a.startswith("--max-model-len="):
+            return int(a.split("=", 1)[1])
+    try:
+        config = json.loads((model_path / "config.json").read_text())
+    except (OSError, ValueError):
+        return 8192
+    config = config.get("text_config", config)
+    return int(config.get("max_position_embeddings") or 8192)
+
+
 def vllm_command(
     model_path: str | Path,
     port: int,
@@ -159,7 +175,9 @@ def vllm_command(
     On the CPU build, unless ``extra_args`` say otherwise: ``--dtype float32`` (what the trainer
     computes in, so served logprobs match it), a ``--kv-cache-memory-bytes`` that fits, and
     ``--enforce-eager`` (no torch.compile warm-up, which took over 6 minutes on 2 busy cores; pass
-    ``--no-enforce-eager`` to compile).
+    ``--no-enforce-eager`` to compile), and no chunked prefill: on CPU a *seeded* request whose
+    prefill is split dies in vLLM 0.32's sampler ("CPU Generator does not use offset") and takes
+    the engine down with it, so a whole prompt (up to the context length) is prefilled at once.
     """
     install = install or find_vllm()
     argv = [
@@ -180,6 +198,8 @@ def vllm_command(
             argv += ["--kv-cache-memory-bytes", str(cpu_kv_cache_bytes())]
         if not given & {"--enforce-eager", "--no-enforce-eager"}:
             argv.append("--enforce-eager")
+        if not given & {"--enable-chunked-prefill", "--no-enable-chunked-prefill", "--max-num-batched-tokens"}:
+            argv += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(_max_model_len(Path(model_path), extra_args))]
     return [*argv, *extra_args]
 
 

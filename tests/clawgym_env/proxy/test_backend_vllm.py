@@ -298,6 +298,9 @@ def test_vllm_command_flags(tmp_path: Path) -> None:
     assert argv[:5] == ["/v/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", str(tmp_path)]
     kv = int(argv[argv.index("--kv-cache-memory-bytes") + 1])
     assert 0 < kv <= 2 * 2**30 and argv[argv.index("--dtype") + 1] == "float32" and "--enforce-eager" in argv
+    assert "--no-enable-chunked-prefill" in argv and argv[argv.index("--max-num-batched-tokens") + 1] == "8192"
+    argv = vllm_command(tmp_path, 8123, ["--max-model-len", "16384"], install=cpu)
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "16384"  # a whole prompt prefilled at once
     argv = vllm_command(tmp_path, 8123, ["--gpu-memory-utilization=0.3", "--dtype", "bfloat16", "--no-enforce-eager"], install=cpu)
     assert argv.count("--dtype") == 1 and "--kv-cache-memory-bytes" not in argv and "--enforce-eager" not in argv  # caller wins
 
