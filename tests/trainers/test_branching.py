@@ -1,0 +1,65 @@
+"""Branch points, subtree values and TreeRL step advantages on a toy forest of a root and two branches."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from clawgym_env.capture.records import CallRecord
+from clawgym_env.errors import ConfigError
+from clawgym_env.tree import build_forest
+from trainers.branching import branch_points, call_surprisal, node_values, step_advantages
+
+
+def call(session: str, i: int, prompt: list[int], completion: list[int], logprobs: list[float] | None = None,
+         error: str | None = None) -> CallRecord:
+    return CallRecord(session_id=session, call_index=i, dialect="openai-chat", path="/v1/chat/completions",
+                      prompt_ids=prompt, completion_ids=completion, logprobs=logprobs or [-0.1] * len(completion),
+                      error=error, status=500 if error else 200)
+
+
+def episode(session: str, turns: list[list[int]], logprobs: list[list[float]] | None = None) -> list[CallRecord]:
+    """Calls that each extend the last prompt by its completion and a 2-token tool result."""
+    out, prompt = [], [1, 2, 3]
+    for i, c in enumerate(turns):
+        out.append(call(session, i, list(prompt), c, logprobs[i] if logprobs else None))
+        prompt = prompt + c + [90 + i, 91 + i]
+    return out
+
+
+ROOT = [[10, 11], [20, 21], [30, 31]]
+
+
+def test_branch_points_skip_call_zero_and_failed_calls() -> None:
+    calls = episode("root", ROOT)
+    ks = branch_points(calls, 50, rng=random.Random(1))
+    assert set(ks) == {1, 2}
+    calls[1] = calls[1].model_copy(update={"error": "boom"})
+    assert set(branch_points(calls, 20, rng=random.Random(1))) == {1}  # up to the failed call, not past it
+
+
+def test_entropy_mode_branches_where_the_policy_was_least_sure() -> None:
+    calls = episode("root", ROOT, logprobs=[[-0.1, -0.1], [-0.1, -0.2], [-2.0, -3.0]])
+    assert call_surprisal(calls[2]) == pytest.approx(2.5)
+    assert branch_points(calls, 3, mode="entropy") == [2, 1, 2]
+    with pytest.raises(ConfigError, match="uniform"):
+        branch_points(calls, 1, mode="best")  # type: ignore[arg-type]
+
+
+def test_values_and_step_advantages_credit_the_step_taken_at_the_branch() -> None:
+    root = episode("root", ROOT)
+    win = episode("win", [ROOT[0], [25, 26], [35, 36]])   # branched at call 1, took another step, passed
+    lose = episode("lose", [ROOT[0], ROOT[1], [40, 41]])  # branched at call 2, failed
+    rewards = {"root": 1.0, "win": 1.0, "lose": 0.0}
+    tree = build_forest([root, win, lose])
+    values = node_values(tree, rewards)
+    adv = step_advantages(tree, rewards)
+    by_first = {n.tokens[0]: n for n in tree.nodes()}
+    trunk = next(n for n in tree.nodes() if n.depth == 0)
+    assert values[id(tree.root)] == pytest.approx(2 / 3) and values[id(trunk)] == pytest.approx(2 / 3)
+    assert adv[id(trunk)] == pytest.approx(0.0)  # everyone walked it: no credit either way
+    assert values[id(by_first[25])] == 1.0 and adv[id(by_first[25])] > 0  # the winning step at call 1
+    assert values[id(by_first[40])] == 0.0 and adv[id(by_first[40])] < 0  # the losing step at call 2
+    # the root's own call 2 beat the loser's at the same branch point
+    assert adv[id(by_first[30])] > 0
