@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import importlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -44,6 +45,8 @@ from clawgym_env import __version__
 from clawgym_env.errors import ClawGymError, ConfigError, RunError
 from clawgym_env.metrics import Metrics, compute_metrics
 from clawgym_env.results import AttemptResult, RunManifest, attempt_filename
+
+log = logging.getLogger("clawgym.runner")
 
 __all__ = [
     "AttemptJob",
@@ -580,6 +583,9 @@ class EpisodeWorker:
             return _error_result(job, "timeout", f"episode did not return within {limit + 120:.0f}s", started, t0)
         except ClawGymError as exc:  # a sandbox or harness failure is a recorded outcome
             return _error_result(job, "error", f"{type(exc).__name__}: {exc}", started, t0)
+        except Exception as exc:  # a fault in the proxy, a backend or our code: this attempt's error, not a lost run
+            log.exception("attempt %s/%s/%d failed inside the worker", job.task_id, job.harness, job.attempt)
+            return _error_result(job, "error", f"internal error, {type(exc).__name__}: {exc}", started, t0)
         return episode_to_attempt(job, ep, self._pass_threshold, started=started, elapsed=time.monotonic() - t0)
 
     async def update_weights(self, state: Mapping[str, Any], version: int) -> None:

@@ -31,6 +31,7 @@ async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, a
             assert not mode & 0o077, f"{p} is readable by others: {oct(mode)}"
 
 
+@pytest.mark.sandbox
 @pytest.mark.docker
 async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:
     flood = ("dd if=/dev/zero of=big bs=1M count=3072 2>dd.err; echo rc=$? > dd.txt; "
@@ -68,3 +69,17 @@ async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Atta
     agent_path = next(ln for ln in agent if ln.startswith("PATH="))[5:].split(":")
     assert set(next(ln for ln in verifier if ln.startswith("PATH="))[5:].split(":")) <= set(agent_path)
     assert agent[0] == "/usr/bin/python3" and not any(sys.base_prefix in ln for ln in agent + verifier)
+
+
+@pytest.mark.sandbox
+async def test_a_fault_inside_the_episode_is_an_error_record(attack: Attack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash in our own code while grading (here: grade_workspace raising) costs that attempt, not the run."""
+    import clawgym_env.task.grade as grade
+
+    async def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("grader host fault")
+
+    monkeypatch.setattr(grade, "grade_workspace", broken)
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash("echo hi > hello.txt")], "bwrap")
+    assert summary.ran == 1 and rec.status == "error" and rec.score == 0.0
+    assert "RuntimeError: grader host fault" in (rec.error or "")
