@@ -188,6 +188,10 @@ class AttemptJob:
     category: str = ""
     session_id: str = ""
     """A fresh id per try (a rerun after a kill gets a new one)."""
+    replay: str = ""
+    """A capture to branch: calls 0..branch_at-1 are answered from it (``ReplayBackend``); "" = a fresh rollout.
+    The path must be readable where the attempt runs (shared storage on a multi-node Ray cluster)."""
+    branch_at: int = 0
 
     @property
     def filename(self) -> str:
@@ -571,9 +575,18 @@ class EpisodeWorker:
         started = _now()
         t0 = time.monotonic()
         limit = float(self.config.wall_time_s or getattr(getattr(task, "limits", None), "wall_time_s", 600) or 600)
+        backend = self._backend
+        if job.replay:
+            from clawgym_env.proxy.backends.replay import ReplayBackend
+            from clawgym_env.tree.build import load_calls
+
+            try:
+                backend = ReplayBackend(load_calls(job.replay), job.branch_at, self._backend)
+            except ClawGymError as exc:
+                return _error_result(job, "error", f"{type(exc).__name__}: {exc}", started, t0)
         try:
             ep = await asyncio.wait_for(
-                run_episode(task, self._harnesses[job.harness], self._backend, proxy=self._proxy,
+                run_episode(task, self._harnesses[job.harness], backend, proxy=self._proxy,
                             sandbox=self.config.sandbox, capture_dir=capture_dir, workspace_out=workspace_dir,
                             judge=self._judge, sampling=self.config.sampling() or None,
                             wall_time_s=self.config.wall_time_s, session_id=job.session_id or None),

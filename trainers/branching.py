@@ -18,14 +18,19 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import PrefixTree
 from clawgym_env.tree.node import TreeNode
 
-__all__ = ["BranchMode", "branch_points", "call_surprisal", "node_values", "step_advantages"]
+if TYPE_CHECKING:
+    from clawgym_env.episode import EpisodeResult
+    from trainers.rollout_stream import RolloutStream
+
+__all__ = ["BranchMode", "branch_points", "call_surprisal", "node_values", "sample_branched_group", "step_advantages"]
 
 BranchMode = Literal["uniform", "entropy"]
 
@@ -90,3 +95,31 @@ def step_advantages(tree: PrefixTree, rewards: Mapping[str, float]) -> dict[int,
         leaves = max(1, len(_rollouts(node) & set(rewards)))
         out[id(node)] = ((v - v_root) + (v - v_parent)) / math.sqrt(leaves)
     return out
+
+
+def sample_branched_group(stream: RolloutStream, pair: tuple[Any, Any], *, roots: int, branches: int, workdir: Path,
+                          mode: BranchMode = "uniform", rng: random.Random | None = None) -> list[EpisodeResult]:
+    """One group: ``roots`` fresh rollouts, then ``branches`` replays of them branched at chosen calls.
+
+    Every episode runs through ``stream``'s executor (local or Ray), like any other rollout; the
+    roots' captures are written to ``workdir`` for the branches to replay.
+    """
+    from clawgym_env.capture.store import CaptureWriter
+
+    rng = rng or random.Random(0)
+    root_eps = stream.run_now([pair], roots)[0]
+    usable = [ep for ep in root_eps if len(ep.calls) > 1]
+    if not usable or branches <= 0:
+        return root_eps
+    workdir.mkdir(parents=True, exist_ok=True)
+    replays: list[tuple[str, int]] = []
+    for j in range(branches):
+        root = usable[j % len(usable)]
+        path = workdir / f"{root.session_id}.jsonl"
+        if not path.exists():
+            writer = CaptureWriter(path, fsync=False)
+            for c in root.calls:
+                writer.write(c)
+            writer.close()
+        replays += [(str(path), k) for k in branch_points(root.calls, 1, mode=mode, rng=rng)]
+    return root_eps + stream.run_now([pair], replays=replays)[0]

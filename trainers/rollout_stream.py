@@ -131,15 +131,22 @@ class RolloutStream:
 
     # -- requesting and taking groups -------------------------------------------------------------
 
-    def request(self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *, side: bool = False) -> list[int]:
-        """Queue one group of ``n`` attempts per pair; returns their ids."""
+    def request(self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *, side: bool = False,
+                replays: Sequence[tuple[str, int]] | None = None) -> list[int]:
+        """Queue one group of ``n`` attempts per pair; returns their ids.
+
+        ``replays``: attempt i of each group branches the capture ``replays[i][0]`` at call
+        ``replays[i][1]`` (see ``trainers.branching``); ``n`` defaults to its length then.
+        """
         from clawgym_env.runner import AttemptJob
 
         from trainers.rollout import harness_name
 
         if self._jobs is None:
             self.start()
-        n = n or self.n
+        n = n or (len(replays) if replays else self.n)
+        if replays is not None and len(replays) != n:
+            raise RunError(f"RolloutStream.request: {len(replays)} replays for groups of {n} attempts; give one per attempt")
         gids = []
         jobs: list[AttemptJob] = []
         with self._lock:
@@ -156,8 +163,9 @@ class RolloutStream:
                 for i in range(n):
                     self._attempts[len(self._attempts)] = (gid, i)
                     sid = f"{harness_name(harness)}-{self.rng.getrandbits(64):016x}" if self.rng is not None else ""
+                    replay, k = replays[i] if replays else ("", 0)
                     jobs.append(AttemptJob(task_id=task.full_id, harness=harness_name(harness), attempt=len(self._attempts) - 1,
-                                           session_id=sid))
+                                           session_id=sid, replay=replay, branch_at=k))
         for job in jobs:
             self.loop.loop.call_soon_threadsafe(self._put, job)
         return gids
@@ -189,9 +197,10 @@ class RolloutStream:
         self._top_up(self.lookahead)
         return out, refused
 
-    def run_now(self, pairs: Sequence[tuple[Any, Any]], n: int) -> list[list[EpisodeResult]]:
-        """Run one group per pair beside the training stream (evaluation) and wait for all of them."""
-        gids = self.request(pairs, n, side=True)
+    def run_now(self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *,
+                replays: Sequence[tuple[str, int]] | None = None) -> list[list[EpisodeResult]]:
+        """Run one group per pair beside the training stream (evaluation, branches) and wait for all of them."""
+        gids = self.request(pairs, n, side=True, replays=replays)
         out = []
         for gid in gids:
             while gid not in self._side:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,52 @@ def test_values_and_step_advantages_credit_the_step_taken_at_the_branch() -> Non
     assert values[id(by_first[40])] == 0.0 and adv[id(by_first[40])] < 0  # the losing step at call 2
     # the root's own call 2 beat the loser's at the same branch point
     assert adv[id(by_first[30])] > 0
+
+
+@pytest.mark.sandbox
+def test_a_branched_group_runs_through_the_executor_and_shares_the_replayed_calls(tmp_path) -> None:
+    """Custom harness in bwrap, local executor: 1 root, 3 branches; replayed calls are the root's tokens."""
+    from transformers import AutoTokenizer
+
+    from clawgym_env._sync import LoopThread
+    from clawgym_env.models.testing import tiny_model_path
+    from clawgym_env.proxy import ScriptedBackend
+    from clawgym_env.task import load_suite
+    from trainers.branching import sample_branched_group
+    from trainers.rollout_stream import RolloutStream, local_executor
+
+    suite = load_suite(Path(__file__).resolve().parents[1] / "harnesses" / "tasks" / "h6-smoke")
+    task = suite.get("many-files")
+    draw = random.Random(7)
+
+    def policy(request):  # three writes with random contents, then done: branches differ from the root
+        done = sum(1 for m in request.messages if m.get("role") == "tool")
+        if done >= 3:
+            return "Done."
+        return {"tool_calls": [{"name": "write", "arguments": {"path": f"f{done + 1:02d}.txt",
+                                                               "content": f"{draw.random():.6f}\n"}}]}
+
+    backend = ScriptedBackend(policy, tokenizer=AutoTokenizer.from_pretrained(tiny_model_path()))
+    loop = LoopThread()
+    executor = local_executor([task], ["custom"], backend, sandbox="bwrap", sampling=None, concurrency=2,
+                              wall_time_s=120)
+    loop.run(executor.start())
+    stream = RolloutStream(executor, loop, num_generations=1, next_pair=lambda: (task, "custom"))
+    try:
+        eps = sample_branched_group(stream, (task, "custom"), roots=1, branches=3, workdir=tmp_path,
+                                    rng=random.Random(3))
+    finally:
+        stream.close()
+        loop.run(executor.stop())
+        loop.close()
+    root, branches = eps[0], eps[1:]
+    assert len(branches) == 3 and all(ep.status == "completed" for ep in eps), [(e.status, e.error) for e in eps]
+    for b in branches:
+        k = next(c.call_index for c in b.calls if "branch_at" in c.meta)
+        assert 1 <= k < len(root.calls)
+        for a, c in zip(root.calls[:k], b.calls[:k], strict=True):
+            assert c.meta["replayed_from"] == root.session_id and c.completion_ids == a.completion_ids
+            assert c.prompt_ids == a.prompt_ids
+    forest = build_forest([ep.calls for ep in eps])
+    alone = sum(build_forest([ep.calls]).num_tokens for ep in eps)
+    assert forest.num_tokens < alone  # the replayed prefixes are stored and trained once
