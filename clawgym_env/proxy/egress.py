@@ -15,9 +15,14 @@ Clients that ignore the proxy variables still fail closed (no route, no DNS) but
 from __future__ import annotations
 
 import base64
+from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["LOOPBACK", "egress_env", "egress_target", "proxy_key"]
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from clawgym_env.capture.records import CallRecord
+
+__all__ = ["LOOPBACK", "TargetKeepingProtocol", "egress_env", "egress_target", "proxy_key", "refuse"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _PROXY_USER = "clawgym"
@@ -57,3 +62,32 @@ def proxy_key(headers: dict[bytes, bytes]) -> str | None:
     except ValueError:
         return None
     return key if user == _PROXY_USER and key else None
+
+
+_REFUSED = b"egress refused by ClawGym: only the model proxy is reachable from this sandbox\n"
+
+
+async def refuse(send: Any, into: list[CallRecord], session_id: str, method: str, target: str, started_at: float) -> None:
+    """Answer an egress attempt with 403 (ASGI ``send``) and append its record to ``into``."""
+    into.append(CallRecord.model_construct(
+        session_id=session_id, call_index=-1, dialect="egress", path=f"{method} {target}", started_at=started_at,
+        status=403, error=f"egress refused: {method} {target}", finish_reason="error", token_source="none"))
+    await send({"type": "http.response.start", "status": 403,
+                "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(_REFUSED)).encode())]})
+    await send({"type": "http.response.body", "body": _REFUSED})
+
+
+class TargetKeepingProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol that keeps the request target of CONNECT and absolute-form requests
+    in ``scope["path"]``: httptools cannot parse ``host:443`` (it would answer 400) and drops the host of
+    ``http://host/x``, which is exactly what ``egress_target`` needs to see."""
+
+    def on_headers_complete(self) -> None:
+        target = self.url
+        foreign = target[:1] != b"/"
+        if foreign:
+            self.url = b"/"
+        super().on_headers_complete()  # builds the scope and schedules the app (it has not run yet)
+        if foreign:
+            self.url = target
+            self.scope["path"] = target.decode("latin-1")

@@ -32,14 +32,15 @@ from clawgym_env.errors import ProxyError
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.proxy.dialects import anthropic, gemini, openai_chat, openai_responses
 from clawgym_env.proxy.dialects._common import BadRequest
-from clawgym_env.proxy.egress import egress_target, proxy_key
+from clawgym_env.proxy.egress import TargetKeepingProtocol, egress_target, proxy_key, refuse
 from clawgym_env.proxy.session import CallFailed, ProxySession
 
 __all__ = ["ProxyServer", "ServerState"]
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 HTTP_IMPL = "httptools"
-"""uvicorn's HTTP/1.1 parser: httptools (C, llhttp) costs a fraction of h11's pure-Python CPU per call."""
+"""uvicorn's HTTP/1.1 parser: httptools (C, llhttp) costs a fraction of h11's pure-Python CPU per call. The
+server runs it as ``egress.TargetKeepingProtocol`` (the same parser, keeping CONNECT targets)."""
 
 _ROUTES: dict[str, ModuleType] = {
     "/v1/messages": anthropic,
@@ -145,7 +146,7 @@ class ProxyServer:
             socks.append(us)
         for s in socks:
             s.setblocking(False)
-        config = uvicorn.Config(self, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off",
+        config = uvicorn.Config(self, http=TargetKeepingProtocol, log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=2, timeout_keep_alive=30, backlog=2048)
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=socks), name="clawgym-proxy")
@@ -305,18 +306,11 @@ class ProxyServer:
 
     async def _refuse_egress(self, send: Any, headers: dict[bytes, bytes], method: str, target: str,
                              started_at: float) -> None:
-        """Answer 403 and record the attempt on the episode whose key came as the proxy credentials."""
+        """403, recorded on the episode whose key came as the proxy credentials (else on the server)."""
         key = proxy_key(headers)
         sess = self._by_key.get(key) if key else None
-        rec = CallRecord.model_construct(session_id=sess.session_id if sess else "", call_index=-1, dialect="egress",
-                                         path=f"{method} {target}", started_at=started_at, status=403,
-                                         error=f"egress refused: {method} {target}", finish_reason="error",
-                                         token_source="none")
-        (sess.egress if sess else self.refused).append(rec)
-        body = b"egress refused by ClawGym: only the model proxy is reachable from this sandbox\n"
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await refuse(send, sess.egress if sess else self.refused, sess.session_id if sess else "", method, target,
+                     started_at)
 
     async def _read_json(self, receive: Any, headers: dict[bytes, bytes]) -> dict[str, Any]:
         ctype = headers.get(b"content-type", b"application/json").split(b";")[0].strip().lower()
