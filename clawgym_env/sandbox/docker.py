@@ -107,7 +107,11 @@ class DockerSandbox(Sandbox):
         self.state = SandboxState.STARTED
         if self.config.proxy_socket is not None:
             await self._start_forwarder()
-        r = await asyncio.to_thread(self._container.exec_run, ["sh", "-c", 'echo /proc/[0-9]*; echo "$$"'], user="0")
+        try:
+            r = await asyncio.to_thread(self._container.exec_run, ["sh", "-c", 'echo /proc/[0-9]*; echo "$$"'], user="0")
+        except Exception as exc:
+            await self.close()
+            raise SandboxStartError(f"docker backend: cannot list the container's processes: {exc}") from exc
         listed, me = r.output.decode().split("\n")[:2]
         self._own = " ".join(p.rsplit("/", 1)[1] for p in listed.split() if p.rsplit("/", 1)[1] != me.strip())
 
@@ -338,7 +342,10 @@ class DockerSandbox(Sandbox):
             raise
         if not timed_out:
             await reader
-        info = await asyncio.to_thread(api.exec_inspect, handle["Id"])
+        try:
+            info = await asyncio.to_thread(api.exec_inspect, handle["Id"])
+        except Exception as exc:
+            raise SandboxExecError(f"docker exec of {argv[0]!r}: cannot read its exit code: {exc}") from exc
         code = info.get("ExitCode")
         limit = "wall_time" if timed_out else await asyncio.to_thread(self._limit_hit)
         return ExecResult(
@@ -351,7 +358,10 @@ class DockerSandbox(Sandbox):
         """SIGKILL every process of the container but its own (by pid namespace, not by marker)."""
         if self._container is None:
             return
-        await asyncio.to_thread(self._container.exec_run, ["sh", "-c", _REAPER, "reaper", self._own], user="0")
+        try:
+            await asyncio.to_thread(self._container.exec_run, ["sh", "-c", _REAPER, "reaper", self._own], user="0")
+        except Exception as exc:  # the container is gone or dockerd failed: nothing left to reap there
+            raise SandboxExecError(f"docker sandbox: cannot reap its processes: {exc}") from exc
 
     # ------------------------------------------------------------------ files
     def _check_target(self, path: str) -> None:
