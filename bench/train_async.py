@@ -58,11 +58,17 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--pairs-per-step", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=1, help="sync, async, sync, async, ...: the shared box's load hits both")
     a = p.parse_args()
     common = ["--steps", str(a.steps), "--seed", str(a.seed), "--concurrency", str(a.concurrency),
               "--pairs-per-step", str(a.pairs_per_step)]
-    results = {"sync": run(common), "async": run([*common, "--async-rollouts", "--max-staleness", str(a.max_staleness)])}
-    print(f"\ndemo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, seed {a.seed}, "
+    for r in range(a.rounds):
+        results = {"sync": run(common), "async": run([*common, "--async-rollouts", "--max-staleness", str(a.max_staleness)])}
+        report(a, results, r)
+
+
+def report(a: Any, results: dict[str, dict[str, Any]], r: int) -> None:
+    print(f"\nround {r + 1}; demo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, seed {a.seed}, "
           f"async max_staleness {a.max_staleness}")
     print(f"{'':28s}{'sync':>12s}{'async':>12s}")
     s, y = results["sync"], results["async"]

@@ -28,16 +28,18 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def launch(out: Path, *args: str, processes: int = 2) -> dict[str, Any]:
+def launch(out: Path, *args: str, processes: int = 2, mode: str = "--multi_gpu", ok: bool = True) -> Any:
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
     if processes == 1:
         cmd = [sys.executable, str(SCRIPT), str(out), *args]
     else:  # on a CPU-only machine --multi_gpu selects torchrun + gloo (accelerate's MULTI_CPU)
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", mode, "--num_processes", str(processes),
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
                "--main_process_ip", "127.0.0.1", "--main_process_port", str(_port()), str(SCRIPT), str(out), *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if not ok:
+        return proc
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     result = torch.load(out / "result.pt", weights_only=False)
     assert result["processes"] == processes
@@ -76,3 +78,10 @@ def test_resume_of_a_two_process_run_continues_it(tmp_path: Path) -> None:
     resumed = launch(tmp_path / "resumed", "resume", str(ckpt))
     assert resumed["version"] == through["version"] == 2
     assert_same({"metrics": through["metrics"][1:], "params": through["params"]}, resumed, atol=1e-6)
+
+
+def test_fsdp_on_cpu_is_refused_not_run_as_independent_copies(tmp_path: Path) -> None:
+    """accelerate 1.15 sets up no process group for --use_fsdp without CUDA: each rank would train alone."""
+    proc = launch(tmp_path / "fsdp", "step", mode="--use_fsdp", ok=False)
+    assert proc.returncode != 0 and "FSDP needs CUDA in accelerate" in proc.stderr
+    assert not (tmp_path / "fsdp" / "result.pt").exists()

@@ -11,11 +11,14 @@ plus the trainer's own step/version/history and the sampler's RNG.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from clawgym_env.errors import ConfigError
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -50,7 +53,7 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
         static_graph=bool(config.ddp_static_graph), **({"bucket_cap_mb": int(config.ddp_bucket_cap_mb)} if config.ddp_bucket_cap_mb else {}),
     )
     group = InitProcessGroupKwargs(backend=config.ddp_backend, timeout=timedelta(seconds=int(config.ddp_timeout or 1800)))
-    return Accelerator(
+    accelerator = Accelerator(
         cpu=bool(config.use_cpu), mixed_precision=mixed_precision(config),
         gradient_accumulation_steps=int(config.gradient_accumulation_steps),
         log_with=trackers(config) or None,
@@ -58,6 +61,11 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
         kwargs_handlers=[ddp, group],
         step_scheduler_with_optimizer=False,
     )
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if launched > 1 and accelerator.num_processes == 1:  # measured: `--use_fsdp` on a CPU-only box (accelerate 1.15)
+        raise ConfigError(f"launched {launched} processes but accelerate joined them into none (each would train alone): "
+                          "FSDP needs CUDA in accelerate; on CPU launch DDP with `accelerate launch --multi_gpu --num_processes N`")
+    return accelerator
 
 
 def balance_by_tokens(sizes: Sequence[int], ranks: int) -> list[list[int]]:

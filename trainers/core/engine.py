@@ -13,10 +13,8 @@ Subclasses supply the advantage of each pair (``TreeGRPOTrainer``: group baselin
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import random
-import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -446,46 +444,14 @@ class TreeTrainerBase:
         """Restore what ``extra_state`` saved."""
 
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """``<output_dir>/checkpoint-<step>``: accelerate's state (model, optimizer, scheduler, every rank's RNG),
-        the model + tokenizer as a Hugging Face folder, the sampler's RNG and subclass state, step/version/history.
+        """``<output_dir>/checkpoint-<step>`` (``trainers.core.checkpoint``); every process calls it."""
+        from trainers.core.checkpoint import save_checkpoint
 
-        Written into ``<name>.tmp`` and renamed, so a kill leaves either no checkpoint or a whole one.
-        """
-        acc = self.accelerator
-        ckpt = Path(path) if path is not None else Path(self.config.output_dir) / f"checkpoint-{self.step}"
-        tmp = ckpt.with_name(ckpt.name + ".tmp")
-        if acc.is_main_process and tmp.exists():
-            shutil.rmtree(tmp)
-        acc.wait_for_everyone()
-        acc.save_state(str(tmp / "accelerate"), safe_serialization=False)
-        if acc.is_main_process:
-            self.policy.save_pretrained(tmp / "model")
-            self.tokenizer.save_pretrained(tmp / "model")
-            torch.save({"sampler_rng": self.rng.getstate(), "extra": self.extra_state()}, tmp / "trainer.pt")
-            (tmp / "trainer_state.json").write_text(
-                json.dumps({"step": self.step, "policy_version": self.policy_version, "log_history": self.history,
-                            "num_processes": acc.num_processes}, indent=1)
-            )
-            if ckpt.exists():
-                shutil.rmtree(ckpt)
-            tmp.rename(ckpt)
-        acc.wait_for_everyone()
-        return ckpt
+        return save_checkpoint(self, Path(path) if path is not None else Path(self.config.output_dir) / f"checkpoint-{self.step}")
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Continue the run saved at ``path``: weights, optimizer, scheduler, RNG, step, version."""
-        ckpt = Path(path)
-        if not (ckpt / "trainer_state.json").is_file() or not (ckpt / "accelerate").is_dir():
-            raise ConfigError(f"{ckpt}: not a tree-trainer checkpoint (no trainer_state.json / accelerate/); "
-                              "pass a checkpoint-<step> folder")
-        meta = json.loads((ckpt / "trainer_state.json").read_text())
-        saved_procs = int(meta.get("num_processes", 1))
-        if saved_procs != self.accelerator.num_processes:
-            raise ConfigError(f"{ckpt}: saved by {saved_procs} process(es), resumed with {self.accelerator.num_processes}; "
-                              f"relaunch with `accelerate launch --num_processes {saved_procs}` (each rank's RNG is in it)")
-        self.accelerator.load_state(str(ckpt / "accelerate"))
-        state = torch.load(ckpt / "trainer.pt", weights_only=False)  # our own file
-        self.rng.setstate(state["sampler_rng"])
-        self.load_extra_state(state.get("extra", {}))
-        self.step, self.policy_version, self.history = int(meta["step"]), int(meta["policy_version"]), list(meta["log_history"])
+        from trainers.core.checkpoint import load_checkpoint
+
+        load_checkpoint(self, Path(path))
         self.sync_weights()
