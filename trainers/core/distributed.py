@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 __all__ = ["balance_by_tokens", "broadcast", "make_accelerator", "mixed_precision", "reduce_totals", "trackers"]
 
 
+_NO_FSDP = ("FSDP needs CUDA in accelerate (on a CPU-only box its plugin finds no device, or the processes come up "
+            "unjoined); on CPU launch DDP: `accelerate launch --multi_gpu --num_processes N`")
+
+
 def mixed_precision(config: TreeGRPOConfig) -> str:
     """accelerate's ``mixed_precision`` for the config's ``bf16`` / ``fp16`` (weights stay fp32)."""
     return "bf16" if config.bf16 else "fp16" if config.fp16 else "no"
@@ -47,6 +51,8 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     from accelerate import Accelerator
     from accelerate.utils import DistributedDataParallelKwargs, InitProcessGroupKwargs, ProjectConfiguration
 
+    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true") and not torch.cuda.is_available():
+        raise ConfigError(_NO_FSDP)
     out = Path(config.output_dir)
     ddp = DistributedDataParallelKwargs(
         find_unused_parameters=bool(config.ddp_find_unused_parameters), broadcast_buffers=config.ddp_broadcast_buffers is not False,
@@ -63,8 +69,8 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     )
     launched = int(os.environ.get("WORLD_SIZE", "1"))
     if launched > 1 and accelerator.num_processes == 1:  # measured: `--use_fsdp` on a CPU-only box (accelerate 1.15)
-        raise ConfigError(f"launched {launched} processes but accelerate joined them into none (each would train alone): "
-                          "FSDP needs CUDA in accelerate; on CPU launch DDP with `accelerate launch --multi_gpu --num_processes N`")
+        raise ConfigError(f"launched {launched} processes but accelerate joined them into none (each would train alone); "
+                          + _NO_FSDP)
     return accelerator
 
 
