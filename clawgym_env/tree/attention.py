@@ -77,8 +77,19 @@ def _attend_block(q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, keys:
     v = value.index_select(2, keys)
     qpos = torch.arange(q0, q0 + q.shape[2], device=q.device)
     allowed = (keys[None, :] <= qpos[:, None]) & (qpos[:, None] < subtree_end[keys][None, :])
-    return scaled_dot_product_attention(q, k, v, attn_mask=allowed[None, None], dropout_p=dropout, scale=scale,
-                                        enable_gqa=q.shape[1] != k.shape[1])
+    if q.device.type != "cpu":
+        return scaled_dot_product_attention(q, k, v, attn_mask=allowed[None, None], dropout_p=dropout, scale=scale,
+                                            enable_gqa=q.shape[1] != k.shape[1])
+    # CPU: plain matmuls (the fused kernel's masked backward is ~5x slower); GQA by folding the query
+    # heads of a key head into rows, so keys are never repeated
+    b, h, n, d = q.shape
+    hk = k.shape[1]
+    qg = q.reshape(b, hk, (h // hk) * n, d) * (scale if scale is not None else d**-0.5)
+    scores = (qg @ k.transpose(-1, -2)).view(b, hk, h // hk, n, -1).masked_fill(~allowed, float("-inf"))
+    probs = torch.softmax(scores, dim=-1).view(b, hk, (h // hk) * n, -1)
+    if dropout:
+        probs = torch.nn.functional.dropout(probs, dropout)
+    return (probs @ v).view(b, h, n, d)
 
 
 def tree_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, blocks: TreeBlocks, *,

@@ -41,6 +41,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--async-rollouts", action="store_true", help="sample the next groups while the trainer steps")
     p.add_argument("--max-staleness", type=int, default=1, help="with --async-rollouts: drop groups older than this")
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight (max_concurrent_episodes)")
+    p.add_argument("--rollout-max-batch", type=int, default=1,
+                   help="calls the in-process backend decodes together; 1 keeps a seeded run bit-for-bit the same (a batch "
+                        "changes rollout logprobs by ~1e-8 with its composition, and the curve drifts after ~15 steps)")
     p.add_argument("--output-dir", default=None)
     return p
 
@@ -63,7 +66,8 @@ def build(a: argparse.Namespace) -> Any:
         output_dir=out, suite=str(SUITE), tasks=a.tasks, harness="custom", num_generations=a.num_generations,
         pairs_per_step=a.pairs_per_step, max_completion_length=a.max_tokens, learning_rate=a.learning_rate,
         lr_scheduler_type="constant", loss_type=a.loss_type, max_steps=a.steps, save_steps=0, seed=a.seed,
-        logging_steps=10_000, max_concurrent_episodes=a.concurrency, **extra,
+        logging_steps=10_000, max_concurrent_episodes=a.concurrency,
+        rollout_backend=f"hf:{tiny_model_path()}?max_batch={a.rollout_max_batch}&seed={a.seed}", **extra,
     )
     return Trainer(cfg, tiny_model_path())
 
