@@ -115,10 +115,19 @@ def tree_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
 def tree_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                            attention_mask: Any, dropout: float = 0.0, scaling: float | None = None,
                            tree_blocks: TreeBlocks | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
-    """transformers' attention-function signature; output ``[B, N, H, d]`` like its sdpa integration."""
+    """transformers' attention-function signature; output ``[B, N, H, d]`` like its sdpa integration.
+
+    Without ``tree_blocks`` it is transformers' sdpa with the mask it is given (a dense 4D mask, or
+    causal, offset past a KV cache): a packed tree must come with ``**pack.model_inputs("tree")``.
+    """
     if tree_blocks is None:
-        raise TreeError("attn_implementation='tree_sdpa' needs the pack's tree: call the model with "
-                        "**pack.model_inputs('tree') (it passes tree_blocks=...)")
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        q_len, kv_len = query.shape[2], key.shape[2]
+        if attention_mask is None and kv_len > q_len:  # after a cache: causal with the offset (sdpa's is_causal is not)
+            ar = torch.arange(kv_len, device=query.device)
+            attention_mask = (ar[None, :] <= ar[kv_len - q_len :, None])[None, None]
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     out = tree_attention(query, key, value, tree_blocks, scale=scaling, dropout=dropout)
     return out.transpose(1, 2).contiguous(), None
 

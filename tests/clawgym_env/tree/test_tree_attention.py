@@ -61,5 +61,9 @@ def test_qwen3_with_tree_sdpa_equals_dense_sdpa_logits_and_grads(forest, make_ti
     b.square().mean().backward()
     for (na, pa), (_, pb) in zip(dense.named_parameters(), tree.named_parameters(), strict=True):
         assert torch.allclose(pa.grad, pb.grad, atol=1e-5, rtol=1e-4), na
-    with pytest.raises(TreeError, match="tree_blocks"):
-        tree(input_ids=pk.input_ids[None])
+    with torch.no_grad():  # no tree given: transformers' sdpa (causal), also past a KV cache
+        ids = pk.input_ids[None, :40]
+        plain = dense(input_ids=ids).logits
+        assert torch.allclose(tree(input_ids=ids).logits, plain, atol=1e-5)
+        past = tree(input_ids=ids[:, :30], use_cache=True).past_key_values
+        assert torch.allclose(tree(input_ids=ids[:, 30:], past_key_values=past).logits, plain[:, 30:], atol=1e-5)
