@@ -41,11 +41,11 @@ def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, t
         assert (tmp_path / "policy-latest" / "model.safetensors").is_file()
         after = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
         assert after.policy_version == 1
-        trainer.model.eval()
-        updated = forward_logprobs(trainer.model, ids, after.completion_ids)
+        policy = trainer.policy.eval()
+        updated = forward_logprobs(policy, ids, after.completion_ids)
         delta = max_delta(updated, after.logprobs)
         base = AutoModelForCausalLM.from_pretrained(real_vllm.model_path, dtype=torch.float32)
-        moved = max_delta(forward_logprobs(base, ids, before.completion_ids), forward_logprobs(trainer.model, ids, before.completion_ids))
+        moved = max_delta(forward_logprobs(base, ids, before.completion_ids), forward_logprobs(policy, ids, before.completion_ids))
         print(f"served vs trainer after the sync: max |dlogp| = {delta:.2e}; the step moved them by {moved:.2e}")
         assert delta < 1e-3
         assert moved > 1e-2  # the step changed the policy enough for the check to mean something
