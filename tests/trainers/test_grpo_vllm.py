@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.sandbox]
 
 def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, tmp_path: Path) -> None:
     cfg = make_config(tmp_path, rollout_backend=real_vllm.spec, tasks="say-short", pairs_per_step=1, num_generations=2,
-                      max_completion_length=12, learning_rate=1e-4, skip_zero_variance=False, seed=0)
+                      max_completion_length=12, learning_rate=1e-3, skip_zero_variance=False, seed=0)
     trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
     backend = trainer.backend
     try:
@@ -41,7 +41,10 @@ def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, t
         assert (tmp_path / "policy-latest" / "model.safetensors").is_file()
         after = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
         assert after.policy_version == 1
-        policy = trainer.policy.eval()
+        # the trainer's updated weights, in memory, in a plain-attention copy (the trainer's own model
+        # runs tree attention, which needs a packed tree)
+        policy = AutoModelForCausalLM.from_pretrained(real_vllm.model_path, dtype=torch.float32)
+        policy.load_state_dict(trainer.policy.state_dict())
         updated = forward_logprobs(policy, ids, after.completion_ids)
         delta = max_delta(updated, after.logprobs)
         base = AutoModelForCausalLM.from_pretrained(real_vllm.model_path, dtype=torch.float32)
