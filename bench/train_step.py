@@ -235,10 +235,17 @@ def grads_report(a: argparse.Namespace) -> None:
             per_call_model = copy.deepcopy(trainer.model)
             per_call_model.config._attn_implementation = "sdpa"  # one causal row per call: no tree mask
             set_rollout_logprobs(trainer, tree, a.noise)
+            g_tree: dict[str, Any] = {}
+            step = trainer.optimizer.step
+
+            def snapshot(*args: Any, **kw: Any) -> Any:  # the engine clears the grads right after the step
+                g_tree.update({n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None})
+                return step(*args, **kw)
+
+            trainer.optimizer.step = snapshot
             t0 = time.perf_counter()
             metrics = trainer.train_step(copy.deepcopy(batch))
             t_tree = time.perf_counter() - t0
-            g_tree = {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
             t0 = time.perf_counter()
             loss_pc, g_pc, stats = per_call_grads(trainer, per_call_model, batch)
             t_pc = time.perf_counter() - t0
