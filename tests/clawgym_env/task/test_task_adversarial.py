@@ -34,16 +34,18 @@ EXACT = (
     "    p = os.path.join(w, 'output', 'count.txt')\n"
     "    return {'right': float(os.path.exists(p) and open(p).read().strip() == '3')}\n"
 )
+# Verifiers run with PYTHONSAFEPATH=1 (a json.py the agent left in the cwd must not load into a grader's
+# own `python3 -c`), so a probe that imports the agent's module puts "." on its path itself, as shipped graders do.
 PROBE_COMPARES = (  # runs the agent's code in a subprocess, but lets that process compare what the code returned
     "import subprocess, sys\n"
-    "PROBE = 'import calc; print(\"ADDS\" if calc.add(2, 3) == 5 else \"WRONG\")'\n"
+    "PROBE = 'import sys; sys.path.insert(0, \".\"); import calc; print(\"ADDS\" if calc.add(2, 3) == 5 else \"WRONG\")'\n"
     "def grade(t, w):\n"
     "    r = subprocess.run([sys.executable, '-c', PROBE], cwd=w, capture_output=True, text=True, timeout=20)\n"
     "    return {'adds': float('ADDS' in r.stdout)}\n"
 )
 SERIALISED = (  # runs the agent's code in a subprocess and compares a plain JSON value
     "import json, subprocess, sys\n"
-    "PROBE = 'import json, calc; print(\"\\\\nVALUES \" + json.dumps(calc.add(2, 3)))'\n"
+    "PROBE = 'import json, sys; sys.path.insert(0, \".\"); import calc; print(\"\\\\nVALUES \" + json.dumps(calc.add(2, 3)))'\n"
     "def grade(t, w):\n"
     "    try:\n"
     "        r = subprocess.run([sys.executable, '-c', PROBE], cwd=w, capture_output=True, text=True, timeout=20)\n"
