@@ -126,11 +126,11 @@ def memory_child(a: argparse.Namespace) -> dict[str, Any]:
         except (MemoryError, RuntimeError) as exc:
             if "memory" not in str(exc).lower() and not isinstance(exc, MemoryError):
                 raise
-            return {"tokens": tree.num_tokens, "over_limit": True, "limit_gb": a.limit_gb, "device": trainer.device}
+            return {"tokens": tree.num_tokens, "over_limit": True, "limit_gb": a.limit_gb, "device": str(trainer.device)}
         secs = time.perf_counter() - t0
         peak = (torch.cuda.max_memory_allocated() if cuda else _status_kb("VmHWM") * 1024) - base
         return {"tokens": tree.num_tokens, "trainable": tree.num_trainable, "peak_mb": peak / 2**20, "step_s": secs,
-                "device": trainer.device, "over_limit": False}
+                "device": str(trainer.device), "over_limit": False}
 
 
 def memory_table(a: argparse.Namespace) -> None:
