@@ -43,7 +43,8 @@ def test_ppo_warmup_and_policy_step_through_claude_code(tiny_path: Path, tmp_pat
 
     cfg = make_config(tmp_path, TreePPOConfig, harness="claude-code", pairs_per_step=1, num_generations=2,
                       skip_zero_variance=False, tasks="say-short", seed=2, value_warmup_steps=1,
-                      crashed_episodes="penalize")  # as above: crashed episodes train with reward 0 instead of being masked
+                      crashed_episodes="penalize", crashed_reward=1.0,  # as above; a return V has not fit yet
+                      whiten_advantages=False)  # so A = R - V(s_t) is not whitened to 0 when every return is equal
     trainer = TreePPOTrainer(cfg, tiny_path)
     batch = trainer.rollout()
     assert [g.harness for g in batch.groups] == ["claude-code"] and batch.groups[0].tree.num_trainable > 0
