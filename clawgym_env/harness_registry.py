@@ -17,6 +17,7 @@ __all__ = ["HARNESSES", "harness_names", "load_harness", "load_harness_class"]
 
 HARNESSES: Mapping[str, str] = {
     "claude-code": "harnesses.claude_code:ClaudeCode",
+    "claude-code-bash": "harnesses.claude_code:ClaudeCodeBash",
     "openclaw": "harnesses.openclaw:OpenClaw",
     "custom": "harnesses.custom:CustomLoop",
     "codex": "harnesses.codex:Codex",

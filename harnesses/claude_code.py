@@ -17,7 +17,7 @@ from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
 from harnesses._npm import SANDBOX_PATH, npm_install, npm_mount
 
-__all__ = ["ClaudeCode"]
+__all__ = ["ClaudeCode", "ClaudeCodeBash"]
 
 PACKAGE = "@anthropic-ai/claude-code"
 INSIDE = "/opt/clawgym/claude-code"
@@ -34,6 +34,8 @@ class ClaudeCode(Harness):
     transcript: ClassVar[str] = "stdout"
     """Where the harness's own transcript is: its stream-json stdout."""
     BINARY: ClassVar[str] = f"node_modules/{PACKAGE}/bin/claude.exe"
+    tools: ClassVar[tuple[str, ...] | None] = None
+    """Built-in tools offered to the model (``--tools``); None keeps Claude Code's default set."""
 
     def install(self, cache_dir: Path) -> Path:
         """npm-install the pinned package (npm run on Node 24: the package declares node >= 22)."""
@@ -66,6 +68,8 @@ class ClaudeCode(Harness):
             "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
             "--model", session.model,
         ]
+        if self.tools is not None:
+            cmd += ["--tools", ",".join(self.tools)]
         if session.max_turns is not None:
             cmd += ["--max-turns", str(session.max_turns)]
         return cmd
@@ -86,3 +90,15 @@ class ClaudeCode(Harness):
             if isinstance(event, dict) and event.get("type") == "assistant":
                 ids.add(str(event.get("message", {}).get("id")))
         return len(ids)
+
+
+class ClaudeCodeBash(ClaudeCode):
+    """The same Claude Code with only its Bash tool (``--tools Bash``).
+
+    Why: the default tool set makes the first prompt ~12.3k tokens, past small models' context
+    (SmolLM2: 8,192) and slow to prefill on CPU; with Bash alone it is a few thousand. Still the
+    unmodified binary: only a documented flag differs, and results name this profile apart.
+    """
+
+    name: ClassVar[str] = "claude-code-bash"
+    tools: ClassVar[tuple[str, ...] | None] = ("Bash",)

@@ -10,6 +10,7 @@ __all__ = ["ENV_IDS", "register_envs"]
 
 ENV_IDS: Mapping[str, str] = {
     "ClawGym/ClaudeCode-v0": "claude-code",
+    "ClawGym/ClaudeCodeBash-v0": "claude-code-bash",
     "ClawGym/OpenClaw-v0": "openclaw",
     "ClawGym/Custom-v0": "custom",
     "ClawGym/Codex-v0": "codex",

@@ -47,6 +47,22 @@ def test_claude_code_episode(claude_code_installed: None, smoke_suite: Path, tmp
     assert len((tmp_path / f"{info['session_id']}.jsonl").read_text().splitlines()) == len(calls)
 
 
+def test_claude_code_bash_profile_offers_only_bash(claude_code_installed: None, smoke_suite: Path,
+                                                   tmp_path: Path) -> None:
+    """``claude-code-bash`` is the same binary with ``--tools Bash``: one tool, a prompt a quarter the size."""
+    seen: list[list[str]] = []
+
+    def policy(obs: dict[str, Any]) -> Any:
+        seen.append([t["function"]["name"] for t in json.loads(obs["tools"])])
+        return hello_policy(obs)
+
+    steps, info, reward = drive("ClawGym/ClaudeCodeBash-v0", smoke_suite, tmp_path, policy=policy)
+    assert info["status"] == "completed", (info["error"], info["harness_output_tail"][-2000:])
+    assert reward == 1.0
+    assert [names for names in seen if names] == [["Bash"]] * steps
+    assert all(c.dialect == "anthropic" and c.error is None for c in info["capture"])
+
+
 def test_openclaw_episode(openclaw_installed: None, smoke_suite: Path, tmp_path: Path) -> None:
     steps, info, reward = drive("ClawGym/OpenClaw-v0", smoke_suite, tmp_path)
     assert info["status"] == "completed", (info["error"], info["harness_output_tail"][-2000:])

@@ -56,7 +56,7 @@ def test_cli_list_shows_every_harness(monkeypatch: pytest.MonkeyPatch, tmp_path:
     out = CliRunner().invoke(app, ["harness", "list"])
     assert out.exit_code == 0, out.output
     lines = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
-    assert set(lines) == {"claude-code", "codex", "custom", "gemini-cli", "mini-swe-agent", "openclaw", "opencode", "pi",
+    assert set(lines) == {"claude-code", "claude-code-bash", "codex", "custom", "gemini-cli", "mini-swe-agent", "openclaw", "opencode", "pi",
                           "qwen-code"}
     assert "not installed" in lines["claude-code"] and "2.1.332" in lines["claude-code"]
     assert "not installed" in lines["openclaw"] and "2026.9.6" in lines["openclaw"]

@@ -10,8 +10,8 @@ from clawgym_env.harness_registry import HARNESSES, harness_names, load_harness,
 
 
 def test_builtin_names_load_their_adapters() -> None:
-    assert harness_names() == ["claude-code", "codex", "custom", "gemini-cli", "mini-swe-agent", "openclaw", "opencode",
-                               "pi", "qwen-code"]
+    assert harness_names() == ["claude-code", "claude-code-bash", "codex", "custom", "gemini-cli", "mini-swe-agent",
+                               "openclaw", "opencode", "pi", "qwen-code"]
     for name in harness_names():
         adapter = load_harness(name)
         assert isinstance(adapter, Harness)

@@ -15,7 +15,8 @@ from clawgym_env.proxy.backends.base import Completion, CompletionRequest
 
 
 def test_ids_are_registered_on_import_as_nondeterministic() -> None:
-    assert dict(ENV_IDS) == {"ClawGym/ClaudeCode-v0": "claude-code", "ClawGym/OpenClaw-v0": "openclaw",
+    assert dict(ENV_IDS) == {"ClawGym/ClaudeCode-v0": "claude-code", "ClawGym/ClaudeCodeBash-v0": "claude-code-bash",
+                             "ClawGym/OpenClaw-v0": "openclaw",
                              "ClawGym/Custom-v0": "custom", "ClawGym/Codex-v0": "codex",
                              "ClawGym/GeminiCli-v0": "gemini-cli", "ClawGym/QwenCode-v0": "qwen-code",
                              "ClawGym/OpenCode-v0": "opencode", "ClawGym/Pi-v0": "pi",
