@@ -59,7 +59,9 @@ def test_claude_code_bash_profile_offers_only_bash(claude_code_installed: None, 
     steps, info, reward = drive("ClawGym/ClaudeCodeBash-v0", smoke_suite, tmp_path, policy=policy)
     assert info["status"] == "completed", (info["error"], info["harness_output_tail"][-2000:])
     assert reward == 1.0
-    assert [names for names in seen if names] == [["Bash"]] * steps
+    offered = [set(names) for names in seen if names]
+    # Claude Code 2.1 always adds a schema-less DeferredToolPlaceholder; no Write, Read, Edit, ...
+    assert len(offered) == steps and all(names == {"Bash", "DeferredToolPlaceholder"} for names in offered)
     assert all(c.dialect == "anthropic" and c.error is None for c in info["capture"])
 
 
