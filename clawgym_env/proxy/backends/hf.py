@@ -14,9 +14,11 @@ a trainer recomputes with a forward pass of the policy, and what vLLM returns by
 TRL recomputes when its ``temperature`` is set), still without the top-p mask.
 
 Prefix reuse: each prompt is prefilled on its own (exact; no padding) and the per-row KV caches
-are merged, left-padded, for decoding. After a call, its session's keys/values (prompt plus
-completion) are kept in an LRU store of ``prefix_cache_mb``; the session's next call, which an
-agent builds by appending to the last one, prefills only the new tokens. ``update_weights``
+are merged, left-padded, for decoding. Keys/values are kept per block of ``prefix_block_tokens``
+in a store shared by all sessions (``_hf_prefix.PrefixCache``, LRU-bounded to ``prefix_cache_mb``):
+a prompt's blocks right after its prefill (so the next episode of the same harness, or the next row
+of this batch, skips the shared system prompt and tools), its completion's at the end (so the
+session's next call, which extends this one, prefills only the new turn). ``update_weights``
 empties the store. ``usage["cached_prompt_tokens"]`` says how many prompt tokens were reused.
 
 Stops: ``completion_ids`` hold every sampled id, the EOS id included (it is trained on); on a
@@ -39,12 +41,12 @@ import queue
 import random
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from clawgym_env.errors import ConfigError, PolicyBackendError
+from clawgym_env.proxy.backends._hf_prefix import PrefixCache
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
 
 __all__ = ["HFBackend", "call_seed"]
@@ -78,6 +80,7 @@ class HFBackend(PolicyBackend):
         eos_token_ids: list[int] | None = None,
         num_threads: int | None = None,
         prefix_cache_mb: float = 1024.0,
+        prefix_block_tokens: int = 32,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -119,7 +122,7 @@ class HFBackend(PolicyBackend):
         self._weights_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._prefix = _PrefixStore(int(prefix_cache_mb * 2**20))
+        self._prefix = PrefixCache(int(prefix_cache_mb * 2**20), prefix_block_tokens)
         self._row_wise: bool | None = None  # unknown until the first prefill shows the cache type
         self.stats = {"batches": 0, "calls": 0, "max_rows": 0, "row_prefills": 0, "prefix_hit_tokens": 0}
         """Counters: batches, calls, the largest batch, batches prefilled row by row (tests, benchmarks)."""
@@ -260,15 +263,11 @@ class HFBackend(PolicyBackend):
             return [r.result(version) for r in rows]
 
     def _remember(self, rows: list[_Row], cache: Any, width: int) -> None:
-        """Keep each session's KV (prompt + completion but its last id) for its next call's prefill."""
+        """Store each row's prompt + completion blocks (but its last id, never fed back in) for later calls."""
         for i, r in enumerate(rows):
-            if not r.request.session_id or not r.ids:
-                continue
-            pad = width - len(r.prompt)
-            n = len(r.prompt) + len(r.ids) - 1  # the last sampled id was never fed back in
-            kv = [(layer.keys[i : i + 1, :, pad : pad + n].clone(), layer.values[i : i + 1, :, pad : pad + n].clone())
-                  for layer in cache.layers]
-            self._prefix.put(r.request.session_id, (r.prompt + r.ids)[:n], kv)
+            n = len(r.prompt) + len(r.ids) - 1
+            layers = [(layer.keys[i : i + 1], layer.values[i : i + 1]) for layer in cache.layers]
+            self._prefix.put((r.prompt + r.ids)[:n], layers, offset=width - len(r.prompt))
 
     def _prefill(self, rows: list[_Row]) -> tuple[Any, Any, Any, Any, bool]:
         """Run the prompts; return last-position logits (CPU fp32), KV cache, mask, positions, row_wise.
@@ -319,12 +318,12 @@ class HFBackend(PolicyBackend):
         import torch
         from transformers.cache_utils import DynamicCache, DynamicLayer
 
-        start, stored = self._prefix.lookup(row.request.session_id, row.prompt)
+        start, stored = self._prefix.lookup(row.prompt)
         kwargs: dict[str, Any] = {}
         if stored is not None:
             past = DynamicCache()
-            for j, (k, v) in enumerate(stored):
-                past.update(k[:, :, :start], v[:, :, :start], j)
+            for j in range(stored.shape[0]):
+                past.update(stored[j, 0][None], stored[j, 1][None], j)
             kwargs = {self._cache_arg: past, "position_ids": torch.arange(start, len(row.prompt), device=self.device)[None]}
             row.cached_tokens = start
             self.stats["prefix_hit_tokens"] += start
@@ -332,6 +331,8 @@ class HFBackend(PolicyBackend):
         out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **kwargs)
         layers = getattr(getattr(out, self._cache_arg), "layers", [None])
         self._row_wise = all(type(layer) is DynamicLayer for layer in layers)
+        if self._row_wise:  # the next row of this batch (or any later call) may share this prompt's blocks
+            self._prefix.put(row.prompt, [(layer.keys, layer.values) for layer in layers])
         return out if self._row_wise else None
 
     def _next_seed(self, request: CompletionRequest) -> int:
@@ -435,46 +436,3 @@ class _Row:
             policy_version=version,
             usage={"prompt_tokens": len(self.prompt), "completion_tokens": len(self.ids), "cached_prompt_tokens": self.cached_tokens},
         )
-
-
-class _PrefixStore:
-    """Per-session KV of the last call (an agent's next prompt extends it), LRU-bounded in bytes."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self._entries: OrderedDict[str, tuple[list[int], list[tuple[Any, Any]], int]] = OrderedDict()
-        self._bytes = 0
-
-    def lookup(self, session_id: str, prompt: list[int]) -> tuple[int, list[tuple[Any, Any]] | None]:
-        """(reusable prefix length, stored per-layer keys/values) for this prompt; (0, None) on a miss."""
-        entry = self._entries.get(session_id) if session_id else None
-        if entry is None:
-            return 0, None
-        ids, kv, _ = entry
-        n = 0
-        limit = min(len(ids), len(prompt) - 1)  # keep one prompt token to compute the next logits
-        while n < limit and ids[n] == prompt[n]:
-            n += 1
-        if n == 0:
-            return 0, None
-        self._entries.move_to_end(session_id)
-        return n, kv
-
-    def put(self, session_id: str, ids: list[int], kv: list[tuple[Any, Any]]) -> None:
-        size = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
-        self._drop(session_id)
-        if size > self.budget:
-            return
-        self._entries[session_id] = (ids, kv, size)
-        self._bytes += size
-        while self._bytes > self.budget:
-            self._drop(next(iter(self._entries)))
-
-    def _drop(self, session_id: str) -> None:
-        old = self._entries.pop(session_id, None)
-        if old is not None:
-            self._bytes -= old[2]
-
-    def clear(self) -> None:
-        self._entries.clear()
-        self._bytes = 0

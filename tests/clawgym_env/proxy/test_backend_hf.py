@@ -137,27 +137,79 @@ async def test_update_weights_changes_policy_and_version(tiny_model_dir: Path, t
         await b.aclose()
 
 
-async def test_session_prefix_cache_reuses_kv_exactly(tiny_model_dir: Path) -> None:
-    """An agent's next call extends its last one: only the new tokens are prefilled, same answer."""
-    cached, plain = HFBackend(tiny_model_dir), HFBackend(tiny_model_dir, prefix_cache_mb=0)
+def call(sid: str, ids: list[int], seed: int, max_tokens: int = 8) -> CompletionRequest:
+    return CompletionRequest(session_id=sid, call_index=0, prompt_ids=ids, messages=[], max_tokens=max_tokens,
+                             temperature=0.0 if seed == 0 else 1.0, seed=seed)
+
+
+def chat(b: HFBackend, system: str, user: str) -> list[int]:
+    text = b.tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                                           add_generation_prompt=True, tokenize=False)
+    return b.tokenizer.encode(text, add_special_tokens=False)
+
+
+def close(a: list[float], b: list[float]) -> bool:
+    return len(a) == len(b) and max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
+
+
+SYSTEM = "You are a coding agent in a sandbox. " + " ".join(f"Rule {i}: read a file before you edit it." for i in range(12))
+
+
+async def test_prefix_cache_extends_a_session_exactly(tiny_model_dir: Path) -> None:
+    """An agent's next call extends its last one: only the new tokens (and the last partial block) are prefilled."""
+    cached, plain = HFBackend(tiny_model_dir, prefix_block_tokens=8), HFBackend(tiny_model_dir, prefix_cache_mb=0)
     try:
         ids = prompt(cached)
-        call = lambda sid, p, seed: CompletionRequest(
-            session_id=sid, call_index=0, prompt_ids=p, messages=[], max_tokens=8, temperature=0.0 if seed == 0 else 1.0, seed=seed)
         first = await cached.handle(call("ep1", ids, 1))
         follow = ids + first.completion_ids + cached.tokenizer.encode("<|im_end|>\n<|im_start|>user\nok go on<|im_end|>\n")
-        for seed in (0, 2):
+        # the 1st time: the blocks of call 1's prompt + completion; the 2nd: this very prompt's, stored on its prefill
+        for seed, reused in ((0, (len(ids) + len(first.completion_ids) - 1) // 8 * 8), (2, (len(follow) - 1) // 8 * 8)):
             second = await cached.handle(call("ep1", follow, seed))
             reference = await plain.handle(call("ep1", follow, seed))
-            assert second.usage["cached_prompt_tokens"] >= len(ids) + len(first.completion_ids) - 1
+            assert second.usage["cached_prompt_tokens"] == reused
             assert reference.usage["cached_prompt_tokens"] == 0
-            assert second.completion_ids == reference.completion_ids
-            assert max(abs(a - b) for a, b in zip(second.logprobs, reference.logprobs, strict=True)) < 1e-4
-            ref = forward_logprobs(cached.model, follow, second.completion_ids)
-            assert max(abs(a - b) for a, b in zip(ref, second.logprobs, strict=True)) < 1e-4
-        assert (await cached.handle(call("ep2", follow, 3))).usage["cached_prompt_tokens"] == 0  # sessions are apart
+            assert second.completion_ids == reference.completion_ids and close(second.logprobs, reference.logprobs)
+            assert close(forward_logprobs(cached.model, follow, second.completion_ids), second.logprobs)
         cached.update_weights(cached.model.state_dict(), version=1)  # new weights: stored keys/values are stale
+        assert len(cached._prefix) == 0
         assert (await cached.handle(call("ep1", follow, 3))).usage["cached_prompt_tokens"] == 0
+    finally:
+        await cached.aclose()
+        await plain.aclose()
+
+
+async def test_prefix_cache_is_shared_across_sessions_and_bounded(tiny_model_dir: Path) -> None:
+    """A new episode reuses the system prompt another episode left; same logprobs as no reuse; memory stays in budget."""
+    cached, plain = HFBackend(tiny_model_dir, prefix_block_tokens=16), HFBackend(tiny_model_dir, prefix_cache_mb=0)
+    try:
+        a, b = chat(cached, SYSTEM, "list the files"), chat(cached, SYSTEM, "fix the failing test please")
+        common = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+        assert common > 64
+        await cached.handle(call("ep-a", a, 1))
+        for seed in (0, 5):
+            out = await cached.handle(call("ep-b", b, seed, max_tokens=12))
+            ref = await plain.handle(call("ep-b", b, seed, max_tokens=12))
+            assert out.usage["cached_prompt_tokens"] == common // 16 * 16
+            assert out.completion_ids == ref.completion_ids and close(out.logprobs, ref.logprobs)
+        # concurrent first calls: the first row's prompt blocks serve the rows prefilled after it
+        longer = SYSTEM + " Keep every answer brief, cite the file and the line you changed, then stop and wait."
+        c, d = chat(cached, longer, "go"), chat(cached, longer, "stop")
+        outs = await asyncio.gather(*(cached.handle(call(f"ep-{i}", p, 7)) for i, p in enumerate((c, d))))
+        with_a, with_c = (next(i for i, (x, y) in enumerate(zip(p, q)) if x != y) // 16 * 16 for p, q in ((a, c), (c, d)))
+        assert with_c > with_a
+        assert sorted(o.usage["cached_prompt_tokens"] for o in outs) == [with_a, with_c]
+        # bounded: a budget of a few blocks evicts, never exceeds
+        per_block = next(iter(cached._prefix._blocks.values())).nbytes
+        small = HFBackend(tiny_model_dir, prefix_block_tokens=16, prefix_cache_mb=3.5 * per_block / 2**20)
+        try:
+            for i, p in enumerate((a, b, c)):
+                await small.handle(call(f"s{i}", p, 1))
+                assert 0 < small._prefix.bytes <= small._prefix.budget and len(small._prefix) <= 3
+            out = await small.handle(call("s9", a, 0))
+            ref = await plain.handle(call("s9", a, 0))
+            assert out.completion_ids == ref.completion_ids and close(out.logprobs, ref.logprobs)
+        finally:
+            await small.aclose()
     finally:
         await cached.aclose()
         await plain.aclose()
@@ -199,12 +251,20 @@ async def test_bad_requests_and_lifecycle(tiny_model_dir: Path, tmp_path: Path) 
 
 
 async def test_smollm2_answers_through_the_backend_with_exact_logprobs() -> None:
-    b = HFBackend(default_model_path(), max_batch=2)
+    b = HFBackend(default_model_path(), max_batch=2, prefix_block_tokens=16)
+    plain = HFBackend(default_model_path(), prefix_cache_mb=0)
     try:
         ids = prompt(b, "What is the capital of France? Answer in one word.")
         out = await b.handle(req(ids, max_tokens=8, temperature=0.0))
         assert "Paris" in out.text
         ref = forward_logprobs(b.model, ids, out.completion_ids)
         assert max(abs(x - y) for x, y in zip(ref, out.logprobs, strict=True)) < 1e-4
+        # another session with the same system prompt reuses its blocks, with the logprobs of a full prefill
+        a, c = chat(b, SYSTEM, "Name a prime number."), chat(b, SYSTEM, "What is the capital of Italy?")
+        await b.handle(call("x", a, 0))
+        reused, full = await b.handle(call("y", c, 3)), await plain.handle(call("y", c, 3))
+        assert reused.usage["cached_prompt_tokens"] >= 64 and full.usage["cached_prompt_tokens"] == 0
+        assert reused.completion_ids == full.completion_ids and close(reused.logprobs, full.logprobs)
     finally:
         await b.aclose()
+        await plain.aclose()
