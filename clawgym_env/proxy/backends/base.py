@@ -4,15 +4,21 @@ The proxy owns the prompt tokens (it renders the chat template and splices exact
 token backend receives ``prompt_ids`` and must return the sampled ``completion_ids`` with their
 ``logprobs``. Message-level backends (API passthrough, scripted) set ``TOKEN_LEVEL = False``,
 read ``messages``/``tools`` instead and return text; their captures are marked evaluation-only.
+
+Streaming: a ``StreamingBackend`` also yields the completion while it is decoded, as
+``CompletionDelta`` items followed by the ``Completion`` itself (whose ids, logprobs and text are
+the deltas' joined), so the proxy can forward text to the harness as it comes and still capture
+exactly what a non-streamed call captures. Backends that cannot stream implement ``handle`` only.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["Completion", "CompletionRequest", "PolicyBackend"]
+__all__ = ["Completion", "CompletionDelta", "CompletionRequest", "PolicyBackend", "StreamingBackend"]
 
 
 @dataclass
@@ -62,6 +68,16 @@ class Completion:
     """Merged into the call's ``CallRecord.meta`` (e.g. a replayed call's source, a branch point)."""
 
 
+@dataclass
+class CompletionDelta:
+    """The tokens sampled since the previous delta of a streamed call, and the text they settled."""
+
+    completion_ids: list[int]
+    logprobs: list[float]
+    text: str
+    """Text now certain (no stop string or unfinished character can change it); may be empty."""
+
+
 class PolicyBackend(abc.ABC):
     """Answers model calls. Subclasses implement ``handle``; ``aclose`` frees resources."""
 
@@ -85,3 +101,14 @@ class PolicyBackend(abc.ABC):
     @property
     def model_name(self) -> str:
         return self.name
+
+
+class StreamingBackend(PolicyBackend):
+    """A backend that can hand out a completion while decoding it."""
+
+    @abc.abstractmethod
+    def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionDelta | Completion]:
+        """Yield deltas as tokens are decoded, then the whole ``Completion`` (last item).
+
+        Closing the iterator early abandons the call (decoding stops for it).
+        """

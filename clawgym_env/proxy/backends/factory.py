@@ -23,7 +23,7 @@ __all__ = ["SPEC_FORMS", "backend_from_spec"]
 SPEC_FORMS = """\
   default | hf:smollm2           embedded SmolLM2-135M-Instruct (in-process transformers)
   hf:tiny                        tiny random Qwen3 test model
-  hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw&num_threads=1]
+  hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw&num_threads=1&prefix_cache_mb=1024]
                                  a local Hugging Face model folder
   vllm:URL[#MODEL]               a running vLLM server (MODEL: served name; a local folder also gives the tokenizer)
   vllm:PATH                      start vLLM on PATH on a free port (its own env: scripts/vllm-up.sh or CLAWGYM_VLLM_BIN)
@@ -34,7 +34,8 @@ SPEC_FORMS = """\
                                  replies are token ids (trainable captures, logprobs 0)"""
 
 _SCHEMES = ("hf", "vllm", "openai", "anthropic", "scripted")
-_HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str, "num_threads": int}
+_HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str, "num_threads": int,
+               "prefix_cache_mb": float, "prefix_block_tokens": int}
 
 
 def _bad(spec: str, why: str) -> ConfigError:

@@ -72,9 +72,8 @@ async def test_concurrent_requests_batch_and_match_running_alone(backend: HFBack
     alone = [await backend.handle(r) for r in reqs]
     before = dict(backend.stats)
     together = await asyncio.gather(*(backend.handle(r) for r in reqs))
-    assert backend.stats["batches"] - before["batches"] < 4  # they really shared a batch
-    assert backend.stats["max_rows"] >= 2
-    assert backend.stats["row_prefills"] > before["row_prefills"]  # per-row prefill merged into one cache
+    assert backend.stats["joins"] - before["joins"] >= 2  # they really shared the running batch
+    assert backend.stats["max_rows"] >= 3
     for a, t in zip(alone, together, strict=True):
         assert a.completion_ids == t.completion_ids
         assert max(abs(x - y) for x, y in zip(a.logprobs, t.logprobs, strict=True)) < 1e-4
@@ -171,7 +170,7 @@ async def test_prefix_cache_extends_a_session_exactly(tiny_model_dir: Path) -> N
             assert second.completion_ids == reference.completion_ids and close(second.logprobs, reference.logprobs)
             assert close(forward_logprobs(cached.model, follow, second.completion_ids), second.logprobs)
         cached.update_weights(cached.model.state_dict(), version=1)  # new weights: stored keys/values are stale
-        assert len(cached._prefix) == 0
+        assert len(cached.prefix) == 0
         assert (await cached.handle(call("ep1", follow, 3))).usage["cached_prompt_tokens"] == 0
     finally:
         await cached.aclose()
@@ -199,12 +198,12 @@ async def test_prefix_cache_is_shared_across_sessions_and_bounded(tiny_model_dir
         assert with_c > with_a
         assert sorted(o.usage["cached_prompt_tokens"] for o in outs) == [with_a, with_c]
         # bounded: a budget of a few blocks evicts, never exceeds
-        per_block = next(iter(cached._prefix._blocks.values())).nbytes
+        per_block = next(iter(cached.prefix._blocks.values())).nbytes
         small = HFBackend(tiny_model_dir, prefix_block_tokens=16, prefix_cache_mb=3.5 * per_block / 2**20)
         try:
             for i, p in enumerate((a, b, c)):
                 await small.handle(call(f"s{i}", p, 1))
-                assert 0 < small._prefix.bytes <= small._prefix.budget and len(small._prefix) <= 3
+                assert 0 < small.prefix.bytes <= small.prefix.budget and len(small.prefix) <= 3
             out = await small.handle(call("s9", a, 0))
             ref = await plain.handle(call("s9", a, 0))
             assert out.completion_ids == ref.completion_ids and close(out.logprobs, ref.logprobs)
