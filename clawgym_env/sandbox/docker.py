@@ -16,14 +16,17 @@ stragglers die with their exec as in the bwrap backend, whatever they did to hid
 
 Disk: the root filesystem is read-only; the workspace is a size-limited tmpfs on the host and
 /tmp, /var/tmp, /run and HOME are size-limited tmpfs mounts (``SandboxConfig.disk_mb``), so
-nothing written inside lands on the host disk. A sealed (grading) container also drops every
-capability and runs under the ``_seccomp`` profile.
+nothing written inside lands on the host disk. A sealed (grading) container runs under the
+``_seccomp`` profile; its grader is root with only the capabilities the agent-code jail needs
+(``CLAWGYM_JAIL``: agent code runs as uid 1000, without capabilities), and its config mounts (the
+grader's hidden files, payload) are copies only root may read (0700).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import posixpath
 import shutil
@@ -41,7 +44,7 @@ from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import limit_counters, limit_fired
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
 from clawgym_env.sandbox._process import OutputBuffer
-from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
+from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 
@@ -88,7 +91,7 @@ class DockerSandbox(Sandbox):
         super().__init__(config)
         if config.user not in ("root", "user"):
             raise ConfigError(f"SandboxConfig.user: {config.user!r} is not one of ['root', 'user']")
-        self.uid = 0 if config.user == "root" else 1000
+        self.uid = 0 if config.user == "root" or config.sealed else AGENT_UID
         self.home = "/root" if self.uid == 0 else "/home/user"
         self.dir: Path | None = None
         self._client: Any = None
@@ -142,8 +145,9 @@ class DockerSandbox(Sandbox):
         volumes = {str(ws): {"bind": cfg.workspace_mount, "mode": "rw"}}
         if cfg.proxy_socket is not None:
             volumes[str(cfg.proxy_socket)] = {"bind": _bridge.SOCKET_INSIDE, "mode": "ro"}
-        for m in cfg.mounts:
-            volumes[str(m.host)] = {"bind": m.inside, "mode": "rw" if m.writable else "ro"}
+        for i, m in enumerate(cfg.mounts):
+            host = self._private_copy(Path(m.host), i) if cfg.sealed else Path(m.host)
+            volumes[str(host)] = {"bind": m.inside, "mode": "rw" if m.writable else "ro"}
         limits: dict[str, Any] = {}
         if cfg.memory_mb:
             limits.update(mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m")
@@ -161,7 +165,9 @@ class DockerSandbox(Sandbox):
 
             security.append(f"seccomp={docker_profile()}")
             caps = ["ALL"]
-            limits["user"] = "65534:65534"  # init and sleep: out of reach of graders that kill(-1)
+            # the jail's, dropped by its setuid; init and sleep run as root (docker grants a root exec
+            # these only when the container's user is root), out of reach of agent code (uid 1000)
+            limits["cap_add"] = ["SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
         try:
             self._container = self._client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True, network_mode="none",
@@ -175,6 +181,17 @@ class DockerSandbox(Sandbox):
         except Exception as exc:
             self._cleanup_sync()
             raise SandboxStartError(f"docker backend: cannot start a container from {image!r}: {exc}") from exc
+
+    def _private_copy(self, src: Path, i: int) -> Path:
+        """A copy of a sealed sandbox's mount that only root may read (agent code runs as AGENT_UID)."""
+        assert self.dir is not None
+        dest = self.dir / f"private-{i}"
+        if src.is_dir():
+            shutil.copytree(src, dest, symlinks=True)
+        else:
+            shutil.copy2(src, dest)
+        os.chmod(dest, 0o700 if src.is_dir() else 0o600)
+        return dest
 
     def _mount_tmpfs(self, folder: Path) -> None:
         """Put a size-limited tmpfs on ``folder`` (needs host root, as dockerd itself does)."""
@@ -234,6 +251,8 @@ class DockerSandbox(Sandbox):
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         user = "root" if self.uid == 0 else "user"
         out = {"HOME": self.home, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+        if self.config.sealed:
+            out[JAIL_ENV] = json.dumps({"kind": "uid", "uid": AGENT_UID, "hide": [m.inside for m in self.config.mounts]})
         out.update(self.config.env)
         out.update(env or {})
         return out

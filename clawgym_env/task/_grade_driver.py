@@ -7,6 +7,8 @@ as a child) shares this uid and may print anything, kill us or write to our stdo
 sign: the key came over stdin, already drained, and this process is made non-dumpable first, so
 its memory and descriptors are closed to same-uid processes (the sandbox also refuses ptrace).
 Importing the agent's modules into this process is refused: code in here could sign anything.
+``grade()`` runs the agent's code through ``clawgym_grading`` (``_agent_jail``, passed as "jail"),
+which keeps it away from the hidden files and from this process altogether.
 """
 
 import ctypes
@@ -50,6 +52,9 @@ def main():
     _seal()
     req = json.loads(sys.stdin.read())
     key = bytes.fromhex(req.pop("key"))
+    jail = types.ModuleType("clawgym_grading")
+    exec(compile(req.pop("jail"), "clawgym_grading", "exec"), jail.__dict__)
+    sys.modules["clawgym_grading"] = jail
 
     def finish(payload):
         body = json.dumps(payload)

@@ -6,6 +6,8 @@ cannot write into it unless the script hands it the descriptor itself. When the 
 anything still running is an error (a process outliving its grader could print after it) and is
 killed. The verdict, signed with the key as in ``_grade_driver``, is one stdout line
 ``__CLAWGYM_GRADE__ <hmac> {"rc", "stdout", "stray"}``; the script's stderr passes through.
+The script runs the agent's code through ``$CLAWGYM_RUN_AGENT`` (``_agent_jail``'s command line,
+its source passed as "jail"), never directly.
 """
 
 import ctypes
@@ -17,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -33,29 +36,38 @@ def _seal():
         sys.exit(3)
 
 
+def _stat(pid):
+    """(parent pid, start time in clock ticks) of ``pid``."""
+    with open("/proc/%d/stat" % pid) as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[19])
+
+
 def _ancestors():
     """This process and the ones above it (a docker exec wrapper, the sandbox's init)."""
     pid, seen = os.getpid(), {1}
     while pid > 1 and pid not in seen:
         seen.add(pid)
         try:
-            with open("/proc/%d/stat" % pid) as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            pid = _stat(pid)[0]
         except (OSError, ValueError, IndexError):
             break
     return seen
 
 
-def _others():
-    """Pids of processes this one may signal that are not its ancestors (left by the script)."""
+def _others(since):
+    """Pids of processes this one may signal, started after it (so left by the script: never the
+    sandbox's own init or sleep), that are not its ancestors."""
     keep = _ancestors()
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) not in keep:
             try:
+                if _stat(int(name))[1] < since:
+                    continue
                 os.kill(int(name), 0)
                 found.append(int(name))
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 pass
     return found
 
@@ -64,6 +76,10 @@ def main():
     _seal()
     req = json.loads(sys.stdin.read())
     key = bytes.fromhex(req.pop("key"))
+    jail_dir = tempfile.mkdtemp(prefix="clawgym-jail-")
+    with open(os.path.join(jail_dir, "agent_jail.py"), "w") as fh:
+        fh.write(req.pop("jail"))
+    os.environ["CLAWGYM_RUN_AGENT"] = "python3 -I " + os.path.join(jail_dir, "agent_jail.py")
     ours, theirs = socket.socketpair()
     chunks = []
 
@@ -87,7 +103,8 @@ def main():
         rc = None
         proc.kill()
         proc.wait()
-    left = _others()
+    since = _stat(os.getpid())[1]
+    left = _others(since)
     stray = rc is not None and bool(left)
     for _ in range(50):  # kill what is left; dead ones vanish once init has reaped them
         if not left:
@@ -98,7 +115,7 @@ def main():
             except OSError:
                 pass
         time.sleep(0.01)
-        left = _others()
+        left = _others(since)
     reader.join(2.0)
     out = b"".join(chunks).decode("utf-8", errors="replace")
     sys.stdout.write(out)

@@ -11,7 +11,12 @@ a copy-on-write view of the final workspace and runs the task's verifiers there:
 * the sandbox is sealed (``SandboxConfig.sealed``): no process may ptrace or copy descriptors
   from another, no nested namespaces, no capabilities, no proxy;
 * code and script verifiers run through drivers that sign their verdict with a per-run key
-  (see ``_grade_driver``); a grader killed, timed out or exiting non-zero scores 0 as an error.
+  (see ``_grade_driver``); a grader killed, timed out or exiting non-zero scores 0 as an error;
+* graders run the agent's code only through ``clawgym_grading`` / ``$CLAWGYM_RUN_AGENT``
+  (``_agent_jail``): in a nested sandbox (bwrap: another user and pid namespace) or as another
+  uid (docker), where it cannot read the hidden files or the payload, reach the grader's
+  process or descriptors, or write the workspace; its outputs come back as data, and the
+  expected values and the comparison stay in the grader's own process.
 
 The same function re-grades a submitted workspace (leaderboard) and grades an episode (``verify``).
 """

@@ -42,6 +42,7 @@ PAYLOAD_PATH = "/tmp/.clawgym-verify/reward_payload.json"
 _MARK = "__CLAWGYM_GRADE__ "
 _CODE_DRIVER = (Path(__file__).with_name("_grade_driver.py")).read_text(encoding="utf-8")
 _SCRIPT_DRIVER = (Path(__file__).with_name("_script_driver.py")).read_text(encoding="utf-8")
+_JAIL = (Path(__file__).with_name("_agent_jail.py")).read_text(encoding="utf-8")
 _OUTPUT_CAP = 20_000
 _SAFE_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1"}
 """Keeps files the agent left in HOME or the workspace (a json.py next to the cwd of ``python3 -c``)
@@ -142,6 +143,7 @@ async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcrip
     key = secrets.token_bytes(32)
     request = {
         "key": key.hex(),
+        "jail": _JAIL,
         "transcript": transcript,
         "workspace": spec.workspace_mount,
         "file": inside,
@@ -192,7 +194,7 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _O
         "OPENCLAW_REWARD_PAYLOAD": PAYLOAD_PATH,
     }
     key = secrets.token_bytes(32)
-    request = {"key": key.hex(), "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s}
+    request = {"key": key.hex(), "jail": _JAIL, "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s}
     res = await _exec(sandbox, ["python3", "-I", "-c", _SCRIPT_DRIVER], spec, v.timeout_s + 15,
                       stdin=json.dumps(request).encode(), env=env)
     output = _driver_output(res)
@@ -243,7 +245,7 @@ async def _expand(sandbox: Sandbox, spec: TaskSpec, patterns: list[str], cap: in
         if not any(ch in pat for ch in "*?["):
             names.append(pat)
             continue
-        res = await _exec(sandbox, ["python3", "-c", _GLOB, spec.workspace_mount, pat, str(cap)], spec, 30)
+        res = await _exec(sandbox, ["python3", "-I", "-c", _GLOB, spec.workspace_mount, pat, str(cap)], spec, 30)
         names.extend(ln for ln in res.stdout.splitlines() if ln.strip() and ln not in names)
     return names[:cap]
 

@@ -1,14 +1,14 @@
-"""Grader for fix-failing-test: every case (the visible tests' and extra hidden ones) is run in a
-subprocess that prints plain JSON values; the comparison happens here, so objects the agent's code
-returns (one equal to anything, say) and test-runner patches cannot pass it."""
+"""Grader for fix-failing-test: every case (the visible tests' and extra hidden ones) is run in the
+grading jail (``clawgym_grading``: it cannot read this file, reach this process or write the
+workspace) by a probe that emits plain JSON values; the comparison happens here, so objects the
+agent's code returns (one equal to anything, say) and test-runner patches cannot pass it."""
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from clawgym_grading import agent_values
+
 TESTS_SHA256 = "f88cdbb37c3b055cacfc39a6f06d18d58ffdf43cdecfc4002fc00ba0d613ab55"
-MARK = "CLAWGYM_VALUES "
 VISIBLE = [(([(1000, 1), (250, 2)], 0, 0), 1500), (([(1005, 1)], 0, 10), 1106), (([(1000, 2)], 15, 20), 2040)]
 HIDDEN = [
     (([(999, 3)], 0, 0), 2997),
@@ -30,19 +30,13 @@ try:
         out.append(invoice_total([tuple(x) for x in lines], discount_pct=disc, tax_pct=tax))
 except Exception as exc:
     out = None
-print("\n" + %r + json.dumps(out))
-''' % MARK
+emit(out)
+'''
 
 
 def _values(ws):
     """The values the agent's code computed, as plain JSON (None when it crashed or printed none)."""
-    try:
-        r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(VISIBLE + HIDDEN)], cwd=ws,
-                           capture_output=True, text=True, timeout=60)
-        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
-        values = json.loads(line[len(MARK):])
-    except Exception:
-        return None
+    values = agent_values(PROBE, json.dumps(VISIBLE + HIDDEN), cwd=ws, timeout=60)
     ok = isinstance(values, list) and len(values) == 1 + len(VISIBLE) + len(HIDDEN)
     return values if ok and all(type(v) is int for v in values) else None
 

@@ -1,12 +1,12 @@
-"""Grader for implement-durations: the agent's functions run in a subprocess that prints what they
+"""Grader for implement-durations: the agent's functions run in the grading jail (``clawgym_grading``:
+another sandbox that cannot read this file or reach this process), whose probe emits what they
 returned (or which exception they raised) as plain JSON; every comparison happens here, so a
 returned object that claims to equal anything, or a probe that exits early, scores nothing."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-MARK = "CLAWGYM_VALUES "
+from clawgym_grading import agent_values
+
 SINGLE = [("90", 90), ("45s", 45), ("2d", 172800), ("3h", 10800), ("0", 0), ("15m", 900)]
 COMBINED = [("1h30m", 5400), ("1h 5m 10s", 3910), (" 1H30M ", 5400), ("1d1s", 86401), ("2h0m", 7200)]
 INVALID = ["", "5x", "h", "1.5h", "-3m", "30m1h", "1h1h", "m5"]
@@ -34,21 +34,15 @@ try:
     }
 except Exception:
     pass
-print("\n" + %r + json.dumps(out))
-''' % MARK
+emit(out)
+'''
 
 
 def _probe(ws):
     parse = [t for t, _ in SINGLE + COMBINED] + INVALID
     request = {"parse": parse, "format": list(FORMAT) + ROUND_TRIP}
-    try:
-        r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(request)], cwd=ws,
-                           capture_output=True, text=True, timeout=30)
-        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
-        out = json.loads(line[len(MARK):])
-        return out if isinstance(out, dict) else None
-    except Exception:
-        return None
+    out = agent_values(PROBE, json.dumps(request), cwd=ws, timeout=30)
+    return out if isinstance(out, dict) else None
 
 
 def _round_trip(ws, formatted):
@@ -56,10 +50,7 @@ def _round_trip(ws, formatted):
     if not all(isinstance(s, str) for s in formatted):
         return False
     try:
-        r = subprocess.run([sys.executable, "-c", PROBE, json.dumps({"parse": formatted, "format": []})], cwd=ws,
-                           capture_output=True, text=True, timeout=30)
-        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
-        back = json.loads(line[len(MARK):])["parse"]
+        back = agent_values(PROBE, json.dumps({"parse": formatted, "format": []}), cwd=ws, timeout=30)["parse"]
     except Exception:
         return False
     return back == [["value", n] for n in ROUND_TRIP]

@@ -1,11 +1,10 @@
-"""Grader for rename-function: the new name works, the alias warns, no old references remain, tests pass."""
-import json
+"""Grader for rename-function: the new name works, the alias warns, no old references remain, tests pass.
+The agent's code runs only in the grading jail (``clawgym_grading``); its values are compared here."""
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-MARK = "CLAWGYM_VALUES "
+from clawgym_grading import agent_values, run_agent
+
 PROBE = r'''
 import json, sys, warnings
 sys.path.insert(0, ".")
@@ -23,21 +22,16 @@ try:
         values["warned"] = sorted({w.category.__name__ for w in caught if issubclass(w.category, DeprecationWarning)})
     except Exception:
         values["alias"], values["warned"] = None, []
-    out = json.dumps(values)
+    out = values
 except Exception:
     pass
-print("\n" + %r + str(out))
-''' % MARK
+emit(out)
+'''
 
 
 def _probe(ws):
     """What the agent's code returned, as plain JSON values (None if it crashed or printed nothing)."""
-    try:
-        r = subprocess.run([sys.executable, "-c", PROBE], cwd=ws, capture_output=True, text=True, timeout=30)
-        line = [ln for ln in r.stdout.splitlines() if ln.startswith(MARK)][-1]
-        out = json.loads(line[len(MARK):])
-    except Exception:
-        return None
+    out = agent_values(PROBE, cwd=ws, timeout=30)
     return out if isinstance(out, dict) else None
 
 
@@ -70,8 +64,7 @@ def grade(transcript, workspace_path):
     except Exception:
         pass
     try:
-        r = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."], cwd=ws,
-                           capture_output=True, text=True, timeout=60)
+        r = run_agent(["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."], ws, timeout=60)
         if r.returncode == 0 and scores["new_name_works"]:
             scores["tests_pass"] = 1.0
     except Exception:

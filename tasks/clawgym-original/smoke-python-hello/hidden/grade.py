@@ -1,8 +1,8 @@
-"""Grader for smoke-python-hello: runs the named script and compares stdout with the instruction's message."""
+"""Grader for smoke-python-hello: runs the named script in the grading jail and compares stdout with the instruction's message."""
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from clawgym_grading import run_agent
 
 
 def _expected(transcript):
@@ -18,8 +18,7 @@ def grade(transcript, workspace_path):
     if not script.is_file():
         return scores
     try:
-        out = subprocess.run([sys.executable, str(script)], cwd=workspace_path,
-                             capture_output=True, text=True, timeout=20)
+        out = run_agent(["python3", str(script)], workspace_path, timeout=20)
         if out.returncode == 0 and out.stdout.strip() == message:
             scores["prints_message"] = 1.0
     except Exception:

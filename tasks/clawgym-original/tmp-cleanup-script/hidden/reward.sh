@@ -3,11 +3,14 @@
 # share of checks passed as the last line. Uses bash + coreutils + find only. Checks of restraint
 # (exit 0, files kept, links not followed) count only when the script also deleted what it had to:
 # a script that does nothing keeps everything and must not earn credit for it.
+# The agent's script runs in the grading jail ($CLAWGYM_RUN_AGENT, set by ClawGym's script driver):
+# it cannot read this file or reach this process, and may change only the fixtures under $tmp.
 ws="${CLAWGYM_WORKSPACE:-$PWD}"
 script="$ws/scripts/cleanup.sh"
 if [ ! -f "$script" ]; then echo "no scripts/cleanup.sh"; echo 0; exit 0; fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+run() { ${CLAWGYM_RUN_AGENT:?not graded by ClawGym} --cwd "$tmp" --timeout 30 --writable "$tmp" -- bash "$script" "$@"; }
 pass=0; total=0
 check() { total=$((total + 1)); if eval "$2"; then pass=$((pass + 1)); echo "ok   $1"; else echo "FAIL $1"; fi; }
 
@@ -24,7 +27,7 @@ mkdir -p "$root/old.tmp"; touch -d "40 days ago" "$root/old.tmp"
 mk "$outside/victim.tmp" "50 days ago"
 ln -s "$outside" "$root/link"
 
-out="$(cd "$tmp" && timeout 30 bash "$script" "$root" 7 2>/dev/null)"; rc=$?
+out="$(run "$root" 7 2>/dev/null)"; rc=$?
 deleted='[ ! -e "$root/a.tmp" ] && [ ! -e "$root/b.part" ] && [ ! -e "$root/deep/nested/c.tmp" ]'
 check "exit code 0" "$deleted"' && [ "$rc" = 0 ]'
 check "old .tmp and .part deleted" "$deleted"
@@ -37,13 +40,13 @@ check "prints the count last" '[ "$(printf "%s\n" "$out" | tail -n 1 | tr -d "[:
 root2="$tmp/second"
 mk "$root2/x.tmp" "3 days ago"
 mk "$root2/y.part" "1 days ago"
-out2="$(timeout 30 bash "$script" "$root2" 2 2>/dev/null)"; rc2=$?
+out2="$(run "$root2" 2 2>/dev/null)"; rc2=$?
 check "DAYS honoured" '[ "$rc2" = 0 ] && [ ! -e "$root2/x.tmp" ] && [ -e "$root2/y.part" ] && [ "$(printf "%s\n" "$out2" | tail -n 1 | tr -d "[:space:]")" = 1 ]'
 
 mk "$tmp/third/z.tmp" "20 days ago"
-timeout 30 bash "$script" "$tmp/third" >/dev/null 2>&1; rc3=$?
-timeout 30 bash "$script" "$tmp/third" abc >/dev/null 2>&1; rc4=$?
-timeout 30 bash "$script" "$tmp/missing-dir" 3 >/dev/null 2>&1; rc5=$?
+run "$tmp/third" >/dev/null 2>&1; rc3=$?
+run "$tmp/third" abc >/dev/null 2>&1; rc4=$?
+run "$tmp/missing-dir" 3 >/dev/null 2>&1; rc5=$?
 check "usage errors exit 2 and delete nothing" "$deleted"' && [ "$rc3" = 2 ] && [ "$rc4" = 2 ] && [ "$rc5" = 2 ] && [ -e "$tmp/third/z.tmp" ]'
 
 echo "$pass/$total checks passed"

@@ -1,11 +1,12 @@
 """Grader for write-unit-tests: the agent's tests must pass on slugify and on a rewrite of it that behaves
 the same (different bytes, same behaviour), and fail on each variant with one rule broken. Tests that pin
-the source (its hash, its text) instead of checking behaviour fail the rewrite and score nothing."""
+the source (its hash, its text) instead of checking behaviour fail the rewrite and score nothing.
+The tests run in the grading jail (``clawgym_grading``), over a scratch copy they cannot change."""
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from clawgym_grading import run_agent
 
 ORIGINAL = '"""URL slugs for article titles."""\n\nimport re\nimport unicodedata\n\n\ndef slugify(text, max_len=None, sep="-"):\n    """Turn ``text`` into a URL slug.\n\n    - accents are removed ("Crème" -> "creme") and other non-ASCII characters dropped\n    - the result is lowercase\n    - every run of characters other than a-z and 0-9 becomes a single ``sep``\n    - there is never a leading or trailing ``sep``\n    - with ``max_len``, the slug is cut to at most ``max_len`` characters at a word boundary;\n      only when the first word alone is longer than ``max_len`` is it cut mid-word\n    """\n    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")\n    words = re.split(r"[^a-z0-9]+", ascii_text.lower())\n    slug = sep.join(w for w in words if w)\n    if max_len is not None and len(slug) > max_len:\n        cut = slug[: max_len + 1]\n        if sep in cut:\n            slug = cut[: cut.rindex(sep)]\n        else:\n            slug = slug[:max_len]\n    return slug\n'
 
@@ -34,8 +35,7 @@ def _passes(ws, source):
         root = Path(tmp) / "ws"
         shutil.copytree(ws, root, ignore=shutil.ignore_patterns("__pycache__"))
         (root / "textkit" / "slug.py").write_text(source, encoding="utf-8")
-        r = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."],
-                           cwd=root, capture_output=True, text=True, timeout=60)
+        r = run_agent(["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."], root, timeout=60)
         ran = "Ran 0 tests" not in r.stderr and "Ran " in r.stderr
         return r.returncode == 0 and ran
 
