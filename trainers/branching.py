@@ -10,7 +10,9 @@ episodes' rewards (TreeRL-style), so they can be tested on toy trees:
 - ``node_values``: V(n) = mean reward of the rollouts whose paths run through node n;
 - ``step_advantages``: per node, ``(V(n) - V(root)) + (V(n) - V(parent))`` scaled by
   ``1/sqrt(leaves under n)``: the global term is the group baseline, the local one credits the
-  step that was taken at a branch point.
+  step that was taken at a branch point. A step is the run of nodes the same rollouts share (the
+  radix tree also splits where a call ends), so its parent is the step above the last branch
+  point, and every token of one step gets the same credit.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import torch
+
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ConfigError
-from clawgym_env.tree import PrefixTree
+from clawgym_env.tree import PackedTree, PrefixTree
 from clawgym_env.tree.node import TreeNode
 
 if TYPE_CHECKING:
     from clawgym_env.episode import EpisodeResult
     from trainers.rollout_stream import RolloutStream
 
-__all__ = ["BranchMode", "branch_points", "call_surprisal", "node_values", "sample_branched_group", "step_advantages"]
+__all__ = ["BranchMode", "branch_points", "call_surprisal", "node_values", "sample_branched_groups", "step_advantages",
+           "token_values"]
 
 BranchMode = Literal["uniform", "entropy"]
 
@@ -84,42 +89,80 @@ def step_advantages(tree: PrefixTree, rewards: Mapping[str, float]) -> dict[int,
     """id(node) -> TreeRL step advantage of the tokens in that node (0 where no rollout reached it)."""
     values = node_values(tree, rewards)
     v_root = values[id(tree.root)]
+    scored = set(rewards)
     out: dict[int, float] = {}
     for node in tree.nodes():
         v = values.get(id(node))
         if v is None:
             out[id(node)] = 0.0
             continue
-        parent = node.parent if node.parent is not None else tree.root
-        v_parent = values.get(id(parent), v_root)
-        leaves = max(1, len(_rollouts(node) & set(rewards)))
-        out[id(node)] = ((v - v_root) + (v - v_parent)) / math.sqrt(leaves)
+        mine = _rollouts(node) & scored
+        step = node.parent
+        while step is not None and not step.is_root and _rollouts(step) & scored == mine:
+            step = step.parent  # the same rollouts: one step, split only where a call ended
+        v_parent = v_root if step is None or step.is_root else values.get(id(step), v_root)
+        out[id(node)] = ((v - v_root) + (v - v_parent)) / math.sqrt(max(1, len(mine)))
     return out
 
 
-def sample_branched_group(stream: RolloutStream, pair: tuple[Any, Any], *, roots: int, branches: int, workdir: Path,
-                          mode: BranchMode = "uniform", rng: random.Random | None = None) -> list[EpisodeResult]:
-    """One group: ``roots`` fresh rollouts, then ``branches`` replays of them branched at chosen calls.
+def token_values(pack: PackedTree, tree: PrefixTree, rewards: Mapping[str, float]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per token of ``pack`` (a pack of ``tree``): its node's value V(n) and TreeRL step advantage, as [N] tensors.
 
-    Every episode runs through ``stream``'s executor (local or Ray), like any other rollout; the
-    roots' captures are written to ``workdir`` for the branches to replay.
+    What a branched group trains on: each loss token once, with the credit of the node it sits in,
+    however many rollouts ran through it (sampled there or replayed).
     """
+    values, adv = node_values(tree, rewards), step_advantages(tree, rewards)
+    v = torch.zeros(len(pack), dtype=torch.float32)
+    a = torch.zeros(len(pack), dtype=torch.float32)
+    for node, start, n in pack.spans:
+        v[start : start + n] = values.get(id(node), 0.0)
+        a[start : start + n] = adv.get(id(node), 0.0)
+    return v, a
+
+
+def _replays(roots: Sequence[EpisodeResult], points: int, per_point: int, mode: BranchMode, rng: random.Random,
+             workdir: Path, written: list[Path]) -> list[tuple[str, int]]:
+    """(capture path, k) per branch: ``points`` calls spread over the roots that have one, ``per_point`` branches each."""
     from clawgym_env.capture.store import CaptureWriter
 
-    rng = rng or random.Random(0)
-    root_eps = stream.run_now([pair], roots)[0]
-    usable = [ep for ep in root_eps if len(ep.calls) > 1]
-    if not usable or branches <= 0:
-        return root_eps
-    workdir.mkdir(parents=True, exist_ok=True)
-    replays: list[tuple[str, int]] = []
-    for j in range(branches):
-        root = usable[j % len(usable)]
+    usable = [ep for ep in roots if ep.status != "error" and branch_points(ep.calls, 1, mode=mode, rng=random.Random(0))]
+    if not usable:
+        return []
+    share = [points // len(usable) + (j < points % len(usable)) for j in range(len(usable))]
+    out: list[tuple[str, int]] = []
+    for root, n in zip(usable, share, strict=True):
+        if not n:
+            continue
         path = workdir / f"{root.session_id}.jsonl"
-        if not path.exists():
-            writer = CaptureWriter(path, fsync=False)
-            for c in root.calls:
-                writer.write(c)
-            writer.close()
-        replays += [(str(path), k) for k in branch_points(root.calls, 1, mode=mode, rng=rng)]
-    return root_eps + stream.run_now([pair], replays=replays)[0]
+        writer = CaptureWriter(path, fsync=False)
+        for c in root.calls:
+            writer.write(c)
+        writer.close()
+        written.append(path)
+        out += [(str(path), k) for k in branch_points(root.calls, n, mode=mode, rng=rng) for _ in range(per_point)]
+    return out
+
+
+def sample_branched_groups(stream: RolloutStream, pairs: Sequence[tuple[Any, Any]], *, roots: int, points: int, workdir: Path,
+                           per_point: int = 1, mode: BranchMode = "uniform",
+                           rng: random.Random | None = None) -> list[list[EpisodeResult]]:
+    """One group per pair: ``roots`` fresh rollouts, then ``per_point`` replays of them at each of ``points`` calls.
+
+    Every episode runs through ``stream``'s executor (local or Ray), like any other rollout: all
+    groups' roots at once, then all their branches at once. The roots' captures are written to
+    ``workdir`` for the branches to replay and removed after. A group whose roots have no call to
+    branch at (one-call episodes) is its roots alone.
+    """
+    rng = rng or random.Random(0)
+    groups = stream.run_now(pairs, roots)
+    workdir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    try:
+        plans = [(gi, r) for gi, eps in enumerate(groups) if (r := _replays(eps, points, per_point, mode, rng, workdir, written))]
+        gids = [stream.request([pairs[gi]], side=True, replays=r)[0] for gi, r in plans]
+        for (gi, _), branches in zip(plans, stream.wait(gids), strict=True):
+            groups[gi] = groups[gi] + branches
+    finally:
+        for path in written:
+            path.unlink(missing_ok=True)
+    return groups

@@ -46,6 +46,8 @@ class Group:
     """Reason -> session ids or call refs left out (error, stale, tree filters)."""
     statuses: dict[str, int] = field(default_factory=dict)
     calls: int = 0
+    generated_tokens: int = 0
+    """Completion tokens the policy sampled for this group (replayed and scripted calls not counted)."""
     versions: set[int] = field(default_factory=set)
     """Policy versions that sampled the group's calls (as recorded in every capture)."""
 
@@ -127,6 +129,7 @@ def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *,
     for ep in episodes:
         group.statuses[ep.status] = group.statuses.get(ep.status, 0) + 1
         group.calls += len(ep.calls)
+        group.generated_tokens += sum(len(c.completion_ids or ()) for c in ep.calls if c.token_source == "sampled")
         reward = episode_reward(ep, crashed, crashed_reward)
         if reward is None:
             dropped[ep.status].append(ep.session_id)  # "error" or "crashed"
@@ -211,6 +214,7 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     for g in batch.all_groups:
         by_harness[g.harness].extend(g.rewards.values())
         out[f"calls/{g.harness}"] = out.get(f"calls/{g.harness}", 0.0) + g.calls
+        out["generated_tokens"] = out.get("generated_tokens", 0.0) + g.generated_tokens
         for status, k in g.statuses.items():
             out[f"episodes_{status}/{g.harness}"] = out.get(f"episodes_{status}/{g.harness}", 0.0) + k
         masked = float(len(g.dropped.get("crashed", [])))

@@ -200,7 +200,10 @@ class RolloutStream:
     def run_now(self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *,
                 replays: Sequence[tuple[str, int]] | None = None) -> list[list[EpisodeResult]]:
         """Run one group per pair beside the training stream (evaluation, branches) and wait for all of them."""
-        gids = self.request(pairs, n, side=True, replays=replays)
+        return self.wait(self.request(pairs, n, side=True, replays=replays))
+
+    def wait(self, gids: Sequence[int]) -> list[list[EpisodeResult]]:
+        """The episodes of the side groups ``gids`` (``request(..., side=True)``), once all have finished."""
         out = []
         for gid in gids:
             while gid not in self._side:

@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["CallRecord", "TokenSource"]
 
-TokenSource = Literal["sampled", "tokenized", "none"]
+TokenSource = Literal["sampled", "tokenized", "replayed", "none"]
+"""``replayed``: a recorded call's ids answered again (``ReplayBackend``): context in a tree, never trained twice."""
 
 
 class CallRecord(BaseModel):

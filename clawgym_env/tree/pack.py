@@ -72,6 +72,7 @@ class PackedTree:
     rollout_ids: list[str]
     call_tokens: dict[CallRef, torch.Tensor] = field(default_factory=dict)  # completion token indices per call
     context_tokens: int = 0  # ancestor tokens re-included only as context (split packs)
+    spans: list[tuple[TreeNode, int, int]] = field(default_factory=list)  # (node, first index, tokens laid out), per node
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -148,6 +149,7 @@ class PackedTree:
             rollout_ids=list(self.rollout_ids),
             call_tokens=dict(self.call_tokens),
             context_tokens=self.context_tokens + extra,
+            spans=list(self.spans),
         )
 
     def token_logprobs(self, logits: torch.Tensor) -> torch.Tensor:
@@ -292,6 +294,7 @@ def _layout(trees: Sequence[PrefixTree], plan: _Plan) -> PackedTree:
         context_tokens=context,
     )
     packed.call_tokens = _call_tokens(trees, plan, start)
+    packed.spans = [(node, s, plan[node][0]) for node, s in start.items()]
     return packed
 
 

@@ -75,7 +75,7 @@ def test_a_branched_group_runs_through_the_executor_and_shares_the_replayed_call
     from clawgym_env.models.testing import tiny_model_path
     from clawgym_env.proxy import ScriptedBackend
     from clawgym_env.task import load_suite
-    from trainers.branching import sample_branched_group
+    from trainers.branching import sample_branched_groups
     from trainers.rollout_stream import RolloutStream, local_executor
 
     suite = load_suite(Path(__file__).resolve().parents[1] / "harnesses" / "tasks" / "h6-smoke")
@@ -96,8 +96,8 @@ def test_a_branched_group_runs_through_the_executor_and_shares_the_replayed_call
     loop.run(executor.start())
     stream = RolloutStream(executor, loop, num_generations=1, next_pair=lambda: (task, "custom"))
     try:
-        eps = sample_branched_group(stream, (task, "custom"), roots=1, branches=3, workdir=tmp_path,
-                                    rng=random.Random(3))
+        [eps] = sample_branched_groups(stream, [(task, "custom")], roots=1, points=3, workdir=tmp_path,
+                                       rng=random.Random(3))
     finally:
         stream.close()
         loop.run(executor.stop())
@@ -109,7 +109,9 @@ def test_a_branched_group_runs_through_the_executor_and_shares_the_replayed_call
         assert 1 <= k < len(root.calls)
         for a, c in zip(root.calls[:k], b.calls[:k], strict=True):
             assert c.meta["replayed_from"] == root.session_id and c.completion_ids == a.completion_ids
+            assert c.token_source == "replayed"  # context in the group's tree, trained where the root sampled it
             assert c.prompt_ids == a.prompt_ids
     forest = build_forest([ep.calls for ep in eps])
     alone = sum(build_forest([ep.calls]).num_tokens for ep in eps)
     assert forest.num_tokens < alone  # the replayed prefixes are stored and trained once
+    assert not list(tmp_path.iterdir())  # the roots' captures written for the replays are gone

@@ -196,7 +196,15 @@ class TreeTrainerBase:
         return self.rollouts.next_batch(self.policy_version, self.policy_weights())
 
     def slots(self, batch: RolloutBatch) -> tuple[list[PackSlot], list[tuple[int, str]]]:
-        """Pack every trained group's tree; number rollouts globally as (group index, session id)."""
+        """Pack every trained group's tree; number rollouts globally as (group index, session id).
+
+        A pair is (token, rollout): one per call that sampled the token, each with its rollout's
+        advantage. With ``branching`` it is one per loss token (its first sampler's rollout), and
+        ``extra`` holds the tree quantities its advantage comes from (``trainers.branching.token_values``):
+        ``node_value`` (mean reward of the leaves under the token's node) and ``step_advantage``.
+        """
+        from trainers.branching import token_values
+
         rollouts: list[tuple[int, str]] = []
         index: dict[tuple[int, str], int] = {}
         out: list[PackSlot] = []
@@ -208,7 +216,13 @@ class TreeTrainerBase:
                 rollouts.append((gi, ep))
             for pack in pack_trees(group.tree, self.config.pack_max_tokens):
                 local = torch.tensor([index[(gi, r)] for r in pack.rollout_ids], dtype=torch.long)
-                out.append(PackSlot(pack, group, pack.sampler_token.clone(), local[pack.sampler_rollout]))
+                if not self.config.branching:
+                    out.append(PackSlot(pack, group, pack.sampler_token.clone(), local[pack.sampler_rollout]))
+                    continue
+                tok = pack.loss_mask.nonzero().squeeze(1)
+                value, adv = token_values(pack, group.tree, group.rewards)
+                out.append(PackSlot(pack, group, tok, local[pack.rollout_index[tok]],
+                                    extra={"node_value": value[tok], "step_advantage": adv[tok]}))
         return out, rollouts
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:

@@ -22,6 +22,7 @@ from trainers.rollout_stream import RolloutStream, local_executor, rollout_confi
 
 if TYPE_CHECKING:
     from clawgym_env._sync import LoopThread
+    from clawgym_env.episode import EpisodeResult
     from clawgym_env.executors import Executor
     from trainers.tree_grpo.config import TreeGRPOConfig
 
@@ -154,18 +155,34 @@ class TrainingRollouts:
         stream = self.stream()
         if fresh and policy_version:
             self.push(weights, policy_version)  # a resumed run: the rollout side starts at the trainer's version
-        done, refused = stream.take(c.pairs_per_step, keep=lambda g: group_staleness(g.episodes, policy_version) <= c.max_staleness)
-        self.groups_stale += refused
-        done.sort(key=lambda g: g.gid)  # request order, not finish order: a seeded run sums its loss in the same order
+        if c.branching:
+            groups, refused = self._branched_groups(stream), 0
+        else:
+            done, refused = stream.take(c.pairs_per_step,
+                                        keep=lambda g: group_staleness(g.episodes, policy_version) <= c.max_staleness)
+            self.groups_stale += refused
+            done.sort(key=lambda g: g.gid)  # request order, not finish order: a seeded run sums its loss in the same order
+            groups = [(*g.pair, g.episodes) for g in done]
         filters = tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents)
-        batch = build_batch([(*g.pair, g.episodes) for g in done], filters=filters, policy_version=policy_version,
+        batch = build_batch(groups, filters=filters, policy_version=policy_version,
                             skip_zero_variance=c.skip_zero_variance, crashed=c.crashed_episodes,  # type: ignore[arg-type]
                             crashed_reward=c.crashed_reward)
-        lags = [group_staleness(g.episodes, policy_version) for g in done]
+        lags = [group_staleness(eps, policy_version) for _, _, eps in groups]
         self.staleness.update(lags)
         batch.metrics.update({"groups_stale": float(refused), "staleness/mean": sum(lags) / max(1, len(lags)),
                               "rollout_idle_share": self.idle_share()})
         return batch
+
+    def _branched_groups(self, stream: RolloutStream) -> list[tuple[Any, Any, list[EpisodeResult]]]:
+        """``pairs_per_step`` groups sampled as trees (``trainers.branching``): roots, then branches of them."""
+        from trainers.branching import sample_branched_groups
+
+        c = self.config
+        pairs = [self._next_pair() for _ in range(c.pairs_per_step)]
+        eps = sample_branched_groups(stream, pairs, roots=int(c.num_generations or 1), points=c.branch_points,
+                                     per_point=c.branches_per_point, mode=c.branch_strategy,  # type: ignore[arg-type]
+                                     rng=self.rng, workdir=stream.out_dir / "branch-roots")
+        return [(*pair, group) for pair, group in zip(pairs, eps, strict=True)]
 
     def idle_share(self) -> float:
         """Share of lane time since the last call that no attempt was running (1.0: the workers sat idle)."""

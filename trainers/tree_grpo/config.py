@@ -68,6 +68,18 @@ class TreeGRPOConfig(GRPOConfig):
     episode_wall_time_s: float | None = field(
         default=None, metadata={"help": "Wall-time limit per episode in seconds (default: the task's)."}
     )
+    # Branching (trainers/branching.py): a group is a tree of rollouts, not num_generations chains
+    branching: bool = field(
+        default=False, metadata={"help": "Sample each group as num_generations root rollouts plus branches replayed from "
+                                         "their calls (ReplayBackend) and sampled from call k on; advantages are TreeRL's per "
+                                         "node (PPO: returns are subtree means), replayed tokens train once."}
+    )
+    branch_points: int = field(default=2, metadata={"help": "With --branching: calls per group to branch at (spread over the roots)."})
+    branches_per_point: int = field(default=1, metadata={"help": "With --branching: continuations sampled at each branch point."})
+    branch_strategy: str = field(
+        default="uniform", metadata={"help": "With --branching: 'uniform' (any call after the first) or 'entropy' (the calls "
+                                             "whose sampled tokens had the highest mean surprisal)."}
+    )
     # Parameters that control which rollouts train
     is_cap: float = field(
         default=2.0, metadata={"help": "Cap c of the truncated importance weight min(exp(logp_old - logp_rollout), c)."}
@@ -152,6 +164,24 @@ class TreeGRPOConfig(GRPOConfig):
         """Task ids to train on; empty means every task of the suite."""
         return _split(self.tasks)
 
+    def _check_branching(self) -> None:
+        if self.branch_strategy not in ("uniform", "entropy"):
+            raise ConfigError(f"branch_strategy={self.branch_strategy!r}: set 'uniform' or 'entropy'")
+        if self.branch_points < 1 or self.branches_per_point < 1:
+            raise ConfigError(f"branch_points={self.branch_points}, branches_per_point={self.branches_per_point}: set both >= 1")
+        if not self.branching:
+            changed = [f"{k}={getattr(self, k)!r}" for k, d in (("branch_points", 2), ("branches_per_point", 1),
+                                                                ("branch_strategy", "uniform")) if getattr(self, k) != d]
+            if changed:
+                raise ConfigError(f"{', '.join(changed)} only act with branching; set --branching true (or drop them)")
+            return
+        if self.async_rollouts:
+            raise ConfigError("branching samples a group's branches after its roots finish, within the step; "
+                              "set --async_rollouts false")
+        if self.executor != "local":
+            raise ConfigError("branching replays root captures written on the trainer's machine, which Ray workers on other "
+                              "nodes cannot read; set --executor local")
+
     def _check_tree_fields(self) -> None:
         names = self.harness_names
         if not names:
@@ -167,8 +197,10 @@ class TreeGRPOConfig(GRPOConfig):
             )
         if any(w < 0 for w in weights) or sum(weights) <= 0:
             raise ConfigError(f"TreeGRPOConfig.mix_weights={weights}: set non-negative weights with a positive sum")
+        self._check_branching()
         if self.num_generations is None or self.num_generations < 2:
-            raise ConfigError(f"num_generations={self.num_generations}: set num_generations >= 2 (a group needs a baseline)")
+            raise ConfigError(f"num_generations={self.num_generations}: set num_generations >= 2 (a group needs a baseline; "
+                              "with --branching these are the roots)")
         if self.loss_type not in LOSS_TYPES:
             raise ConfigError(f"loss_type={self.loss_type!r}: set loss_type to one of {list(LOSS_TYPES)}")
         if self.importance_sampling_level != "token":

@@ -5,7 +5,9 @@ TRL removed its PPO trainer in 1.13, so this is ours, built on the same pieces a
 (engine, clipped loss, truncated importance weights, ``loss_type`` normalisation). ``s_t`` is the
 prefix a token was sampled after: its value is read at the token's parent position in the packed
 tree, so a prefix shared by several rollouts is valued once and regressed on each rollout's return
-(one (token, rollout) pair each), which is what independent branches mean on a tree.
+(one (token, rollout) pair each), which is what independent branches mean on a tree. With
+``branching`` a token has one pair, regressed on its node's subtree mean return (the Monte Carlo
+value the group's branches measured there): replayed prefixes are not counted once per branch.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class TreePPOTrainer(TreeTrainerBase):
             dtype = next(self.value_model.parameters()).dtype
             values = self.value_model(**s.pack.model_inputs(self.mask_kind, dtype=dtype, device=self.device))  # type: ignore[arg-type]
             v = values[s.pack.prev_index[s.pair_token].to(values.device)]
-            ret = returns[s.pair_rollout].to(v.device)
+            ret = (s.extra["node_value"] if c.branching else returns[s.pair_rollout]).to(v.device)
             old = s.extra.get("old_values", v.detach())
             s.extra["old_values"] = old
             loss = c.vf_coef * value_loss(v, ret, torch.full_like(v, 1.0 / total), old_values=old, clip=c.cliprange_value)

@@ -62,7 +62,7 @@ class Completion:
     ({"content", "tool_calls", "reasoning_content"}) instead of raw text."""
     usage: dict[str, int] = field(default_factory=dict)
     token_source: str | None = None
-    """"sampled", "tokenized" (ids made by tokenizing text, e.g. scripted) or "none"; None lets the
+    """"sampled", "tokenized" (ids made by tokenizing text, e.g. scripted), "replayed" (a recorded call's ids) or "none"; None lets the
     proxy decide ("sampled" when completion_ids are given, else "none")."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Merged into the call's ``CallRecord.meta`` (e.g. a replayed call's source, a branch point)."""

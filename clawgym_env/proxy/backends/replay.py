@@ -4,7 +4,9 @@ A harness process cannot be forked, but its model calls can be answered again. A
 sandbox and harness run the same task; this backend answers call i < k with call i's recorded
 completion (the same token ids and logprobs, so the proxy splices the same ids into later
 prompts), and from call k on hands every call to the wrapped policy. Built into one forest, the
-recorded episode and its branches share calls 0..k-1 token for token and split at call k.
+recorded episode and its branches share calls 0..k-1 token for token and split at call k. A
+replayed call is captured with ``token_source="replayed"``: its tokens are the recording's, so a
+tree trains them where the recording sampled them and never again for the branch.
 
 Each replayed call is first checked against the recorded request, normalised as the proxy
 already normalises (tool-call ids by order of first use, assistant turns by content and calls)
@@ -178,7 +180,7 @@ class ReplayBackend(PolicyBackend):
             completion_ids=list(rec.completion_ids),
             logprobs=list(rec.logprobs) if rec.logprobs is not None else None,
             text=rec.completion_text, finish_reason=rec.finish_reason or "stop", policy_version=rec.policy_version,
-            token_source=rec.token_source, meta={"replayed_from": rec.session_id},
+            token_source="replayed", meta={"replayed_from": rec.session_id},
         )
 
     def _stop_message(self) -> str:
