@@ -59,13 +59,19 @@ def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVLLM]:
     """One real vLLM server per session, started through the project's own launcher.
 
     Needs the CPU build in its venv: ``bash scripts/vllm-up.sh`` (scripts/test.sh runs it).
+    ``CLAWGYM_VLLM_TEST_URL`` (by hand, never in CI) names a server already started by
+    ``launch_vllm_server`` on that folder with the same flags, so repeated runs skip its ~2-min start.
     """
+    import os
     import socket
 
     from clawgym_env.models.smollm2 import default_model_path
     from clawgym_env.proxy.backends.vllm_server import launch_vllm_server
 
     model = default_model_path()
+    if url := os.environ.get("CLAWGYM_VLLM_TEST_URL"):
+        yield RealVLLM(url.rstrip("/"), model, Path(os.devnull))
+        return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
