@@ -165,6 +165,12 @@ def main() -> None:
     ap.add_argument("--serve-bare", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
+        if os.environ.get("CLAWGYM_BENCH_PROFILE"):  # cProfile the server process (where proxy CPU goes)
+            import cProfile
+            with cProfile.Profile() as prof:
+                asyncio.run(_serve(args.sessions, args.serve))
+            prof.dump_stats(os.environ["CLAWGYM_BENCH_PROFILE"])
+            return
         asyncio.run(_serve(args.sessions, args.serve))
         return
     if args.serve_bare:

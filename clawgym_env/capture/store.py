@@ -1,16 +1,22 @@
 """Append-only JSONL capture of one episode: one CallRecord per line.
 
 Each line is serialised as soon as its call ends and handed to the OS either at once (``write``)
-or by a worker thread a moment later (``append_soon``, the proxy's path: a Claude Code record is
+or by the capture thread a moment later (``append_soon``, the proxy's path: a Claude Code record is
 ~100 kB, and writing it on the event loop was the largest single cost of a proxied call), then
 fsynced off the event loop, so a crash loses at most the calls of the last few milliseconds.
 The reader tolerates a torn last line, which is exactly what such a crash leaves behind.
+
+One daemon thread per process writes and fsyncs for every writer: the event loop only appends
+to a list and puts the writer on a queue (no executor future, no loop wake-up per call), and
+writers queued while an fsync runs share the next round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,7 +26,51 @@ import orjson
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import CaptureError
 
-__all__ = ["CaptureWriter", "read_capture"]
+__all__ = ["JSON_OPTIONS", "CaptureWriter", "read_capture"]
+
+JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+"""How a capture line is encoded; a value spliced into a line as ``orjson.Fragment`` must be encoded so too."""
+
+
+class _Syncer:
+    """The process's capture thread: writes pending lines and fsyncs each queued writer once per round."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[CaptureWriter] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, writer: CaptureWriter) -> None:
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="clawgym-capture", daemon=True)
+                    self._thread.start()
+        self._queue.put(writer)
+
+    def _run(self) -> None:
+        while True:
+            self.flush(self._queue.get())
+
+    def flush(self, first: CaptureWriter | None = None) -> None:
+        """Sync ``first`` and every writer queued now (also at interpreter exit: daemon threads just stop)."""
+        batch = {} if first is None else {id(first): first}
+        while True:
+            try:
+                w = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            batch[id(w)] = w
+        for w in batch.values():
+            w._queued = False
+            try:
+                w.sync()
+            except (OSError, ValueError):  # closed under us: close() synced already
+                pass
+
+
+_SYNCER = _Syncer()
+atexit.register(_SYNCER.flush)
 
 
 class CaptureWriter:
@@ -32,15 +82,14 @@ class CaptureWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the session
         self._closed = False
-        self._dirty = False
-        self._syncer: asyncio.Task[None] | None = None
+        self._queued = False  # on the capture thread's queue
         self._pending: list[bytes] = []
         self._lock = threading.Lock()  # the file is appended from the loop and from worker threads
 
     @staticmethod
     def _line(record: CallRecord | dict[str, Any]) -> bytes:
         data = record if isinstance(record, dict) else record.__dict__
-        return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS) + b"\n"
+        return orjson.dumps(data, option=JSON_OPTIONS) + b"\n"
 
     def write(self, record: CallRecord | dict[str, Any]) -> None:
         """Append one record and hand it to the OS (survives a process crash)."""
@@ -52,15 +101,18 @@ class CaptureWriter:
             self._fh.write(line)
 
     def append_soon(self, record: CallRecord | dict[str, Any]) -> None:
-        """Serialise one record now; a worker thread writes and fsyncs it (call from the event loop)."""
+        """Serialise one record now; the capture thread writes and fsyncs it within milliseconds."""
         if self._closed:
             raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
         line = self._line(record)
         with self._lock:
             self._pending.append(line)
-        self._dirty = True
-        if self._syncer is None or self._syncer.done():
-            self._syncer = asyncio.get_running_loop().create_task(self._sync_loop())
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._queued:
+            self._queued = True
+            _SYNCER.submit(self)
 
     def _drain(self) -> None:
         if self._pending:
@@ -83,20 +135,10 @@ class CaptureWriter:
             await asyncio.to_thread(self.sync)
 
     def sync_soon(self) -> None:
-        """Schedule an fsync off the event loop; calls arriving meanwhile share the next one."""
+        """Have the capture thread write what is pending and fsync; calls arriving meanwhile share the next one."""
         if self._closed or not (self.fsync or self._pending):
             return
-        self._dirty = True
-        if self._syncer is None or self._syncer.done():
-            self._syncer = asyncio.get_running_loop().create_task(self._sync_loop())
-
-    async def _sync_loop(self) -> None:
-        while self._dirty and not self._closed:
-            self._dirty = False
-            try:
-                await asyncio.to_thread(self.sync)
-            except (OSError, ValueError):  # closed under us: close() synced already
-                return
+        self._schedule()
 
     def close(self) -> None:
         """Sync and close; idempotent."""

@@ -16,6 +16,7 @@ import orjson
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.capture.store import CaptureWriter
 from clawgym_env.errors import ProxyError
+from clawgym_env.proxy._history import SharedHistory
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments
 from clawgym_env.proxy._output import parse_model_output
 from clawgym_env.proxy._tito import PromptBuilder
@@ -74,6 +75,7 @@ class ProxySession:
         self.egress: list[CallRecord] = []
         """Attempts to reach anything but the proxy (``clawgym_env.proxy.egress``), refused with 403."""
         self.ids = ToolIdMap()
+        self.history = SharedHistory()
         self._calls: list[CallRecord] = []
         self._next_index = 0
         self._over_limit = False
@@ -102,6 +104,11 @@ class ProxySession:
         i = self._next_index
         self._next_index += 1
         return i
+
+    def share(self, parsed: ParsedRequest) -> None:
+        """Swap in the last call's equal message/tool objects and attach their JSON (``SharedHistory``)."""
+        parsed.messages, parsed.tools, parsed.messages_json, parsed.tools_json = self.history.share(
+            parsed.messages, parsed.tools)
 
     def _sampling(self, parsed: ParsedRequest) -> dict[str, Any]:
         s: dict[str, Any] = {"max_tokens": parsed.max_tokens or 1024, "temperature": parsed.temperature,
@@ -189,12 +196,20 @@ class ProxySession:
                      prompt_tokens=n_prompt, completion_tokens=n_out, response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(),
                      created=int(time.time()))
 
-    def record(self, rec: dict[str, Any]) -> CallRecord:
-        """Store a finished call in memory and queue it for the capture file (written off the loop within ms)."""
+    def record(self, rec: dict[str, Any], parsed: ParsedRequest | None = None) -> CallRecord:
+        """Store a finished call in memory and queue it for the capture file (written off the loop within ms).
+
+        ``parsed`` (the call's shared request) lends its messages' and tools' JSON to the capture line.
+        """
         record = CallRecord.model_construct(**rec)
         self._calls.append(record)
         if self._writer is not None and self.state is SessionState.OPEN:  # a call outliving close stays in memory
-            self._writer.append_soon(record)
+            data: CallRecord | dict[str, Any] = record
+            if parsed is not None and parsed.messages_json is not None and parsed.tools_json is not None \
+                    and record.messages is parsed.messages and record.tools is parsed.tools:
+                data = {**record.__dict__, "messages": orjson.Fragment(parsed.messages_json),
+                        "tools": orjson.Fragment(parsed.tools_json)}
+            self._writer.append_soon(data)
         return record
 
     def close(self) -> list[CallRecord]:
@@ -208,4 +223,6 @@ class ProxySession:
 
 def _estimate(parsed: ParsedRequest) -> int:
     """Prompt size for backends that report none (~4 bytes per token); harnesses budget context by it."""
+    if parsed.messages_json is not None and parsed.tools_json is not None:
+        return (len(parsed.messages_json) + len(parsed.tools_json)) // 4
     return (len(orjson.dumps(parsed.messages)) + len(orjson.dumps(parsed.tools))) // 4

@@ -76,7 +76,6 @@ class ScriptedBackend(PolicyBackend):
         self._pos = 0
         self._tokenizer = tokenizer
         self.TOKEN_LEVEL = tokenizer is not None  # type: ignore[misc]
-        self.requests: list[CompletionRequest] = []
 
     @classmethod
     def from_file(cls, path: Path | str, *, tokenizer: Any | None = None) -> ScriptedBackend:
@@ -118,7 +117,6 @@ class ScriptedBackend(PolicyBackend):
         return self._tokenizer
 
     async def handle(self, request: CompletionRequest) -> Completion:
-        self.requests.append(request)
         reply = await self._pick(request)
         return self._to_completion(reply)
 

@@ -33,6 +33,9 @@ class ParsedRequest:
     seed: int | None = None
     include_usage: bool = False
     """OpenAI Chat ``stream_options.include_usage``."""
+    messages_json: bytes | None = None
+    tools_json: bytes | None = None
+    """``messages``/``tools`` as the capture encodes them, once the session has shared them with its last call."""
 
 
 @dataclass

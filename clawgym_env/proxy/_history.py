@@ -1,0 +1,56 @@
+"""Reusing what a harness resends: the previous call's message objects and their JSON.
+
+A harness sends its whole history (and its tool schemas, ~40 kB for Claude Code) on every call.
+Parsing yields fresh objects each time; keeping them in every call record made each record
+O(history) objects for the cyclic GC to scan again and again, and the capture line re-encoded the
+whole history on every call. When a message (or the tool list) serialises to the same bytes as
+the one the previous call had at the same place, the earlier object is used instead (bytes, not
+``==``: ``1 == 1.0 == True``), so the record, the capture line and the prompt are byte-identical
+to the unshared ones, and the capture line splices the JSON in rather than encoding it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from clawgym_env.capture.store import JSON_OPTIONS
+
+__all__ = ["SharedHistory"]
+
+Json = bytes
+
+
+class SharedHistory:
+    """One session's last request in neutral form, each message with its JSON (``orjson.dumps``)."""
+
+    def __init__(self) -> None:
+        self._messages: list[tuple[dict[str, Any], Json]] = []
+        self._tools: tuple[list[dict[str, Any]], Json] = ([], b"[]")
+        self._system: tuple[dict[str, Any] | None, str] = (None, "")
+
+    def share(self, messages: list[dict[str, Any]],
+              tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Json, Json]:
+        """``messages`` and ``tools`` with earlier equal objects substituted, and their JSON arrays."""
+        prev = self._messages
+        out: list[tuple[dict[str, Any], Json]] = []
+        for i, m in enumerate(messages):
+            j = orjson.dumps(m, option=JSON_OPTIONS)
+            out.append(prev[i] if i < len(prev) and prev[i][1] == j else (m, j))
+        self._messages = out
+        tj = orjson.dumps(tools, option=JSON_OPTIONS)
+        if tj != self._tools[1]:
+            self._tools = (tools, tj)
+        shared = [m for m, _ in out]
+        return shared, self._tools[0], b"[" + b",".join(j for _, j in out) + b"]", self._tools[1]
+
+    def system_hash(self, messages: list[dict[str, Any]]) -> str | None:
+        """Short digest of the system prompt (which agent prompt a call ran under), once per system message."""
+        if not messages or messages[0]["role"] != "system":
+            return None
+        if self._system[0] is not messages[0]:
+            digest = hashlib.blake2b(messages[0]["content"].encode(), digest_size=6).hexdigest()
+            self._system = (messages[0], digest)
+        return self._system[1]

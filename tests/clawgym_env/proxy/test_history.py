@@ -1,0 +1,61 @@
+"""Resent history shares the previous call's objects, and the capture stays byte-identical to an unshared one."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anthropic
+import orjson
+
+from clawgym_env.capture import CallRecord, CaptureWriter, read_capture
+from clawgym_env.capture.store import JSON_OPTIONS
+from clawgym_env.proxy import ProxyServer, ScriptedBackend
+from clawgym_env.proxy._history import SharedHistory
+
+from .conftest import WRITE_CALL, WRITE_TOOL_ANTHROPIC
+
+
+async def test_resent_history_is_shared_and_the_capture_is_what_an_unshared_record_encodes(
+        server: ProxyServer, tmp_path: Path) -> None:
+    path = tmp_path / "ep.jsonl"
+    sess = server.open_session(ScriptedBackend([WRITE_CALL, "done", "again"]), capture_path=path)
+    c = anthropic.AsyncAnthropic(base_url=server.url, api_key=sess.api_key, max_retries=0)
+    user = {"role": "user", "content": "create a.txt"}
+    r1 = await c.messages.create(model="m", max_tokens=64, system="be brief", messages=[user], tools=[WRITE_TOOL_ANTHROPIC])
+    (block,) = r1.content
+    history = [user, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in r1.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "written"}]}]
+    await c.messages.create(model="m", max_tokens=64, system="be brief", messages=history, tools=[WRITE_TOOL_ANTHROPIC])
+    # the harness resends the tool call changed only by a float (1.0 == 1 in Python, not in JSON)
+    history[1]["content"][0]["input"] = {**block.input, "mode": 1.0}
+    await c.messages.create(model="m", max_tokens=64, system="be brief", messages=history, tools=[WRITE_TOOL_ANTHROPIC])
+    calls = await server.close_session(sess.session_id)
+    a, b, d = (r.messages for r in calls)
+    assert b[0] is a[0] and b[1] is a[1]  # system and first user turn: the same objects
+    assert calls[1].tools is calls[0].tools
+    assert d[1] is b[1] and d[2] is not b[2]  # the changed tool call is the harness's own new value
+    assert d[2]["tool_calls"][0]["function"]["arguments"]["mode"] == 1.0
+    lines = path.read_bytes().splitlines()
+    assert lines == [orjson.dumps(r.__dict__, option=JSON_OPTIONS) for r in calls]
+    assert b'"mode":1.0' in lines[2]
+    assert read_capture(path) == calls
+
+
+def test_share_compares_bytes_not_values() -> None:
+    h = SharedHistory()
+    first = [{"role": "system", "content": "s"}, {"role": "user", "content": "x", "n": 1}]
+    h.share(first, [])
+    again, _, mj, tj = h.share([{"role": "system", "content": "s"}, {"role": "user", "content": "x", "n": True}], [])
+    assert again[0] is first[0] and again[1] is not first[1] and again[1]["n"] is True
+    assert mj == orjson.dumps(again) and tj == b"[]"
+
+
+def test_capture_thread_writes_without_close(tmp_path: Path) -> None:
+    w = CaptureWriter(tmp_path / "ep.jsonl")
+    w.append_soon(CallRecord(session_id="ep", call_index=0, dialect="anthropic"))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "ep.jsonl").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [r.call_index for r in read_capture(tmp_path / "ep.jsonl")] == [0]  # a crash now loses nothing
+    w.close()
