@@ -188,6 +188,7 @@ def main() -> None:
               f"+{added * 1e3:.2f} ms server CPU per call (1 client)")
     if not args.no_tito:
         _tito_cost()
+    print(f"  load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
 
 
 def _measure(kind: str, args: argparse.Namespace) -> dict:
@@ -261,20 +262,27 @@ def _tito_cost() -> None:
         row = []
         for incremental in (False, True):
             times: list[float] = []
+            cpu: list[float] = []
+            total: list[float] = []
             for _ in range(3):  # three replays; the first call of each replay is a cold start
                 pb = PromptBuilder(tok, incremental=incremental)
                 for c in calls:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.thread_time()
                     ids, _ = pb.build(c.messages, c.tools)
                     times.append(time.perf_counter() - t0)
+                    cpu.append(time.thread_time() - c0)
                     if ids != c.prompt_ids:
                         print(f"  !! {harness} call {c.call_index}: prompt ids differ from the recorded ones")
                     pb.remember(c.messages, c.tools, ids, c.completion_ids, c.response)
+                    total.append(time.perf_counter() - t0)
             later = [t for i, t in enumerate(times) if i % len(calls)]
+            later_cpu = [t for i, t in enumerate(cpu) if i % len(calls)]
+            later_total = [t for i, t in enumerate(total) if i % len(calls)]
             row.append(f"{'incremental' if incremental else 'full render'} median {statistics.median(later) * 1e3:.2f} ms, "
-                       f"p95 {_pct(later, 95) * 1e3:.2f} ms")
+                       f"p95 {_pct(later, 95) * 1e3:.2f} ms (CPU {statistics.median(later_cpu) * 1e3:.2f} ms; "
+                       f"with remember() {statistics.median(later_total) * 1e3:.2f} ms)")
         print(f"  TITO prompt building, golden {harness} ({len(calls)} calls, "
-              f"{len(calls[-1].prompt_ids or [])} prompt tokens at the end), calls 2..N: " + "; ".join(row))
+              f"{len(calls[-1].prompt_ids or [])} prompt tokens at the end), calls 2..N, build(): " + "; ".join(row))
 
 
 def _proc_cpu(pid: int) -> float:

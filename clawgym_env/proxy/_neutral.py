@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["ToolIdMap", "message_key", "parse_arguments", "prefix_keys", "text_of"]
+__all__ = ["HistoryKeys", "ToolIdMap", "history_keys", "message_key", "parse_arguments", "text_of"]
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -115,12 +115,49 @@ def message_key(message: dict[str, Any]) -> bytes:
     return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
 
 
-def prefix_keys(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[bytes]:
-    """keys[k] identifies (tools, messages[:k]) for k = 0..len(messages)."""
-    h = hashlib.blake2b(orjson.dumps(tools, option=orjson.OPT_SORT_KEYS), digest_size=16)
-    keys = [h.digest()]
-    for m in messages:
-        h.update(b"\x00")
-        h.update(message_key(m))
-        keys.append(h.copy().digest())
-    return keys
+class HistoryKeys:
+    """Both key chains of (tools, messages[:k]) for k = 0..len(messages), in one pass over the history.
+
+    ``prefix`` keys compare turns the TITO prefix index's way (``message_key``: assistant turns on their
+    content and tool calls); ``exact`` keys identify the rendered prefix byte for byte (each message's JSON as
+    it is). A harness resends its history, so each message's JSON is compared with the one at its place in the
+    previous list and, while they agree, that list's keys are reused: only what is new is hashed.
+    """
+
+    def __init__(self) -> None:
+        self._tools = b"\x00"  # not any tool list's JSON
+        self._seed: tuple[Any, Any] = (None, None)
+        self._last: list[tuple[bytes, bytes, bytes, Any, Any]] = []  # per message: json, prefix, exact, states
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[bytes], list[bytes]]:
+        tj = orjson.dumps(tools)
+        if tj != self._tools:
+            h = hashlib.blake2b(tj, digest_size=16)
+            self._tools, self._seed, self._last = tj, (h, h.copy()), []
+        hp, he = self._seed
+        prefix, exact = [hp.digest()], [he.digest()]
+        last, out = self._last, []
+        same = True  # messages[:i] are the previous list's, so its keys hold up to here
+        for i, m in enumerate(messages):
+            j = orjson.dumps(m)
+            same = same and i < len(last) and last[i][0] == j
+            if same:
+                entry = last[i]
+            else:
+                hp, he = (out[-1][3], out[-1][4]) if out else self._seed
+                hp, he = hp.copy(), he.copy()
+                hp.update(b"\x00")
+                hp.update(message_key(m) if m.get("role") == "assistant" else j)
+                he.update(b"\x01")
+                he.update(j)
+                entry = (j, hp.digest(), he.digest(), hp, he)
+            out.append(entry)
+            prefix.append(entry[1])
+            exact.append(entry[2])
+        self._last = out
+        return prefix, exact
+
+
+def history_keys(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[bytes], list[bytes]]:
+    """``HistoryKeys`` without memory of an earlier list."""
+    return HistoryKeys()(messages, tools)

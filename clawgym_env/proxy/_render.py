@@ -25,9 +25,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-import orjson
-
-__all__ = ["IncrementalRenderer", "exact_keys"]
+__all__ = ["IncrementalRenderer"]
 
 log = logging.getLogger(__name__)
 
@@ -36,17 +34,6 @@ _UNSAFE_TEMPLATES: set[str] = set()
 _CHECKED: dict[str, int] = {}
 """Per template digest: how many windows with a shifted head or dropped tools were checked."""
 _FIRST_CHECKS = 3
-
-
-def exact_keys(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[bytes]:
-    """keys[j] identifies (tools, messages[:j]) byte for byte (unlike ``prefix_keys``, nothing normalised)."""
-    h = hashlib.blake2b(orjson.dumps(tools, option=orjson.OPT_SORT_KEYS), digest_size=16)
-    keys = [h.digest()]
-    for m in messages:
-        h.update(b"\x01")
-        h.update(orjson.dumps(m, option=orjson.OPT_SORT_KEYS))
-        keys.append(h.copy().digest())
-    return keys
 
 
 class IncrementalRenderer:
@@ -66,6 +53,8 @@ class IncrementalRenderer:
         self.incremental = incremental
         self.verify_every = verify_every
         self._texts: OrderedDict[bytes, str] = OrderedDict()
+        self._heads: OrderedDict[bytes, str] = OrderedDict()
+        """keys[i] -> the window head [messages[0], messages[i-1]] rendered: one call's windows mostly start at one i."""
         self._cache_size = cache_size
         self.windowed = 0
         self.full = 0
@@ -79,26 +68,32 @@ class IncrementalRenderer:
         return out if isinstance(out, str) else str(out)
 
     def render(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool,
-               keys: list[bytes]) -> str:
-        """``apply(messages[:j], tools, gen)``, from the longest prefix rendered before.
+               keys: list[bytes], start: int | None = None) -> str:
+        """``apply(messages[:j], tools, gen)``, from the longest prefix rendered before (up to ``start``).
 
-        ``keys`` is ``exact_keys(messages, tools)``; the result (without the generation prompt)
-        is remembered for later calls.
+        ``keys`` is the exact chain of ``HistoryKeys`` for (messages, tools); the result (without the generation prompt)
+        is remembered for later calls. ``start`` (see ``base``) lets every render of one call window from one prefix,
+        so they share one rendered head.
         """
         text = None if gen else self._texts.get(keys[j])
         if text is not None:
             self._texts.move_to_end(keys[j])
             return text
         if self.incremental and self._digest not in _UNSAFE_TEMPLATES:
-            i = next((i for i in range(j, 1, -1) if keys[i] in self._texts), 0)
+            top = j - gen if start is None else min(start, j)  # a gen render from j itself would need a head of its own
+            i = next((i for i in range(top, 1, -1) if keys[i] in self._texts), 0)
             if i >= 2:
-                text = self._window(messages, i, j, tools, gen, self._texts[keys[i]])
+                text = self._window(messages, i, j, tools, gen, self._texts[keys[i]], keys[i])
         if text is None:
             self.full += 1
             text = self.apply(messages[:j], tools, gen)
         if not gen:
             self.remember(keys[j], text)
         return text
+
+    def base(self, keys: list[bytes], j: int) -> int:
+        """The longest prefix of ``messages[:j]`` rendered before (0: none)."""
+        return next((i for i in range(j, 1, -1) if keys[i] in self._texts), 0)
 
     def remember(self, key: bytes, text: str) -> None:
         """Record that the prefix ``key`` renders (without generation prompt) as ``text``."""
@@ -108,12 +103,16 @@ class IncrementalRenderer:
             self._texts.popitem(last=False)
 
     def _window(self, messages: list[dict[str, Any]], i: int, j: int, tools: list[dict[str, Any]], gen: bool,
-                base: str) -> str | None:
+                base: str, key: bytes) -> str | None:
         # Tools are left out of both renders: templates list them in the system turn, which both
         # share, and rendering a harness's tool schemas (Claude Code's are ~40 kB) was most of the cost.
         head = [messages[0], messages[i - 1]]
         try:
-            p = self.apply(head, [], False)
+            p = self._heads.get(key)
+            if p is None:
+                p = self._heads[key] = self.apply(head, [], False)
+                while len(self._heads) > self._cache_size:
+                    self._heads.popitem(last=False)
             r = self.apply(head + messages[i:j], [], gen)
         except Exception:  # e.g. a template that insists on role order: the full render decides
             return None

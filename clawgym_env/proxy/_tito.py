@@ -23,8 +23,8 @@ from collections import OrderedDict
 from typing import Any
 
 from clawgym_env.errors import ProxyError
-from clawgym_env.proxy._neutral import message_key, prefix_keys
-from clawgym_env.proxy._render import IncrementalRenderer, exact_keys
+from clawgym_env.proxy._neutral import HistoryKeys, message_key
+from clawgym_env.proxy._render import IncrementalRenderer
 
 __all__ = ["PromptBuilder"]
 
@@ -49,24 +49,37 @@ class PromptBuilder:
         self.reused_tokens = 0
         self.spliced_turns = 0
         self.shared_hits = 0
-        self._last_gen: tuple[bytes, str] = (b"", "")
+        self._last_gen: tuple[bytes, str, int | None] = (b"", "", None)
+        self._last_prompt: tuple[list[int], array[int]] = ([], array("i"))
         self.renderer = IncrementalRenderer(tokenizer, incremental=incremental)
+        self._keys = HistoryKeys()
         self._shared = _SHARED.setdefault(tokenizer, OrderedDict())
+        from transformers import PreTrainedTokenizerFast  # here: importing the proxy must not import transformers
+
+        # A fast tokenizer's Rust backend gives the ids its __call__ gives (that call sets
+        # encode_special_tokens from split_special_tokens, False unless asked), without BatchEncoding's cost.
+        fast = isinstance(tokenizer, PreTrainedTokenizerFast) and not tokenizer.split_special_tokens
+        self._backend = tokenizer.backend_tokenizer if fast else None
 
     def _encode(self, text: str) -> list[int]:
         if not text:
             return []
+        if self._backend is not None:
+            return self._backend.encode(text, add_special_tokens=False).ids
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def build(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[int], int]:
         """Prompt ids for ``messages`` (generation prompt appended) and how many ids were reused."""
-        keys = prefix_keys(messages, tools)
-        ek = exact_keys(messages, tools)
-        render = self.renderer.render
+        keys, ek = self._keys(messages, tools)
         n = len(messages)
+        start = self.renderer.base(ek, n) or None
+
+        def render(msgs: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool, ek: list[bytes]) -> str:
+            return self.renderer.render(msgs, j, tools, gen, ek, start)
+
         full = render(messages, n, tools, False, ek)
         k = next((j for j in range(n, 0, -1) if keys[j] in self._anchors), 0)
-        ids: list[int] = []
+        ids: array[int] = array("i")  # ids stay compact while they are built; one list at the end
         pos_text = ""
         reused = 0  # a first turn shared from another episode is not a splice of this one
         if k:
@@ -74,7 +87,7 @@ class PromptBuilder:
             if not full.startswith(anchor_text):  # same turns, different rendering (e.g. reasoning dropped)
                 anchor_text = render(messages, k, tools, False, ek)
             if full.startswith(anchor_text):
-                ids, pos_text, reused = list(anchor_ids), anchor_text, len(anchor_ids)
+                ids, pos_text, reused = anchor_ids[:], anchor_text, len(anchor_ids)
             else:
                 k = 0
         elif n >= 2:
@@ -91,7 +104,7 @@ class PromptBuilder:
                     self._shared[keys[1]] = anchor
                     while len(self._shared) > _SHARED_SIZE:
                         self._shared.popitem(last=False)
-                ids, pos_text, k = list(anchor[0]), first, 1
+                ids, pos_text, k = anchor[0][:], first, 1
                 self._anchors[keys[1]] = anchor
         pos = k
         for i in range(k, n):
@@ -103,25 +116,27 @@ class PromptBuilder:
             tail = render(messages, i + 1, tools, False, ek)
             if not (head.startswith(pos_text) and full.startswith(head) and full.startswith(tail)):
                 continue  # this template does not render the turn where the generation prompt ends
-            ids += self._encode(head[len(pos_text) :])
-            ids += turn
+            ids.extend(self._encode(head[len(pos_text) :]))
+            ids.extend(turn)
             reused += len(turn)
             self.spliced_turns += 1
             pos_text, pos = tail, i + 1
-            self._anchors[keys[i + 1]] = (array("i", ids), tail)
+            self._anchors[keys[i + 1]] = (ids[:], tail)
         if n - 1 > pos and messages[-1].get("role") == "user":
             # Anchor the history without its last user message too: OpenClaw replaces that message
             # (volatile context) on every call, so the next call shares exactly this prefix.
             mid = render(messages, n - 1, tools, False, ek)
             if mid.startswith(pos_text) and full.startswith(mid):
-                ids += self._encode(mid[len(pos_text) :])
+                ids.extend(self._encode(mid[len(pos_text) :]))
                 pos_text = mid
-                self._anchors[keys[n - 1]] = (array("i", ids), mid)
-        ids += self._encode(full[len(pos_text) :])
-        self._anchors[keys[n]] = (array("i", ids), full)
+                self._anchors[keys[n - 1]] = (ids[:], mid)
+        ids.extend(self._encode(full[len(pos_text) :]))
+        self._anchors[keys[n]] = (ids[:], full)
         with_gen = render(messages, n, tools, True, ek)
-        self._last_gen = (keys[n], with_gen)  # remember() of this call needs it again
-        prompt = ids + self._encode(with_gen[len(full) :] if with_gen.startswith(full) else "")
+        self._last_gen = (keys[n], with_gen, start)  # remember() of this call needs them again
+        ids.extend(self._encode(with_gen[len(full) :] if with_gen.startswith(full) else ""))
+        prompt = ids.tolist()
+        self._last_prompt = (prompt, ids)
         self.prompt_tokens += len(prompt)
         self.reused_tokens += reused
         return prompt, reused
@@ -130,13 +145,13 @@ class PromptBuilder:
                  completion_ids: list[int], assistant: dict[str, Any]) -> None:
         """Index ``messages + [assistant]`` as prompt + sampled completion (+ the template's closing text)."""
         full = messages + [assistant]
-        keys = prefix_keys(full, tools)
-        ek = exact_keys(full, tools)
-        last_key, with_gen = self._last_gen
+        keys, ek = self._keys(full, tools)
+        last_key, with_gen, start = self._last_gen
         if last_key != keys[-2]:  # another call was built in between
+            start = None
             with_gen = self.renderer.render(messages, len(messages), tools, True, ek)
         try:
-            rendered = self.renderer.render(full, len(full), tools, False, ek)
+            rendered = self.renderer.render(full, len(full), tools, False, ek, start)
         except Exception:  # a template that cannot render this turn: nothing to index
             return
         if not rendered.startswith(with_gen):
@@ -147,7 +162,10 @@ class PromptBuilder:
         ended = bool(completion_ids) and completion_ids[-1] == self.eos_id
         turn = list(completion_ids) + self._encode(closing if ended or cut < 0 else self.eos_text + closing)
         self._turns[message_key(assistant)] = turn
-        self._anchors[keys[-1]] = (array("i", prompt_ids + turn), rendered)
+        built, built_ids = self._last_prompt
+        indexed = built_ids[:] if built is prompt_ids else array("i", prompt_ids)
+        indexed.extend(turn)
+        self._anchors[keys[-1]] = (indexed, rendered)
 
     @property
     def hit_rate(self) -> float:

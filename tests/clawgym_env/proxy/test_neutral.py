@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawgym_env.proxy._neutral import ToolIdMap, message_key, prefix_keys
+from clawgym_env.proxy._neutral import HistoryKeys, ToolIdMap, history_keys, message_key
 from clawgym_env.proxy.dialects import anthropic, openai_chat, openai_responses
 
 
@@ -21,9 +21,25 @@ def test_key_ignores_key_order_and_dropped_reasoning() -> None:
          "content": "hi", "role": "assistant"}
     assert message_key(a) == message_key(b)
     assert message_key({"role": "user", "content": "x"}) != message_key({"role": "user", "content": "y"})
-    k1 = prefix_keys([{"role": "user", "content": "x"}], [])
-    k2 = prefix_keys([{"role": "user", "content": "x"}], [{"type": "function", "function": {"name": "f"}}])
+    k1 = history_keys([{"role": "user", "content": "x"}], [])[0]
+    k2 = history_keys([{"role": "user", "content": "x"}], [{"type": "function", "function": {"name": "f"}}])[0]
     assert k1[0] != k2[0] and k1[1] != k2[1] and len(k1) == 2
+
+
+def test_history_keys_reuse_the_previous_list_only_while_it_agrees() -> None:
+    """One pass gives both chains; a resent history reuses the last list's keys up to its first change only."""
+    u = [{"role": "system", "content": "s"}, {"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    keys = HistoryKeys()
+    p1, e1 = keys(u, [])
+    assert (p1, e1) == history_keys(u, []) and p1 != e1 and len(p1) == len(e1) == 4
+    changed = [u[0], {"role": "user", "content": "A"}, u[2]]  # same third message after a changed second one
+    p2, e2 = keys(changed, [])
+    assert (p2, e2) == history_keys(changed, [])
+    assert p2[:2] == p1[:2] and p2[2] != p1[2] and p2[3] != p1[3] and e2[3] != e1[3]
+    p3, _ = keys([*u[:2], {"role": "user", "content": "b", "n": 1}], [])
+    p4, _ = keys([*u[:2], {"role": "user", "content": "b", "n": True}], [])  # equal in Python, not in JSON
+    assert p3[3] != p4[3]
+    assert keys(u, [{"type": "function", "function": {"name": "f"}}])[0][1] != p1[1]  # tools seed the chains
 
 
 def test_three_dialects_agree_on_one_conversation() -> None:

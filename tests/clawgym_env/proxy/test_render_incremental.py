@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.proxy import _render
-from clawgym_env.proxy._render import IncrementalRenderer, exact_keys
+from clawgym_env.proxy._neutral import history_keys
+from clawgym_env.proxy._render import IncrementalRenderer
 from clawgym_env.proxy._tito import PromptBuilder
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
@@ -78,7 +79,7 @@ _tools = st.lists(st.fixed_dictionaries({"type": st.just("function"), "function"
 def test_windowed_render_equals_full_render(history, tools, cuts, gen, tiny_tokenizer) -> None:
     """Growing a random history call by call: each incremental render is the full render."""
     r = IncrementalRenderer(tiny_tokenizer, verify_every=0)
-    keys = exact_keys(history, tools)
+    keys = history_keys(history, tools)[1]
     for j in sorted({min(c, len(history)) for c in cuts} | {len(history)}):
         got = r.render(history, j, tools, gen, keys)
         assert got == r.apply(history[:j], tools, gen)
@@ -93,7 +94,7 @@ def test_a_context_dependent_template_is_caught_and_rendered_in_full(tiny_tokeni
     monkeypatch.setattr(_render, "_CHECKED", {})
     msgs = [{"role": "system", "content": "s"}] + [{"role": "user", "content": f"u{i}"} for i in range(6)]
     r = IncrementalRenderer(tok, verify_every=16)
-    keys = exact_keys(msgs, [])
+    keys = history_keys(msgs, [])[1]
     for j in range(1, len(msgs) + 1):
         assert r.render(msgs, j, [], False, keys) == r.apply(msgs[:j], [], False)
     assert len(_render._UNSAFE_TEMPLATES) == 1  # caught on its first shifted window, then rendered in full
