@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tests" / "harnesses"))
 from bench.harness import PeakRSS  # noqa: E402
 
 SUITE = ROOT / "tests" / "harnesses" / "tasks" / "h6-smoke"
-HARNESSES = "claude-code,openclaw,codex,gemini-cli,qwen-code,opencode,pi,mini-swe-agent,custom"
+HARNESSES = "claude-code,claude-code-bash,openclaw,codex,gemini-cli,qwen-code,opencode,pi,mini-swe-agent,custom"
 
 
 def own_count(harness: str, folder: Path) -> int | str:
@@ -53,7 +53,8 @@ def own_count(harness: str, folder: Path) -> int | str:
 
     stdout = (folder / "stdout.log").read_text() if (folder / "stdout.log").is_file() else ""
     counters: dict[str, Any] = {
-        "claude-code": lambda: ClaudeCode.count_calls(stdout), "openclaw": lambda: OpenClaw.count_calls(folder / "openclaw-state"),
+        "claude-code": lambda: ClaudeCode.count_calls(stdout), "claude-code-bash": lambda: ClaudeCode.count_calls(stdout),
+        "openclaw": lambda: OpenClaw.count_calls(folder / "openclaw-state"),
         "codex": lambda: Codex.count_calls(folder / "codex"), "gemini-cli": lambda: GeminiCli.count_calls(stdout),
         "qwen-code": lambda: QwenCode.count_calls(stdout), "opencode": lambda: OpenCode.count_calls(stdout),
         "pi": lambda: Pi.count_calls(stdout), "mini-swe-agent": lambda: MiniSweAgent.count_calls(folder / "mini-swe-agent"),

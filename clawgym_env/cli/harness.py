@@ -45,7 +45,7 @@ def list_() -> None:
             state = "installed"
         except Exception as exc:  # noqa: BLE001 - shown to the user, not swallowed
             state = f"not installed ({type(exc).__name__})"
-        typer.echo(f"{n:15} {harness.version:10} {harness.dialect:17} {state:14} {HARNESSES[n]}")
+        typer.echo(f"{n:16} {harness.version:10} {harness.dialect:17} {state:14} {HARNESSES[n]}")
 
 
 @app.command("run")

@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from clawgym_env.models.tiny import build_tiny_model
+from clawgym_env.models.tiny import DEFAULT_MAX_POSITIONS, build_tiny_model
 
 __all__ = ["tiny_model_path"]
 
 
 @functools.cache
-def tiny_model_path() -> Path:
-    """The default tiny model folder (built on first use, then cached on disk and in memory)."""
-    return build_tiny_model()
+def tiny_model_path(max_positions: int = DEFAULT_MAX_POSITIONS) -> Path:
+    """The default tiny model folder (built on first use, then cached on disk and in memory).
+
+    ``max_positions`` above the default gives the same model with a longer context (its own folder)."""
+    return build_tiny_model(max_positions=max_positions)

@@ -17,7 +17,7 @@ from typing import Any
 from clawgym_env.models.cache import atomic_dir, models_cache_dir
 from clawgym_env.models.chat_template import SPECIAL_TOKENS, TOOL_TOKENS, TOOLS_CHATML_TEMPLATE
 
-__all__ = ["build_scratch_model", "build_tiny_model", "tiny_corpus"]
+__all__ = ["DEFAULT_MAX_POSITIONS", "build_scratch_model", "build_tiny_model", "tiny_corpus"]
 
 _BUILD_VERSION = 1  # bump when the build recipe changes, so old cached folders are not reused
 
@@ -60,8 +60,12 @@ def tiny_corpus() -> list[str]:
     return lines
 
 
-def _recipe(seed: int, vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int) -> dict:
-    return {
+DEFAULT_MAX_POSITIONS = 32768
+
+
+def _recipe(seed: int, vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int,
+            max_positions: int = DEFAULT_MAX_POSITIONS) -> dict:
+    recipe = {
         "build_version": _BUILD_VERSION,
         "seed": seed,
         "vocab_size": vocab_size,
@@ -75,6 +79,9 @@ def _recipe(seed: int, vocab_size: int, hidden: int, layers: int, heads: int, kv
         "tool_tokens": TOOL_TOKENS,
         "corpus": hashlib.sha256("\n".join(tiny_corpus()).encode()).hexdigest(),
     }
+    if max_positions != DEFAULT_MAX_POSITIONS:  # only then, so the default model keeps its hash (and cached folder)
+        recipe["max_positions"] = max_positions
+    return recipe
 
 
 def build_tiny_model(
@@ -87,13 +94,17 @@ def build_tiny_model(
     heads: int = 2,
     kv_heads: int = 1,
     head_dim: int = 32,
+    max_positions: int = DEFAULT_MAX_POSITIONS,
 ) -> Path:
     """Build (or reuse) a tiny model folder ``<out_dir>/tiny-<hash>`` and return its path.
 
     ``out_dir`` defaults to the models cache (``~/.cache/clawgym/models``). ``vocab_size`` is the
-    BPE target; the model's vocabulary is sized to the tokenizer that results.
+    BPE target; the model's vocabulary is sized to the tokenizer that results. ``max_positions`` is
+    the model's (and tokenizer's) context length: raise it for harnesses whose prompts are longer than
+    32,768 tiny-tokenizer tokens (Qwen Code's first prompt is ~45k); weights are the same draw either way
+    (RoPE has no position table).
     """
-    recipe = _recipe(seed, vocab_size, hidden, layers, heads, kv_heads, head_dim)
+    recipe = _recipe(seed, vocab_size, hidden, layers, heads, kv_heads, head_dim, max_positions)
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
     target = Path(out_dir or models_cache_dir()) / f"tiny-{digest}"
     return atomic_dir(target, lambda tmp: _build(tmp, recipe))
@@ -117,13 +128,16 @@ def build_scratch_model(
 
 
 def _build(folder: Path, recipe: dict, corpus: list[str] | None = None) -> None:
-    tokenizer = _train_tokenizer(recipe["vocab_size"], corpus, split_digits=recipe.get("split_digits", False))
+    max_positions = recipe.get("max_positions", DEFAULT_MAX_POSITIONS)
+    tokenizer = _train_tokenizer(recipe["vocab_size"], corpus, split_digits=recipe.get("split_digits", False),
+                                 max_positions=max_positions)
     tokenizer.save_pretrained(folder)
-    _build_model(folder, recipe, tokenizer)
+    _build_model(folder, recipe, tokenizer, max_positions)
     (folder / "clawgym_recipe.json").write_text(json.dumps(recipe, indent=1, sort_keys=True))
 
 
-def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_digits: bool = False):  # -> PreTrainedTokenizerFast
+def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_digits: bool = False,
+                     max_positions: int = DEFAULT_MAX_POSITIONS):  # -> PreTrainedTokenizerFast
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -144,7 +158,7 @@ def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         additional_special_tokens=["<|im_start|>", "<|im_end|>"],
-        model_max_length=32768,
+        model_max_length=max_positions,
         clean_up_tokenization_spaces=False,
     )
     # The BPE trainer registered every token as special; tool tokens must survive decoding.
@@ -155,7 +169,7 @@ def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_
     return fast
 
 
-def _build_model(folder: Path, recipe: dict, tokenizer) -> None:
+def _build_model(folder: Path, recipe: dict, tokenizer, max_positions: int) -> None:
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
@@ -169,7 +183,7 @@ def _build_model(folder: Path, recipe: dict, tokenizer) -> None:
         num_attention_heads=recipe["heads"],
         num_key_value_heads=recipe["kv_heads"],
         head_dim=recipe["head_dim"],
-        max_position_embeddings=32768,
+        max_position_embeddings=max_positions,
         tie_word_embeddings=True,
         eos_token_id=eos,
         pad_token_id=pad,

