@@ -5,9 +5,10 @@ sandbox with the task's workspace, mounts the harness install and the proxy sock
 proxy session (the only way out of the sandbox) and runs the harness's headless command under the
 task's wall-time limit. Whatever happens to the harness (clean exit, crash, hang, output flood,
 call budget exhausted) becomes a ``status``, never a leftover process: the sandbox is closed
-before returning. When the harness exits every process of the episode is killed, the final
-workspace is taken out and the agent's sandbox closed; grading then runs in a fresh, sealed
-sandbox over that workspace (``clawgym_env.task.grade``).
+before returning. When the harness exits every process of the episode is killed; grading then
+runs in a fresh, sealed sandbox over the final workspace (``clawgym_env.task.grade.grade_final``:
+on bwrap its layers, stacked read-only without a copy; else a copy taken out), and the agent's
+sandbox, with nothing left running in it, is closed after.
 """
 
 from __future__ import annotations
@@ -273,22 +274,22 @@ async def run_episode(
             result.splice_hit_rate = sess.splice_hit_rate
             result.egress_attempts = [r.path for r in sess.egress]
             result.timings["collect"] = time.perf_counter() - t0
+            from clawgym_env.task.grade import grade_final
+
+            # graded in place where the backend shares the workspace's layers (bwrap); copied out
+            # first only to be saved, or where it cannot. Every process of the episode is gone.
             final = Path(final_dir.name) / "workspace"
-            skipped = await sb.download(spec.workspace_mount, final)
+            t0 = time.perf_counter()
+            vr, skipped = await grade_final(spec, sb, transcript_for_verifier(spec, result.calls), judge=judge,
+                                            copy_to=final if workspace_out is not None else None)
+            result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
                 shown = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
                 result.notes.append(f"final workspace: {len(skipped)} special file(s) left out (FIFO, socket, device): {shown}")
             t0 = time.perf_counter()
-            await sb.close()  # the agent's sandbox is gone: grading starts from nothing but its files
+            await sb.close()
             result.timings["cleanup"] = time.perf_counter() - t0
             sb = None
-
-            from clawgym_env.task.grade import grade_workspace
-
-            t0 = time.perf_counter()
-            vr = await grade_workspace(spec, final, transcript_for_verifier(spec, result.calls), backend=sandbox,
-                                       judge=judge)
-            result.timings["verifier"] = time.perf_counter() - t0
             result.score, result.subscores, result.verifier_output = vr.score, dict(vr.subscores), vr.output
             if vr.errors and result.error is None:
                 result.error = "verifier: " + json.dumps(vr.errors)[:2000]

@@ -17,12 +17,13 @@ Environment variables:
 from __future__ import annotations
 
 from clawgym_env.sandbox._factory import BACKENDS, DEFAULT_BACKEND, backend_class, create_sandbox
-from clawgym_env.sandbox.base import ExecResult, Mount, OutputCallback, Sandbox, SandboxConfig, SandboxState
+from clawgym_env.sandbox.base import ExecResult, FinalLayers, Mount, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
     "ExecResult",
+    "FinalLayers",
     "Mount",
     "OutputCallback",
     "Sandbox",

@@ -86,10 +86,13 @@ def move_into(src: Path, dest: Path) -> None:
 _DROP_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 
 
-def sanitize_tree(root: Path) -> list[str]:
+def sanitize_tree(root: Path, *, keep_whiteouts: bool = False) -> list[str]:
     """Make a folder taken out of a sandbox safe to keep: remove FIFOs, sockets and device files
     (they hang or crash copies and archives) and drop setuid/setgid/sticky bits (a setuid-root file
-    made inside must not become one on the host). Returns the removed entries, relative to ``root``."""
+    made inside must not become one on the host). Returns the removed entries, relative to ``root``.
+
+    ``keep_whiteouts``: ``root`` is an overlay upper layer; its whiteouts (character devices 0/0,
+    files the agent deleted) stay, or the deleted files would come back from the layer below."""
     removed: list[str] = []
     entries = [root] if not root.is_dir() or root.is_symlink() else []
     if not entries:
@@ -102,6 +105,8 @@ def sanitize_tree(root: Path) -> list[str]:
         except OSError:
             continue
         if stat.S_ISLNK(st.st_mode):
+            continue
+        if keep_whiteouts and stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
             continue
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             p.unlink()

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["AGENT_UID", "JAIL_ENV", "ExecResult", "Mount", "Sandbox", "SandboxConfig", "SandboxState"]
+__all__ = ["AGENT_UID", "JAIL_ENV", "ExecResult", "FinalLayers", "Mount", "Sandbox", "SandboxConfig", "SandboxState"]
 
 OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
 """Called with (stream name "stdout"/"stderr", chunk) as a process writes."""
@@ -43,6 +43,9 @@ class SandboxConfig:
     """Absolute path of the workspace inside the sandbox (ClawGym tasks use /root/.openclaw/workspace)."""
     workspace_src: Path | None = None
     """Host folder whose contents seed the workspace (copy-on-write; never modified)."""
+    workspace_layers: tuple[Path, ...] = ()
+    """Read-only host layers stacked over ``workspace_src``, bottom first (bwrap only: overlay lower
+    layers). ``FinalLayers`` of a finished sandbox go here to grade its workspace without a copy."""
     proxy_socket: Path | None = None
     """Host unix socket of the model proxy; forwarded to 127.0.0.1:proxy_port inside. None: no way out."""
     proxy_port: int = 8787
@@ -82,6 +85,21 @@ class ExecResult:
     timed_out: bool = False
     killed_by_limit: str | None = None
     """"memory", "pids" or "wall_time" when a limit ended the process."""
+
+
+@dataclass(frozen=True)
+class FinalLayers:
+    """A reaped sandbox's final workspace as host layers, shared read-only instead of copied out.
+
+    Already cleaned as a download would be (escaping symlinks, special files, setuid bits gone).
+    Valid until the sandbox is closed."""
+
+    src: Path | None
+    """The bottom layer (the sandbox's ``workspace_src``; None: empty)."""
+    layers: tuple[Path, ...]
+    """The layers above it, bottom first (its own ``workspace_layers``, then what it wrote)."""
+    skipped: tuple[str, ...] = ()
+    """Special files (FIFOs, sockets, devices) removed, relative to the workspace."""
 
 
 class SandboxState(enum.Enum):
@@ -135,6 +153,12 @@ class Sandbox(abc.ABC):
 
         Only files, folders and symlinks staying inside come out, without setuid/setgid bits;
         returns the special files (FIFOs, sockets, devices) left out, relative to ``src``."""
+
+    async def final_layers(self) -> FinalLayers | None:
+        """After ``reap``: the final workspace as layers another sandbox of this backend can stack
+        (``SandboxConfig.workspace_layers``), cleaned in place; None where the backend cannot share
+        them (then ``download`` it). The default: None."""
+        return None
 
     @abc.abstractmethod
     async def close(self) -> None:

@@ -52,7 +52,7 @@ from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitiz
 from clawgym_env.sandbox._process import run_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
-from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
+from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, FinalLayers, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
@@ -303,6 +303,8 @@ class BwrapSandbox(Sandbox):
             raise ConfigError(f"SandboxConfig.workspace_mount: {cfg.workspace_mount!r} must be an absolute folder")
         if cfg.workspace_src is not None and not Path(cfg.workspace_src).is_dir():
             raise ConfigError(f"SandboxConfig.workspace_src: {cfg.workspace_src} is not a folder")
+        if cfg.workspace_layers and not self._overlay:
+            raise ConfigError("SandboxConfig.workspace_layers: this bwrap has no --overlay; pass one workspace_src")
         if cfg.proxy_socket is not None and not Path(cfg.proxy_socket).exists():
             raise ConfigError(f"SandboxConfig.proxy_socket: {cfg.proxy_socket} does not exist; start the proxy first")
         for m in cfg.mounts:
@@ -369,12 +371,13 @@ class BwrapSandbox(Sandbox):
     def _argv(self, cmd: Sequence[str], workdir: Path, cwd: str | None, binds: Sequence[str], proxy: bool,
               seccomp: Sequence[str] = ()) -> list[str]:
         assert self.dir is not None
-        lower = self.config.workspace_src or (self.dir / "empty")
+        lowers = [self.config.workspace_src or (self.dir / "empty"), *self.config.workspace_layers]
         a = [self._bwrap, *self._base, *seccomp]
         for top, host in sorted(self._extra.items()):
             a += ["--bind", str(host), top]
         if self._overlay:
-            a += ["--overlay-src", str(lower), "--overlay", str(self.dir / "upper"), str(workdir)]
+            a += [x for low in lowers for x in ("--overlay-src", str(low))]  # the last one on top
+            a += ["--overlay", str(self.dir / "upper"), str(workdir)]
             a += [self.config.workspace_mount]
         else:
             a += ["--bind", str(self.dir / "upper"), self.config.workspace_mount]
@@ -481,6 +484,20 @@ class BwrapSandbox(Sandbox):
         for p in procs:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(p.wait(), 5)
+
+    async def final_layers(self) -> FinalLayers | None:
+        """The overlay layers themselves: the upper layer is cleaned in place (it is only ours) and
+        stacked by the grading sandbox, which saves the copy-out exec of a download."""
+        if not self._overlay or self.dir is None or self._procs:
+            return None
+        upper = self.dir / "upper"
+
+        def clean() -> list[str]:
+            strip_escaping_symlinks(upper)
+            return sanitize_tree(upper, keep_whiteouts=True)
+
+        skipped = await asyncio.to_thread(clean)
+        return FinalLayers(self.config.workspace_src, (*self.config.workspace_layers, upper), tuple(skipped))
 
     # ------------------------------------------------------------------ files
     def _ensure_writable(self, path: str) -> None:

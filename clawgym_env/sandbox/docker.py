@@ -122,6 +122,8 @@ class DockerSandbox(Sandbox):
         cfg = self.config
         if cfg.workspace_src is not None and not Path(cfg.workspace_src).is_dir():
             raise ConfigError(f"SandboxConfig.workspace_src: {cfg.workspace_src} is not a folder")
+        if cfg.workspace_layers:
+            raise ConfigError("SandboxConfig.workspace_layers: bwrap only; on docker pass one workspace_src")
         if cfg.proxy_socket is not None and not Path(cfg.proxy_socket).exists():
             raise ConfigError(f"SandboxConfig.proxy_socket: {cfg.proxy_socket} does not exist; start the proxy first")
         self._client = _client()

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from clawgym_env.errors import SandboxExecError, SandboxStartError
+from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree
 from clawgym_env.sandbox._process import kill_process_group, run_process
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
@@ -52,6 +52,8 @@ class LocalSandbox(Sandbox):
     async def start(self) -> None:
         if self.state is not SandboxState.CREATED:
             raise SandboxStartError(f"none sandbox: start() called in state {self.state.value}")
+        if self.config.workspace_layers:
+            raise ConfigError("SandboxConfig.workspace_layers: bwrap only; backend 'none' takes one workspace_src")
         msg = "sandbox backend 'none': NO ISOLATION, commands run on the host as this user (debugging only)"
         warnings.warn(msg, NoIsolationWarning, stacklevel=2)
         log.warning(msg)

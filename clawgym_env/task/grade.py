@@ -18,7 +18,8 @@ a copy-on-write view of the final workspace and runs the task's verifiers there:
   process or descriptors, or write the workspace; its outputs come back as data, and the
   expected values and the comparison stay in the grader's own process.
 
-The same function re-grades a submitted workspace (leaderboard) and grades an episode (``verify``).
+``grade_workspace`` re-grades a submitted workspace (leaderboard); ``grade_final`` grades an
+episode's sandbox (``verify``, the episode runner), on bwrap without copying its workspace out.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from typing import Any
 
 from clawgym_env.errors import ConfigError, SandboxError, VerifierError
 from clawgym_env.proxy.backends.base import PolicyBackend
-from clawgym_env.sandbox import Mount, SandboxConfig, create_sandbox
+from clawgym_env.sandbox import FinalLayers, Mount, Sandbox, SandboxConfig, create_sandbox
 from clawgym_env.sandbox._fs import copy_tree_safely
 from clawgym_env.task.spec import ScriptVerifier, TaskSpec
 from clawgym_env.task.verify import PAYLOAD_PATH, VerifyResult, reward_payload, run_verifiers
 
-__all__ = ["grade_workspace"]
+__all__ = ["grade_final", "grade_workspace"]
 
 _PAYLOAD_DIR = PAYLOAD_PATH.rsplit("/", 1)[0]
 
@@ -73,13 +74,50 @@ async def grade_workspace(
     workspace_dir = Path(workspace_dir)
     if not workspace_dir.is_dir():
         raise ConfigError(f"grade_workspace: {workspace_dir} is not a folder (the final workspace of {task.full_id})")
+    return await _grade(task, FinalLayers(workspace_dir, ()), transcript, backend, judge)
+
+
+async def grade_final(
+    task: TaskSpec,
+    sandbox: Sandbox,
+    transcript: dict[str, Any],
+    judge: PolicyBackend | None = None,
+    copy_to: Path | None = None,
+) -> tuple[VerifyResult, list[str]]:
+    """Grade the episode that ran in ``sandbox`` (left open for the caller to close afterwards):
+    reap it, then grade its final workspace in a fresh sealed sandbox of the same backend.
+
+    Where the backend can share the workspace's layers (bwrap) and the hidden files do not go
+    inside the workspace, they are stacked read-only under the grading sandbox, with no copy;
+    otherwise, or when ``copy_to`` asks for the files too (to save them), the workspace is taken
+    out to ``copy_to`` (or a private temp folder) and graded from there. Returns the result and
+    the special files left out (relative to the workspace).
+    """
+    await sandbox.reap()
+    if copy_to is None and not (task.hidden_dir is not None and _hidden_inside_workspace(task)):
+        shared = await sandbox.final_layers()
+        if shared is not None:
+            return await _grade(task, shared, transcript, sandbox.name, judge), list(shared.skipped)
+    with tempfile.TemporaryDirectory(prefix="clawgym-final-") as tmp:
+        final = copy_to if copy_to is not None else Path(tmp) / "workspace"
+        try:
+            skipped = await sandbox.download(task.workspace_mount, final)
+        except SandboxError as exc:
+            raise VerifierError(f"cannot take the final workspace of {task.full_id} out of the sandbox: {exc}") from exc
+        return await grade_workspace(task, final, transcript, backend=sandbox.name, judge=judge), skipped
+
+
+async def _grade(task: TaskSpec, ws: FinalLayers, transcript: dict[str, Any], backend: str,
+                 judge: PolicyBackend | None) -> VerifyResult:
     staging = Path(tempfile.mkdtemp(prefix="clawgym-grade-"))
     try:
-        lower = workspace_dir
+        lower = ws.src
         rel = _hidden_inside_workspace(task) if task.hidden_dir is not None else None
-        if rel and _shadowed(workspace_dir, rel):  # the agent put something where the hidden files go
+        if rel and ws.layers:
+            raise ConfigError(f"{task.full_id}: its hidden files go inside the workspace; grade a copy, not layers")
+        if rel and lower is not None and _shadowed(lower, rel):  # the agent put something where the hidden files go
             lower = staging / "workspace"
-            copy_tree_safely(workspace_dir, lower)
+            copy_tree_safely(ws.src, lower)  # type: ignore[arg-type]
             victim = lower / rel.split("/")[0]
             if victim.is_symlink() or victim.is_file():
                 victim.unlink()
@@ -96,8 +134,8 @@ async def grade_workspace(
             os.chmod(payload_dir, 0o755)
             mounts.append(Mount(host=payload_dir, inside=_PAYLOAD_DIR))
         config = SandboxConfig(
-            workspace_mount=task.workspace_mount, workspace_src=lower, mounts=tuple(mounts),
-            memory_mb=task.limits.memory_mb, sealed=True,
+            workspace_mount=task.workspace_mount, workspace_src=lower, workspace_layers=ws.layers,
+            mounts=tuple(mounts), memory_mb=task.limits.memory_mb, sealed=True,
         )  # fmt: skip
         try:
             async with create_sandbox(backend, config) as sb:

@@ -335,18 +335,11 @@ async def verify(
     transcript: dict[str, Any],
     judge: PolicyBackend | None = None,
 ) -> VerifyResult:
-    """Grade the episode that ran in ``sandbox``: kill what is left of it, take its final workspace
-    out, and grade that in a fresh sealed sandbox of the same backend (``grade_workspace``).
+    """Grade the episode that ran in ``sandbox``: kill what is left of it and grade its final
+    workspace in a fresh sealed sandbox of the same backend (``grade.grade_final``).
 
     Call once, after the agent has finished; ``sandbox`` itself is left for the caller to close.
     """
-    from clawgym_env.task.grade import grade_workspace
+    from clawgym_env.task.grade import grade_final
 
-    await sandbox.reap()
-    with tempfile.TemporaryDirectory(prefix="clawgym-final-") as tmp:
-        final = Path(tmp) / "workspace"
-        try:
-            await sandbox.download(spec.workspace_mount, final)
-        except SandboxError as exc:
-            raise VerifierError(f"cannot take the final workspace of {spec.full_id} out of the sandbox: {exc}") from exc
-        return await grade_workspace(spec, final, transcript, backend=sandbox.name, judge=judge)
+    return (await grade_final(spec, sandbox, transcript, judge))[0]
