@@ -7,9 +7,11 @@ Per backend: start+stop latency (no process; with and without a cgroup for limit
 one minimal episode), and the exec latency with the proxy bridge (socat, and for bwrap also the
 python fallback forwarder). Then N concurrent short episodes (start, write+read a workspace file,
 stop), all at once: wall time and failures. Then what sealed grading costs per episode, on a
-shipped code-verified and a script-verified task: ``verify`` (reap the agent's sandbox, take the
-final workspace out, grade it in a fresh sealed sandbox) against running the same verifiers in
-an already open sandbox (what grading in place cost before); the difference is what sealing adds.
+shipped code-verified and a script-verified task: ``verify`` (reap the agent's sandbox, grade its
+final workspace in a fresh sealed sandbox: on bwrap its layers stacked without a copy), the same
+with the workspace copied out first (``grade_final(copy_to=...)``: docker always, bwrap when an
+episode saves its workspace), against running the same verifiers in an already open sandbox (what
+grading in place cost before), interleaved; the median of the paired differences is what sealing adds.
 Prints figures; asserts nothing.
 """
 
@@ -76,30 +78,36 @@ async def _concurrent(backend: str, cfg: SandboxConfig, n: int) -> tuple[float, 
     return time.perf_counter() - t0, failures
 
 
-async def _grading(backend: str, task: str, n: int) -> tuple[list[float], list[float]]:
-    """(sealed ``verify`` per episode, the same verifiers run in one already open sealed sandbox)."""
+async def _grading(backend: str, task: str, n: int) -> tuple[list[float], list[float], list[float]]:
+    """(sealed ``verify`` per episode, the same with the workspace copied out first (what bwrap did
+    before zero-copy grading; docker always does), the same verifiers run in one already open sealed sandbox)."""
     from clawgym_env.sandbox import Mount
     from clawgym_env.task import load_suite, make_transcript, verify
+    from clawgym_env.task.grade import grade_final
     from clawgym_env.task.verify import run_verifiers
 
     spec = load_suite(Path(__file__).resolve().parents[1] / "tasks" / "clawgym-original").get(task)
     transcript = make_transcript(spec, "done")
     cfg = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, memory_mb=spec.limits.memory_mb)
-    sealed, inplace = [], []
-    for _ in range(n):
-        async with create_sandbox(backend, cfg) as sb:
-            t0 = time.perf_counter()
-            await verify(spec, sb, transcript)
-            sealed.append(time.perf_counter() - t0)
+    sealed, copied, inplace = [], [], []
     assert spec.hidden_dir is not None
     open_cfg = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, sealed=True,
                              memory_mb=spec.limits.memory_mb, mounts=(Mount(spec.hidden_dir, spec.hidden_mount),))
-    async with create_sandbox(backend, open_cfg) as sb:
-        for _ in range(n):
+    async with create_sandbox(backend, open_cfg) as opened:
+        for _ in range(n):  # interleaved, so load drifts touch all three alike
+            async with create_sandbox(backend, cfg) as sb:
+                t0 = time.perf_counter()
+                await verify(spec, sb, transcript)
+                sealed.append(time.perf_counter() - t0)
+            with tempfile.TemporaryDirectory(prefix="clawgym-bench-") as tmp:
+                async with create_sandbox(backend, cfg) as sb:
+                    t0 = time.perf_counter()
+                    await grade_final(spec, sb, transcript, copy_to=Path(tmp) / "ws")
+                    copied.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            await run_verifiers(spec, sb, transcript)
+            await run_verifiers(spec, opened, transcript)
             inplace.append(time.perf_counter() - t0)
-    return sealed, inplace
+    return sealed, copied, inplace
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -121,10 +129,14 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"  unavailable: {exc}")
                 continue
             for task in ("smoke-hello-file-p0", "tmp-cleanup-script"):
-                sealed, inplace = await _grading(backend, task, args.grading_n)
-                added = statistics.median(sealed) - statistics.median(inplace)
+                sealed, copied, inplace = await _grading(backend, task, args.grading_n)
+                # paired: each iteration's sealed run minus its own verifiers-only run
+                added = statistics.median(a - b for a, b in zip(sealed, inplace, strict=True))
+                added_copy = statistics.median(a - b for a, b in zip(copied, inplace, strict=True))
+                pad = " " * (len(task) + 10)
                 print(f"  grading {task}: sealed verify {_fmt(sealed)}")
-                print(f"  {'':>{len(task) + 9}} verifiers only {_fmt(inplace)}   added by sealing: {added * 1000:.1f} ms")
+                print(f"{pad}copied out first {_fmt(copied)}   added: {added_copy * 1000:.1f} ms")
+                print(f"{pad}verifiers only {_fmt(inplace)}   added by sealing: {added * 1000:.1f} ms")
             if args.only_grading:
                 continue
             print(f"  start+stop            {_fmt(await _start_stop(backend, cfg, args.n, False))}")
