@@ -3,6 +3,7 @@
     ddp_step.py OUT step           one step on batch 0; OUT/result.pt: loss, metrics, parameters
     ddp_step.py OUT two            step on batch 0, checkpoint, step on batch 1; OUT/result.pt
     ddp_step.py OUT resume CKPT    resume CKPT, step on batch 1; OUT/result.pt
+    ddp_step.py OUT trunk          one step of a DetachedTrunkForward trainer on a batch with 300-token trunks
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 SUITE = Path(__file__).resolve().parents[2] / "trainers" / "suites" / "toy-rl"
 
 
-def batch(seed: int) -> Any:
+def batch(seed: int, system_tokens: int = 40) -> Any:
     """Three groups of 3 SYNTHETIC episodes (3 packs of different sizes, so ranks get unequal shares)."""
     from clawgym_env.episode import EpisodeResult
     from clawgym_env.tree.synthetic import EpisodeShape, synthetic_group
@@ -25,7 +26,7 @@ def batch(seed: int) -> Any:
 
     groups = []
     for g, calls in enumerate((2, 3, 4)):
-        shape = EpisodeShape(n_calls=calls, system_tokens=40, task_tokens=10, completion_tokens=(4, 10),
+        shape = EpisodeShape(n_calls=calls, system_tokens=system_tokens, task_tokens=10, completion_tokens=(4, 10),
                              tool_result_tokens=(4, 10), volatile_tokens=4, vocab_size=200)
         rng = random.Random(seed * 10 + g)
         eps = [EpisodeResult(session_id=ep[0].session_id, task_id="toy/t", harness="custom", status="completed",
@@ -35,22 +36,31 @@ def batch(seed: int) -> Any:
                        policy_version=0, skip_zero_variance=False)
 
 
-def trainer(out: Path, resume: str | None = None) -> Any:
+def trainer(out: Path, resume: str | None = None, detached: bool = False) -> Any:
     from clawgym_env.models import tiny_model_path
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
+    from trainers.tree_sft.forward import DetachedTrunkForward
+
+    class DetachedTrunkGRPO(DetachedTrunkForward, TreeGRPOTrainer):
+        pass
 
     cfg = TreeGRPOConfig(output_dir=str(out), suite=str(SUITE), harness="custom", max_steps=4, save_steps=0, seed=0,
                          learning_rate=1e-3, beta=0.04, max_completion_length=16, use_cpu=True)
-    return TreeGRPOTrainer(cfg, tiny_model_path(), resume_from_checkpoint=resume)
+    return (DetachedTrunkGRPO if detached else TreeGRPOTrainer)(cfg, tiny_model_path(), resume_from_checkpoint=resume)
 
 
 def main() -> None:
     out, mode = Path(sys.argv[1]), sys.argv[2]
-    t = trainer(out / "run", sys.argv[3] if mode == "resume" else None)
+    from trainers.tree_sft.forward import shared_prefix_len
+
+    t = trainer(out / "run", sys.argv[3] if mode == "resume" else None, detached=mode == "trunk")
     metrics = []
-    if mode in ("step", "two"):
-        metrics.append(t.train_step(batch(0)))
+    trunks: list[int] = []
+    if mode in ("step", "two", "trunk"):
+        b = batch(0, system_tokens=300 if mode == "trunk" else 40)
+        trunks = [shared_prefix_len(s.pack) for s in t.slots(b)[0]]
+        metrics.append(t.train_step(b))
         t.step = 1
     if mode == "two":
         t.save_checkpoint()
@@ -59,7 +69,7 @@ def main() -> None:
     if t.accelerator.is_main_process:
         params = {k: v.detach().clone() for k, v in t.policy.state_dict().items()}
         torch.save({"metrics": metrics, "params": params, "processes": t.accelerator.num_processes,
-                    "version": t.policy_version}, out / "result.pt")
+                    "version": t.policy_version, "trunks": trunks}, out / "result.pt")
     t.close()
 
 

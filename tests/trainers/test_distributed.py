@@ -80,6 +80,16 @@ def test_resume_of_a_two_process_run_continues_it(tmp_path: Path) -> None:
     assert_same({"metrics": through["metrics"][1:], "params": through["params"]}, resumed, atol=1e-6)
 
 
+def test_detached_trunk_step_under_two_processes_equals_one(tmp_path: Path) -> None:
+    """DetachedTrunkForward's branches go through the DDP wrapper: gradients are all-reduced, as in one process.
+
+    (Through the unwrapped module, DDP's reducer never armed: each rank stepped on its own packs' gradients.)"""
+    one = launch(tmp_path / "one", "trunk", processes=1)
+    two = launch(tmp_path / "two", "trunk", processes=2)
+    assert min(one["trunks"]) >= 256  # every pack's trunk ran without gradient (tree_logprobs' min_prefix)
+    assert_same(one, two)
+
+
 def test_fsdp_on_cpu_is_refused_not_run_as_independent_copies(tmp_path: Path) -> None:
     """accelerate 1.15 sets up no process group for --use_fsdp without CUDA: each rank would train alone."""
     proc = launch(tmp_path / "fsdp", "step", mode="--use_fsdp", ok=False)

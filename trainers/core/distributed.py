@@ -11,8 +11,10 @@ plus the trainer's own step/version/history and the sampler's RNG.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 
     from trainers.tree_grpo.config import TreeGRPOConfig
 
-__all__ = ["balance_by_tokens", "broadcast", "make_accelerator", "mixed_precision", "reduce_totals", "trackers"]
+__all__ = ["balance_by_tokens", "broadcast", "leave_process_group", "make_accelerator", "mixed_precision", "reduce_totals",
+           "trackers"]
 
 
 _NO_FSDP = ("FSDP needs CUDA in accelerate (on a CPU-only box its plugin finds no device, or the processes come up "
@@ -46,8 +49,6 @@ def trackers(config: TreeGRPOConfig) -> list[str]:
 
 def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     """One Accelerator per trainer: device, processes, mixed precision, accumulation, trackers."""
-    from datetime import timedelta
-
     from accelerate import Accelerator
     from accelerate.utils import DistributedDataParallelKwargs, InitProcessGroupKwargs, ProjectConfiguration
 
@@ -105,6 +106,26 @@ def reduce_totals(accelerator: Accelerator, totals: dict[str, float]) -> dict[st
         for k, v in part.items():
             out[k] = out.get(k, 0.0) + float(v)
     return out
+
+
+def leave_process_group(wait_s: float = 60.0) -> None:
+    """Meet the other ranks (at most ``wait_s``), then destroy the default process group.
+
+    Left to interpreter exit, the gloo process group is torn down by C++ destructors while its
+    threads still run, and a rank dies with "terminate called without an active exception"
+    (seen once in test_distributed's resume test). A rank closing on an error does not wait
+    longer than ``wait_s`` for ranks that will never arrive.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    with contextlib.suppress(RuntimeError):  # DistBackendError (a rank is gone) is a RuntimeError
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=timedelta(seconds=wait_s), wait_all_ranks=True)
+        else:
+            dist.barrier()
+    dist.destroy_process_group()
 
 
 def seed_everything(seed: int) -> None:

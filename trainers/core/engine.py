@@ -26,7 +26,15 @@ import torch
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import TREE_ATTENTION, PackedTree, pack_trees, register_tree_attention
-from trainers.core.distributed import balance_by_tokens, broadcast, make_accelerator, reduce_totals, seed_everything, trackers
+from trainers.core.distributed import (
+    balance_by_tokens,
+    broadcast,
+    leave_process_group,
+    make_accelerator,
+    reduce_totals,
+    seed_everything,
+    trackers,
+)
 from trainers.core.logprobs import pack_logprobs
 from trainers.core.losses import (
     clipped_policy_loss,
@@ -441,14 +449,21 @@ class TreeTrainerBase:
         self.accelerator.log(metrics, step=self.step)
 
     def close_logging(self) -> None:
+        """Finish the trackers (not ``end_training``: that also destroys the process group, which ``close`` does)."""
         if self._trackers_on:
-            self.accelerator.end_training()
+            for tracker in self.accelerator.trackers:
+                tracker.finish()
             self._trackers_on = False
 
     def close(self) -> None:
-        """Close the logger and the rollout side: stream, executor, backend (idempotent)."""
+        """Close the logger, the rollout side (stream, executor, backend) and the process group (idempotent).
+
+        Every process calls it, as ``save_checkpoint``: the ranks meet (a bounded wait) before the
+        process group is destroyed.
+        """
         self.close_logging()
         self.rollouts.close()
+        leave_process_group()
 
     def extra_state(self) -> dict[str, Any]:
         """More state a subclass checkpoints (tensors and state dicts)."""

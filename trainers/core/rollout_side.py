@@ -4,7 +4,8 @@ One object owns the rollout side of a run so the trainer only asks for a step's 
 weights after an update and closes it: the executor is the benchmark's (``--executor local``:
 the trainer's in-process backend shared by ``max_concurrent_episodes`` lanes; ``--executor ray``:
 one worker per node, each with its own backend built from the spec, sandboxes and proxy), the
-groups come from a ``RolloutStream`` (``--async_rollouts``: sampled ahead of the trainer), and
+groups come from a ``RolloutStream`` (``--async_rollouts``: ``max_staleness`` steps of groups sampled
+ahead of the trainer), and
 the weights move through the ``WeightSync`` the backend calls for.
 """
 
@@ -57,7 +58,11 @@ class TrainingRollouts:
         """The policy backend of the local executor (created on first use; Ray workers build their own)."""
         if self._backend is None:
             c = self.config
-            if c.rollout_backend:
+            if c.rollout_process:
+                from trainers.core.rollout_process import ChildHFBackend
+
+                self._backend = ChildHFBackend(c.rollout_backend or f"hf:{self.model_path}?seed={c.seed}", self.model_path)
+            elif c.rollout_backend:
                 from clawgym_env.proxy.backends.factory import backend_from_spec
 
                 self._backend = backend_from_spec(c.rollout_backend, tokenizer_path=self.model_path, option="--rollout_backend")
@@ -114,7 +119,10 @@ class TrainingRollouts:
         if self._stream is None:
             c = self.config
             self._executor = self._start(self.tasks + self._eval_tasks())
-            lookahead = c.pairs_per_step if c.async_rollouts else 0
+            # K steps of groups beyond the one being taken: lanes freed by a step's early finishers start the
+            # next steps' groups instead of idling on its slowest episode, and a group requested at version v
+            # is taken by version v + K at the latest (finishing in request order), within the bound.
+            lookahead = c.pairs_per_step * c.max_staleness if c.async_rollouts else 0
             self._stream = RolloutStream(self._executor, self.loop, num_generations=int(c.num_generations or 2),
                                          next_pair=self._next_pair, lookahead=lookahead, rng=self.rng)
             self._mark = (time.monotonic(), 0.0)

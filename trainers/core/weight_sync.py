@@ -6,7 +6,8 @@ the push carry that version, which is what staleness and the truncated IS weight
 against. Which sync a run uses follows from where its rollouts are sampled (``weight_sync_for``):
 
 - ``InProcessCopy``: the trainer's own HF backend (local executor): a state-dict copy under the
-  backend's lock, between two generation batches.
+  backend's lock, between two generation batches (in the backend's child process with
+  ``--rollout_process``).
 - ``ExecutorCopy``: every worker of an executor holds its own HF backend (Ray: one per node);
   the state dict goes once into the object store and each node loads it.
 - ``ServerReload``: a vLLM server: the policy is written to ``<output_dir>/policy-latest`` and
@@ -102,7 +103,9 @@ def weight_sync_for(backend: Any, *, folder: Path, loop: LoopThread, nccl: bool 
         return ServerReload(backend, folder, loop)
     if nccl:
         raise ConfigError("--weight_sync nccl needs a vLLM rollout backend (--rollout_backend vllm:...); drop it for hf:")
-    if isinstance(backend, HFBackend):
+    from trainers.core.rollout_process import ChildHFBackend
+
+    if isinstance(backend, HFBackend | ChildHFBackend):
         return InProcessCopy(backend)
     if isinstance(backend, ScriptedBackend):
         return FixedPolicy()

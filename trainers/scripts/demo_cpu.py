@@ -44,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rollout-max-batch", type=int, default=1,
                    help="calls the in-process backend decodes together; 1 keeps a seeded run bit-for-bit the same (a batch "
                         "changes rollout logprobs by ~1e-8 with its composition, and the curve drifts after ~15 steps)")
+    p.add_argument("--num-iterations", type=int, default=1, help="optimizer passes over each step's batch (TRL's mu)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: rollouts in this process; ray: in a Ray worker process (a local one-node cluster)")
+    p.add_argument("--rollout-process", action="store_true",
+                   help="the rollout policy decodes in a child process (not on the trainer's GIL)")
     p.add_argument("--output-dir", default=None)
     return p
 
@@ -66,7 +71,8 @@ def build(a: argparse.Namespace) -> Any:
         output_dir=out, suite=str(SUITE), tasks=a.tasks, harness="custom", num_generations=a.num_generations,
         pairs_per_step=a.pairs_per_step, max_completion_length=a.max_tokens, learning_rate=a.learning_rate,
         lr_scheduler_type="constant", loss_type=a.loss_type, max_steps=a.steps, save_steps=0, seed=a.seed,
-        logging_steps=10_000, max_concurrent_episodes=a.concurrency,
+        logging_steps=10_000, max_concurrent_episodes=a.concurrency, num_iterations=a.num_iterations, executor=a.executor,
+        rollout_process=a.rollout_process,
         rollout_backend=f"hf:{tiny_model_path()}?max_batch={a.rollout_max_batch}&seed={a.seed}", **extra,
     )
     return Trainer(cfg, tiny_model_path())

@@ -62,7 +62,12 @@ class TreeGRPOConfig(GRPOConfig):
                                           "'nccl': broadcast tensors to the vLLM workers (GPU)."}
     )
     async_rollouts: bool = field(
-        default=False, metadata={"help": "Keep sampling the next step's groups with the newest weights while the trainer steps."}
+        default=False, metadata={"help": "Keep sampling the next max_staleness steps' groups with the newest weights while the trainer "
+                                     "steps."}
+    )
+    rollout_process: bool = field(
+        default=False, metadata={"help": "Run the hf rollout policy in a child process (local executor): its decoding then "
+                                         "does not share the trainer's GIL (async rollouts on CPU)."}
     )
     max_concurrent_episodes: int = field(default=8, metadata={"help": "Episodes run at the same time during a rollout."})
     episode_wall_time_s: float | None = field(
@@ -228,6 +233,9 @@ class TreeGRPOConfig(GRPOConfig):
         if self.executor == "ray" and self.eval_every_steps:
             raise ConfigError("eval_every_steps with executor='ray' is not supported; set --eval_every_steps 0 and run "
                               "`clawgym bench run --executor ray --model hf:<checkpoint>/model` on a saved checkpoint")
+        if self.rollout_process and (self.executor != "local" or not (self.rollout_backend or "hf:").startswith("hf:")):
+            raise ConfigError("rollout_process runs the local executor's hf: policy in a child process; drop it for "
+                              f"executor={self.executor!r}, rollout_backend={self.rollout_backend!r} (already out of process)")
         if self.pairs_per_step < 1:
             raise ConfigError(f"pairs_per_step={self.pairs_per_step}: set at least 1 group per step")
         if self.max_concurrent_episodes < 1:

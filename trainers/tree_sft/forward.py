@@ -45,30 +45,35 @@ def _rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dt
 
 
 def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", device: str | torch.device = "cpu",
-                  detach_prefix: bool = True, min_prefix: int = 256, chunk_size: int = 1024) -> torch.Tensor:
+                  detach_prefix: bool = True, min_prefix: int = 256, chunk_size: int = 1024,
+                  inner: Any | None = None) -> torch.Tensor:
     """Logprob of each loss token of ``pack`` under ``model`` ([N]; 0 at tokens outside the loss).
 
     ``mask_kind`` is "bool" (sdpa) or "additive" (eager). A trunk shorter than ``min_prefix`` tokens
     is not worth a second forward and runs with the branches. The output head runs ``chunk_size``
-    rows at a time (``trainers.core.logprobs.head_logprobs``).
+    rows at a time (``trainers.core.logprobs.head_logprobs``). ``inner`` is the model itself when
+    ``model`` is a wrapper that only forwards (DDP): the trunk (no gradient) runs on ``inner``'s
+    decoder, the branches through ``model``'s own forward, so DDP prepares its gradient all-reduce.
     """
+    inner = model if inner is None else inner
     dtype = next(model.parameters()).dtype
     ids = pack.input_ids[None].to(device)
     pos = pack.position_ids[None].to(device)
     start = shared_prefix_len(pack) if detach_prefix else 0
     if start < min_prefix:
         start = 0
-    decoder = model.get_decoder()
     cache = None
     if start:
         with torch.no_grad():
-            cache = decoder(input_ids=ids[:, :start], position_ids=pos[:, :start], use_cache=True).cache
+            cache = inner.get_decoder()(input_ids=ids[:, :start], position_ids=pos[:, :start], use_cache=True).cache
     mask = _rows_mask(pack.subtree_end.to(device), start, mask_kind, dtype)
-    hidden = decoder(input_ids=ids[:, start:], position_ids=pos[:, start:], attention_mask=mask,
-                     cache=cache, use_cache=cache is not None).last_hidden_state[0]
+    out = model(input_ids=ids[:, start:], position_ids=pos[:, start:], attention_mask=mask, cache=cache,
+                use_cache=cache is not None, output_hidden_states=True,
+                logits_to_keep=torch.zeros(0, dtype=torch.long, device=device))
+    hidden = out.hidden_states[-1][0]  # after the final norm: what the output head reads
     valid = (pack.loss_mask & (pack.prev_index >= 0)).to(device)
     rows = pack.prev_index.to(device)[valid] - start
-    picked = head_logprobs(hidden[rows], model.get_output_embeddings(), ids[0][valid], chunk_size)
+    picked = head_logprobs(hidden[rows], inner.get_output_embeddings(), ids[0][valid], chunk_size)
     out = torch.zeros(len(pack), dtype=picked.dtype, device=device)
     out[valid] = picked
     return out
@@ -87,7 +92,6 @@ class DetachedTrunkForward:
     config: Any
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
-        # the unwrapped module: one CPU process here (a DDP wrapper would skip its gradient hooks)
-        return tree_logprobs(self.accelerator.unwrap_model(model), pack, device=self.device,
-                             mask_kind="bool" if self.mask_kind == "bool" else "additive",
-                             chunk_size=self.config.logprob_chunk_size)
+        # the branches go through the (DDP) wrapper's forward, so its gradient all-reduce runs (2-process test)
+        return tree_logprobs(model, pack, device=self.device, mask_kind="bool" if self.mask_kind == "bool" else "additive",
+                             chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model))

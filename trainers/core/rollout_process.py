@@ -1,0 +1,203 @@
+"""The hf rollout policy in a child process (``--rollout_process``): generation off the trainer's GIL.
+
+Why: with the local executor the rollout policy (``HFBackend``) decodes in a thread of the
+trainer's process. On CPU both are Python-heavy (a tiny model's forward is mostly module-call
+overhead), so under ``--async_rollouts`` the trainer's step and the rollouts' decoding take turns
+on one GIL instead of running on two cores: measured on the demo, the train step took 2-3x longer
+while rollouts ran beside it. Here the ``HFBackend`` lives in a spawned child; the proxy's calls
+and the trainer's weight pushes go to it over a pipe (tensors through torch's shared-memory
+pickling). The proxy keeps the tokenizer in this process. Same sampling, seeds and logprobs as
+the in-process backend (tested).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+from pathlib import Path
+from typing import Any
+
+from clawgym_env.errors import PolicyBackendError
+from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+
+__all__ = ["ChildHFBackend"]
+
+
+def _serve(spec: str, tokenizer_path: str, conn: Any) -> None:
+    """The child: one ``HFBackend`` built from ``spec``, answering the parent's messages until "close"."""
+    import torch.multiprocessing  # noqa: F401 - registers tensor pickling through shared memory
+
+    from clawgym_env.proxy.backends.factory import backend_from_spec
+
+    try:
+        backend = backend_from_spec(spec, tokenizer_path=tokenizer_path, option="--rollout_backend")
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send(("error", None, f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None, None))
+    asyncio.run(_answer(backend, conn))
+
+
+async def _answer(backend: Any, conn: Any) -> None:
+    loop = asyncio.get_running_loop()
+    calls: dict[int, asyncio.Task[None]] = {}
+
+    async def call(key: int, request: CompletionRequest) -> None:
+        try:
+            conn.send(("done", key, await backend.handle(request)))
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # noqa: BLE001 - the caller gets it as a PolicyBackendError
+            conn.send(("error", key, f"{type(exc).__name__}: {exc}"))
+        finally:
+            calls.pop(key, None)
+
+    while True:
+        kind, key, payload = await loop.run_in_executor(None, conn.recv)
+        if kind == "call":
+            calls[key] = asyncio.ensure_future(call(key, payload))
+        elif kind == "cancel" and key in calls:
+            calls[key].cancel()
+        elif kind == "weights":
+            state, version = payload
+            await asyncio.to_thread(backend.update_weights, state, version)
+            conn.send(("weights", key, None))
+        elif kind == "close":
+            for t in list(calls.values()):
+                t.cancel()
+            await backend.aclose()
+            conn.send(("closed", key, None))
+            return
+
+
+class ChildHFBackend(PolicyBackend):
+    """An ``hf:`` policy spec served by a child process; ``update_weights`` as ``HFBackend``'s."""
+
+    TOKEN_LEVEL = True
+    name = "hf"
+
+    def __init__(self, spec: str, tokenizer_path: str | Path) -> None:
+        import torch.multiprocessing as mp
+        from transformers import AutoTokenizer
+
+        if not spec.startswith("hf:"):
+            raise PolicyBackendError(f"--rollout_process runs an hf: policy in a child process; got {spec!r}")
+        import os
+
+        import torch
+
+        # the trainer's torch threads as with the policy in process (HFBackend sets them process-wide): half the cores
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+        self.spec = spec
+        self.policy_version = 0
+        self._tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(spec, str(tokenizer_path), child), name="clawgym-rollout-policy",
+                                 daemon=True)
+        self._proc.start()
+        child.close()
+        kind, _, why = self._conn.recv()
+        if kind != "ready":
+            self._proc.join(timeout=10)
+            raise PolicyBackendError(f"--rollout_process: the child could not build {spec!r}: {why}")
+        self._keys = itertools.count()
+        self._send_lock = threading.Lock()
+        self._calls: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Completion]]] = {}
+        self._acks: dict[int, threading.Event] = {}
+        self._closed = False
+        self._reader = threading.Thread(target=self._read, name="clawgym-rollout-policy-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    @property
+    def model_name(self) -> str:
+        return Path(self.spec[3:].partition("?")[0]).name
+
+    def _send(self, kind: str, key: int, payload: Any) -> None:
+        with self._send_lock:
+            self._conn.send((kind, key, payload))
+
+    async def handle(self, request: CompletionRequest) -> Completion:
+        if self._closed:
+            raise PolicyBackendError("ChildHFBackend is closed; create a new backend")
+        loop = asyncio.get_running_loop()
+        key = next(self._keys)
+        future: asyncio.Future[Completion] = loop.create_future()
+        self._calls[key] = (loop, future)
+        self._send("call", key, request)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            with contextlib.suppress(OSError):
+                self._send("cancel", key, None)  # the harness hung up: the child stops decoding this row
+            raise
+        finally:
+            self._calls.pop(key, None)
+
+    def update_weights(self, state: dict[str, Any], version: int) -> None:
+        """Copy a state dict into the child (between its generation batches); returns once loaded.
+
+        Copies go through shared memory (not the trainer's own parameter storage, which pickling
+        would otherwise move there).
+        """
+        key = next(self._keys)
+        done = self._acks[key] = threading.Event()
+        self._send("weights", key, ({k: v.detach().cpu().clone() for k, v in state.items()}, version))
+        while not done.wait(timeout=1.0):
+            if not self._proc.is_alive():
+                raise PolicyBackendError(f"the rollout policy's child process died (exit code {self._proc.exitcode})")
+        self._acks.pop(key, None)
+        self.policy_version = version
+
+    def _read(self) -> None:
+        while True:
+            try:
+                kind, key, payload = self._conn.recv()
+            except (EOFError, OSError):
+                self._fail_all(f"the rollout policy's child process ended (exit code {self._proc.exitcode})")
+                return
+            if kind in ("weights", "closed"):
+                if kind == "closed":
+                    self._fail_all("ChildHFBackend was closed before this call finished")
+                    return
+                if key in self._acks:
+                    self._acks[key].set()
+                continue
+            entry = self._calls.get(key)
+            if entry is None:
+                continue
+            loop, future = entry
+            result: Any = payload if kind == "done" else PolicyBackendError(f"rollout policy (child process): {payload}")
+            loop.call_soon_threadsafe(_deliver, future, result)
+
+    def _fail_all(self, why: str) -> None:
+        for loop, future in list(self._calls.values()):
+            loop.call_soon_threadsafe(_deliver, future, PolicyBackendError(why))
+
+    async def aclose(self) -> None:
+        """Stop the child (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError, BrokenPipeError):
+            self._send("close", next(self._keys), None)
+        await asyncio.to_thread(self._reader.join, 30)
+        await asyncio.to_thread(self._proc.join, 30)
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._conn.close()
+
+
+def _deliver(future: asyncio.Future[Completion], result: Any) -> None:
+    if future.done():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
