@@ -90,7 +90,8 @@ class RolloutStream:
         self._side_ids: set[int] = set()
         self._lock = threading.Lock()
         self._next_gid = 0
-        self._attempts: dict[int, tuple[int, int]] = {}  # attempt number -> (group id, index in group)
+        self._attempts: dict[int, tuple[int, int]] = {}  # attempt number -> (group id, index in group), while running
+        self._next_attempt = 0  # never reused: a number freed by a finished attempt may not name a new one
         self._in_flight = 0  # training groups requested and not yet taken
         self._started: dict[str, float] = {}
         self._busy = 0.0
@@ -161,10 +162,12 @@ class RolloutStream:
                 gids.append(gid)
                 task, harness = pair
                 for i in range(n):
-                    self._attempts[len(self._attempts)] = (gid, i)
+                    attempt = self._next_attempt
+                    self._next_attempt += 1
+                    self._attempts[attempt] = (gid, i)
                     sid = f"{harness_name(harness)}-{self.rng.getrandbits(64):016x}" if self.rng is not None else ""
                     replay, k = replays[i] if replays else ("", 0)
-                    jobs.append(AttemptJob(task_id=task.full_id, harness=harness_name(harness), attempt=len(self._attempts) - 1,
+                    jobs.append(AttemptJob(task_id=task.full_id, harness=harness_name(harness), attempt=attempt,
                                            session_id=sid, replay=replay, branch_at=k))
         for job in jobs:
             self.loop.loop.call_soon_threadsafe(self._put, job)

@@ -35,6 +35,8 @@ def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> 
         ({"executor": "slurm"}, "executor"),
         ({"executor": "ray", "rollout_backend": "vllm:http://h:1#m"}, "executor='ray' with a vLLM"),
         ({"use_vllm": True}, "use_vllm=False"),
+        ({"rollout_process": True, "executor": "ray"}, "rollout_process runs the local executor's hf: policy"),
+        ({"rollout_process": True, "rollout_backend": "vllm:http://h:1#m"}, "already out of process"),
         ({"rollout_backend": "openai:gpt-4o"}, "'hf:PATH' or 'vllm:URL'"),
         ({"suite": ""}, "set --suite"),
         ({"max_steps": -1}, "set --max_steps"),

@@ -66,3 +66,18 @@ def test_lookahead_keeps_groups_sampling_while_the_caller_trains() -> None:
         assert all(g.requested_at < asked for g in second)
     finally:
         close(s, loop, ex)
+
+
+def test_groups_requested_while_others_run_keep_their_own_attempts() -> None:
+    """K = 2 steps sampled ahead: new groups are requested while older ones still run (attempt numbers never reused)."""
+    s, loop, ex = stream(lookahead=4)
+    try:
+        seen: set[int] = set()
+        for _ in range(4):
+            done, _ = s.take(2)
+            for g in done:
+                assert len(g.episodes) == 3 and all(e.task_id == g.pair[0].full_id for e in g.episodes)
+                seen.add(g.gid)
+        assert len(seen) == 8 and s._in_flight == 4
+    finally:
+        close(s, loop, ex)
