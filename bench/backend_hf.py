@@ -1,24 +1,35 @@
-"""Throughput of the in-process HFBackend on CPU: completion tokens/s at batch 1, 4 and 8.
+"""The in-process HFBackend: tokens/s at 1/4/16 concurrent calls, batched vs not, and prefix-reuse savings.
 
-    python bench/backend_hf.py [--models tiny,smollm2] [--max-tokens 32] [--prompt-tokens 128] [--threads 1] [--episode 2048]
+    python bench/backend_hf.py [--models tiny,smollm2] [--concurrency 1,4,16] [--max-tokens 32]
+                               [--prompt-tokens 128] [--prefix-tokens 3184] [--threads 1]
 
-Each batch size sends that many concurrent requests (distinct seeds, temperature 1, a
-chat-templated prompt of about --prompt-tokens tokens) and times them end to end, prefill
-included. Prints figures; asserts nothing.
+Throughput: each concurrency level sends that many calls at once (distinct seeds, temperature 1,
+a chat-templated prompt of about --prompt-tokens tokens, completion budgets spread over 1/4..4/4
+of --max-tokens so calls end at different steps), to a continuously batching backend and to one
+with ``max_batch=1`` (a call at a time), both without prefix reuse, timed end to end, prefill
+included. Prefix reuse: SmolLM2's first call of a second episode whose prompt shares its first
+--prefix-tokens ids with the first episode's (the recorded Claude Code prompt of tests/golden;
+3,184 is claude-code-bash's whole first prompt), timed with and without the shared store. Prints
+figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
+import json
+import os
 import time
+from pathlib import Path
 
 from clawgym_env.models.smollm2 import default_model_path
 from clawgym_env.models.testing import tiny_model_path
 from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
 
-WORDS = ["please", "read", "the", "config", "file", "and", "tell", "me", "which", "tests", "fail", "and", "why", "they", "fail", "today"]
+WORDS = "please read the config file and tell me which tests fail and why they fail today".split()
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "claude-code" / "capture.jsonl.gz"
 
 
 def make_prompt(backend: HFBackend, n_tokens: int) -> list[int]:
@@ -30,62 +41,81 @@ def make_prompt(backend: HFBackend, n_tokens: int) -> list[int]:
     return ids
 
 
-async def run(backend: HFBackend, prompt: list[int], batch: int, max_tokens: int) -> tuple[float, int]:
+async def burst(backend: HFBackend, prompt: list[int], n: int, max_tokens: int) -> tuple[float, int]:
+    """n calls at once; (wall seconds, completion tokens)."""
     reqs = [
-        CompletionRequest(session_id=f"b{i}", call_index=0, prompt_ids=prompt, messages=[], max_tokens=max_tokens, temperature=1.0, seed=i)
-        for i in range(batch)
+        CompletionRequest(session_id=f"b{i}", call_index=0, prompt_ids=prompt, messages=[], temperature=1.0, seed=i,
+                          max_tokens=max(1, max_tokens * (1 + i % 4) // 4))
+        for i in range(n)
     ]
     t0 = time.perf_counter()
     outs = await asyncio.gather(*(backend.handle(r) for r in reqs))
     return time.perf_counter() - t0, sum(len(o.completion_ids or []) for o in outs)
 
 
-async def episode(path, prompt_tokens: int) -> None:
-    """Second call of an agent episode (prompt = last prompt + completion + a short turn), with and without prefix reuse."""
-    for mb in (1024.0, 0.0):
-        backend = HFBackend(path, prefix_cache_mb=mb)
-        prompt = make_prompt(backend, prompt_tokens)
-        first = CompletionRequest(session_id="ep", call_index=0, prompt_ids=prompt, messages=[], max_tokens=8, seed=0)
-        t0 = time.perf_counter()
-        out = await backend.handle(first)
-        t1 = time.perf_counter()
-        turn = backend.tokenizer.encode("<|im_end|>\n<|im_start|>user\nthe tests pass now, continue<|im_end|>\n<|im_start|>assistant\n")
-        follow = prompt + (out.completion_ids or []) + turn
-        second = CompletionRequest(session_id="ep", call_index=1, prompt_ids=follow, messages=[], max_tokens=8, seed=1)
-        t2 = time.perf_counter()
-        out2 = await backend.handle(second)
-        t3 = time.perf_counter()
-        print(f"{path.name[:8]:<8} prefix_cache_mb={mb:<6} prompt {len(prompt):>5} -> {len(follow):>5} tokens: "
-              f"call 1 {t1 - t0:6.2f} s, call 2 {t3 - t2:6.2f} s (reused {out2.usage.get('cached_prompt_tokens', 0)} tokens)")
-        await backend.aclose()
+async def throughput(name: str, path: Path, levels: list[int], prompt_tokens: int, max_tokens: int) -> None:
+    batched = HFBackend(path, max_batch=max(levels), prefix_cache_mb=0, eos_token_ids=[])
+    single = HFBackend(path, max_batch=1, prefix_cache_mb=0, eos_token_ids=[])
+    prompt = make_prompt(batched, prompt_tokens)
+    for b in (batched, single):
+        await burst(b, prompt, 1, 4)  # warm-up
+    for n in levels:
+        row = []
+        for b in (single, batched):
+            wall, tokens = await burst(b, prompt, n, max_tokens)
+            row.append((wall, tokens))
+        (ws, ts), (wb, tb) = row
+        print(f"{name:<8} {n:>4} {len(prompt):>6} {ts:>6} | {ts / ws:>9.1f} {ws:>7.2f} | {tb / wb:>9.1f} {wb:>7.2f} | {ws / wb:>5.2f}x")
+    print(f"{name:<8} continuous batch: {batched.stats['steps']} decode steps, {batched.stats['joins']} joins, "
+          f"largest {batched.stats['max_rows']} rows")
+    await batched.aclose()
+    await single.aclose()
+
+
+async def prefix_saving(shared_tokens: list[int]) -> None:
+    with gzip.open(GOLDEN, "rt") as f:
+        golden = json.loads(f.readline())["prompt_ids"]  # Claude Code's first prompt, SmolLM2 ids (12,418)
+    for shared in shared_tokens:
+        head = golden[: min(shared, 8000)]
+        backends = {"no reuse": HFBackend(default_model_path(), prefix_cache_mb=0),
+                    "shared store": HFBackend(default_model_path(), prefix_cache_mb=2048)}
+        tails = [b.tokenizer.encode(f"<|im_start|>user\nepisode {i}: {' '.join(WORDS[i:])}<|im_end|>\n<|im_start|>assistant\n")
+                 for i, b in enumerate(backends.values())]
+        for label, b in backends.items():
+            first = CompletionRequest(session_id="ep1", call_index=0, prompt_ids=head + tails[0], messages=[], max_tokens=1, seed=0)
+            second = CompletionRequest(session_id="ep2", call_index=0, prompt_ids=head + tails[1], messages=[], max_tokens=1, seed=0)
+            t0 = time.perf_counter()
+            await b.handle(first)
+            t1 = time.perf_counter()
+            out = await b.handle(second)
+            t2 = time.perf_counter()
+            print(f"smollm2  prefix {len(head):>5} + tail {len(tails[1]):>3} tokens, {label:<12}: episode 1 first call "
+                  f"{t1 - t0:6.2f} s, episode 2 first call {t2 - t1:6.2f} s (reused {out.usage['cached_prompt_tokens']} "
+                  f"tokens, store {b.prefix.bytes / 2**20:.0f} MiB)")
+            await b.aclose()
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="tiny,smollm2")
+    ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--prompt-tokens", type=int, default=128)
-    ap.add_argument("--batches", default="1,4,8")
-    ap.add_argument("--episode", type=int, default=0, help="also time a 2-call episode with a prompt of this many tokens")
-    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    ap.add_argument("--prefix-tokens", default="3184", help="shared prompt lengths for the prefix-reuse figure ('' skips it)")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads after loading (0: the backend's default)")
     args = ap.parse_args()
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)  # on a shared, oversubscribed box, 1 avoids OpenMP spin-waits
+    print(f"load average {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}, {os.cpu_count()} CPUs")
     paths = {"tiny": tiny_model_path, "smollm2": default_model_path}
-    print(f"{'model':<8} {'batch':>5} {'prompt':>6} {'tokens':>6} {'wall s':>7} {'tok/s':>8} {'s/call':>7}")
+    levels = [int(c) for c in args.concurrency.split(",")]
+    print(f"{'model':<8} {'conc':>4} {'prompt':>6} {'tokens':>6} | {'1-at-a-time tok/s':>17} | {'continuous tok/s':>17} | speedup")
     for name in args.models.split(","):
-        backend = HFBackend(paths[name](), max_batch=max(int(b) for b in args.batches.split(",")))
-        prompt = make_prompt(backend, args.prompt_tokens)
-        await run(backend, prompt, 1, 4)  # warm-up
-        for batch in (int(b) for b in args.batches.split(",")):
-            wall, tokens = await run(backend, prompt, batch, args.max_tokens)
-            print(f"{name:<8} {batch:>5} {len(prompt):>6} {tokens:>6} {wall:>7.2f} {tokens / wall:>8.1f} {wall:>7.2f}")
-        print(f"{name:<8} batches run: {backend.stats['batches']}, largest: {backend.stats['max_rows']} rows")
-        await backend.aclose()
-    for name in args.models.split(",") if args.episode else ():
-        await episode(paths[name](), args.episode)
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        await throughput(name, paths[name](), levels, args.prompt_tokens, args.max_tokens)
+    if args.prefix_tokens:
+        await prefix_saving([int(n) for n in args.prefix_tokens.split(",")])
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ProxyError
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.proxy.dialects import anthropic, gemini, openai_chat, openai_responses
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest
+from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply
 from clawgym_env.proxy.egress import TargetKeepingProtocol, egress_target, proxy_key, refuse
 from clawgym_env.proxy.session import CallFailed, ProxySession
 
@@ -388,13 +388,30 @@ class ProxyServer:
                 if not opened:
                     opened.append(True)
                     await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-                await send({"type": "http.response.body", "body": _KEEPALIVE, "more_body": True})
+                # google-genai parses every non-blank line as JSON, an SSE comment too: it gets a blank line
+                await send({"type": "http.response.body", "body": b"\n" if dialect is gemini else _KEEPALIVE, "more_body": True})
 
-            reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body), receive,
-                                            self.stream_keepalive_s if parsed.stream else None,
+            extra = (parsed.include_usage,) if dialect is openai_chat else ()
+            streamed: list[Any] = []  # [LiveReply, text sent] once live text went out
+
+            async def live(head: Reply, text: str) -> None:  # content text while the policy decodes
+                if not streamed:
+                    streamed[:] = [dialect.LiveReply(head, *extra), ""]
+                    if not opened:
+                        opened.append(True)
+                        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+                    await send({"type": "http.response.body", "body": streamed[0].start(), "more_body": True})
+                streamed[1] += text
+                await send({"type": "http.response.body", "body": streamed[0].text(text), "more_body": True})
+
+            reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body, live if parsed.stream else None),
+                                            receive, self.stream_keepalive_s if parsed.stream else None,
                                             keepalive if parsed.stream else None)
-            if parsed.stream:
-                extra = (parsed.include_usage,) if dialect is openai_chat else ()
+            if streamed:
+                if not (reply.message.get("content") or "").startswith(streamed[1]):  # see _live: should not happen
+                    rec["meta"] = {**(rec.get("meta") or {}), "live_text_mismatch": True}
+                await send({"type": "http.response.body", "body": streamed[0].finish(reply, streamed[1]), "more_body": False})
+            elif parsed.stream:
                 frames = b"".join(dialect.render_stream(reply, *extra))
                 if not opened:  # the whole stream is ready: a content-length saves chunked framing
                     headers = [*_SSE, (b"content-length", str(len(frames)).encode())]

@@ -8,6 +8,7 @@ import os
 import secrets
 import time
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
 
@@ -17,13 +18,17 @@ from clawgym_env.capture.records import CallRecord
 from clawgym_env.capture.store import CaptureWriter
 from clawgym_env.errors import ProxyError
 from clawgym_env.proxy._history import SharedHistory
+from clawgym_env.proxy._live import LiveText, opens_reasoning
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments
 from clawgym_env.proxy._output import parse_model_output
 from clawgym_env.proxy._tito import PromptBuilder
-from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend, StreamingBackend
 from clawgym_env.proxy.dialects._common import ParsedRequest, Reply
 
-__all__ = ["CallFailed", "ProxySession", "SessionState"]
+__all__ = ["CallFailed", "LiveSink", "ProxySession", "SessionState"]
+
+LiveSink = Callable[[Reply, str], Awaitable[None]]
+"""Receives a streamed call's content text as it settles, with the reply's head (id, model, prompt size)."""
 
 _SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed")
 
@@ -121,8 +126,12 @@ class ProxySession:
         return s
 
     async def complete(self, dialect: ModuleType, parsed: ParsedRequest, rec: dict[str, Any],
-                       raw: dict[str, Any]) -> Reply:
-        """Run one call through the backend; fills ``rec`` (the record in progress) as it goes."""
+                       raw: dict[str, Any], live: LiveSink | None = None) -> Reply:
+        """Run one call through the backend; fills ``rec`` (the record in progress) as it goes.
+
+        With ``live`` and a streaming backend, content text reaches ``live`` while the policy decodes
+        (``_live.LiveText`` says which); the reply and the record are those of an unstreamed call.
+        """
         if self.state is SessionState.CLOSED:
             raise CallFailed(401, f"session {self.session_id} is closed")
         if self.max_calls is not None and rec["call_index"] >= self.max_calls:
@@ -144,9 +153,15 @@ class ProxySession:
             temperature=float(s["temperature"]), top_p=float(s["top_p"]), stop=list(s["stop"] or ()),
             seed=s["seed"], dialect=dialect.NAME, raw=raw,
         )
+        head = Reply(message={}, finish_reason="", model=parsed.model or self.model_name,
+                     prompt_tokens=len(prompt_ids or ()), completion_tokens=0,
+                     response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(), created=int(time.time()))
         t0 = time.perf_counter()
         try:
-            completion = await self.backend.handle(request)
+            if live is not None and isinstance(self.backend, StreamingBackend):
+                completion = await self._stream(self.backend, request, head, live)
+            else:
+                completion = await self.backend.handle(request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -154,10 +169,21 @@ class ProxySession:
             status = 529 if "overload" in type(exc).__name__.lower() else 500
             raise CallFailed(status, f"policy backend {self.backend.name!r} failed: {type(exc).__name__}: {exc}") from exc
         rec["backend_s"] = time.perf_counter() - t0
-        return self._reply(dialect, parsed, completion, rec, prompt_ids)
+        return self._reply(dialect, parsed, completion, rec, prompt_ids, head)
+
+    async def _stream(self, backend: StreamingBackend, request: CompletionRequest, head: Reply, live: LiveSink) -> Completion:
+        tok = backend.tokenizer
+        tail = tok.decode((request.prompt_ids or [])[-16:]) if tok is not None else ""
+        text = LiveText(enabled=not opens_reasoning(tail))
+        async for item in backend.stream(request):
+            if isinstance(item, Completion):
+                return item
+            if piece := text.feed(item.text):
+                await live(head, piece)
+        raise CallFailed(500, f"policy backend {backend.name!r} ended its stream without a completion")
 
     def _reply(self, dialect: ModuleType, parsed: ParsedRequest, c: Completion, rec: dict[str, Any],
-               prompt_ids: list[int] | None) -> Reply:
+               prompt_ids: list[int] | None, head: Reply) -> Reply:
         if c.structured is not None:
             raw_msg = c.structured
             calls_in = [{"name": fn["name"], "arguments": parse_arguments(fn.get("arguments"))}
@@ -192,9 +218,8 @@ class ProxySession:
                    finish_reason=finish, token_source=source, policy_version=c.policy_version)
         if c.meta:
             rec["meta"] = {**(rec.get("meta") or {}), **c.meta}
-        return Reply(message=message, finish_reason=finish, model=parsed.model or self.model_name,
-                     prompt_tokens=n_prompt, completion_tokens=n_out, response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(),
-                     created=int(time.time()))
+        return Reply(message=message, finish_reason=finish, model=head.model, prompt_tokens=n_prompt,
+                     completion_tokens=n_out, response_id=head.response_id, created=head.created)
 
     def record(self, rec: dict[str, Any], parsed: ParsedRequest | None = None) -> CallRecord:
         """Store a finished call in memory and queue it for the capture file (written off the loop within ms).

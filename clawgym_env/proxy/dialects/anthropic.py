@@ -22,7 +22,8 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream"]
 
 NAME = "anthropic"
 TOOL_ID_PREFIX = "toolu_"
@@ -159,38 +160,71 @@ def render_response(reply: Reply) -> dict[str, Any]:
     }
 
 
-def render_stream(reply: Reply) -> Iterator[bytes]:
-    """SSE frames: message_start, ping, per-block start/delta/stop, message_delta, message_stop."""
+def _block_frames(i: int, b: dict[str, Any]) -> Iterator[bytes]:
+    kind = b["type"]
+    if kind == "text":
+        yield sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                  "content_block_start")
+        if b["text"]:
+            yield sse({"type": "content_block_delta", "index": i,
+                       "delta": {"type": "text_delta", "text": b["text"]}}, "content_block_delta")
+    elif kind == "thinking":
+        yield sse({"type": "content_block_start", "index": i,
+                   "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start")
+        yield sse({"type": "content_block_delta", "index": i,
+                   "delta": {"type": "thinking_delta", "thinking": b["thinking"]}}, "content_block_delta")
+        yield sse({"type": "content_block_delta", "index": i,
+                   "delta": {"type": "signature_delta", "signature": ""}}, "content_block_delta")
+    else:
+        head = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+        yield sse({"type": "content_block_start", "index": i, "content_block": head}, "content_block_start")
+        yield sse({"type": "content_block_delta", "index": i,
+                   "delta": {"type": "input_json_delta", "partial_json": args_json(b["input"])}},
+                  "content_block_delta")
+    yield sse({"type": "content_block_stop", "index": i}, "content_block_stop")
+
+
+def _start(reply: Reply) -> bytes:
     start = {"id": reply.response_id, "type": "message", "role": "assistant", "model": reply.model,
              "content": [], "stop_reason": None, "stop_sequence": None, "usage": _usage(reply, 1)}
-    yield sse({"type": "message_start", "message": start}, "message_start")
-    yield sse({"type": "ping"}, "ping")
-    for i, b in enumerate(_blocks(reply.message)):
-        kind = b["type"]
-        if kind == "text":
-            yield sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
-                      "content_block_start")
-            if b["text"]:
-                yield sse({"type": "content_block_delta", "index": i,
-                           "delta": {"type": "text_delta", "text": b["text"]}}, "content_block_delta")
-        elif kind == "thinking":
-            yield sse({"type": "content_block_start", "index": i,
-                       "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start")
-            yield sse({"type": "content_block_delta", "index": i,
-                       "delta": {"type": "thinking_delta", "thinking": b["thinking"]}}, "content_block_delta")
-            yield sse({"type": "content_block_delta", "index": i,
-                       "delta": {"type": "signature_delta", "signature": ""}}, "content_block_delta")
-        else:
-            head = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
-            yield sse({"type": "content_block_start", "index": i, "content_block": head}, "content_block_start")
-            yield sse({"type": "content_block_delta", "index": i,
-                       "delta": {"type": "input_json_delta", "partial_json": args_json(b["input"])}},
-                      "content_block_delta")
-        yield sse({"type": "content_block_stop", "index": i}, "content_block_stop")
+    return sse({"type": "message_start", "message": start}, "message_start") + sse({"type": "ping"}, "ping")
+
+
+def _end(reply: Reply) -> bytes:
     delta = {"stop_reason": _STOP.get(reply.finish_reason, "end_turn"), "stop_sequence": reply.stop_sequence}
-    yield sse({"type": "message_delta", "delta": delta, "usage": _usage(reply, reply.completion_tokens)},
-              "message_delta")
-    yield sse({"type": "message_stop"}, "message_stop")
+    return (sse({"type": "message_delta", "delta": delta, "usage": _usage(reply, reply.completion_tokens)}, "message_delta")
+            + sse({"type": "message_stop"}, "message_stop"))
+
+
+def render_stream(reply: Reply) -> Iterator[bytes]:
+    """SSE frames: message_start, ping, per-block start/delta/stop, message_delta, message_stop."""
+    yield _start(reply)
+    for i, b in enumerate(_blocks(reply.message)):
+        yield from _block_frames(i, b)
+    yield _end(reply)
+
+
+class LiveReply:
+    """A stream sent while the policy decodes: text block 0 grows with each delta; the rest comes at the end."""
+
+    def __init__(self, head: Reply) -> None:
+        self.head = head
+
+    def start(self) -> bytes:
+        return _start(self.head) + next(_block_frames(0, {"type": "text", "text": ""}))
+
+    def text(self, text: str) -> bytes:
+        return sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+                   "content_block_delta")
+
+    def finish(self, reply: Reply, sent: str) -> bytes:
+        """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
+        rest = (reply.message.get("content") or "")[len(sent):]
+        frames = [self.text(rest)] if rest else []
+        frames.append(sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+        others = [b for b in _blocks(reply.message) if b["type"] != "text"]
+        frames += [f for i, b in enumerate(others, 1) for f in _block_frames(i, b)]
+        return b"".join(frames) + _end(reply)
 
 
 def stream_error(status: int, message: str) -> bytes:

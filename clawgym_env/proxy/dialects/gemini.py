@@ -19,7 +19,7 @@ import orjson
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
 from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, function_tool, guarded, sse
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response",
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
            "render_stream", "route"]
 
 NAME = "gemini"
@@ -216,6 +216,27 @@ def render_stream(reply: Reply) -> Iterator[bytes]:
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         yield sse(_chunk(reply, [part], _FINISH.get(reply.finish_reason, "STOP") if last else None))
+
+
+class LiveReply:
+    """A stream sent while the policy decodes: one text chunk per settled delta; thought and calls at the end."""
+
+    def __init__(self, head: Reply) -> None:
+        self.head = head
+
+    def start(self) -> bytes:
+        return b""  # Gemini streams have no opening event
+
+    def text(self, text: str) -> bytes:
+        return sse(_chunk(self.head, [{"text": text}], None))
+
+    def finish(self, reply: Reply, sent: str) -> bytes:
+        """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
+        rest = (reply.message.get("content") or "")[len(sent):]
+        parts = [p for p in _parts(reply.message) if "text" not in p or p.get("thought")]
+        parts = [{"text": rest}, *parts] if rest or not parts else parts
+        return b"".join(sse(_chunk(reply, [p], _FINISH.get(reply.finish_reason, "STOP") if i == len(parts) - 1 else None))
+                        for i, p in enumerate(parts))
 
 
 def stream_error(status: int, message: str) -> bytes:

@@ -17,7 +17,8 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream"]
 
 NAME = "openai-chat"
 TOOL_ID_PREFIX = "call_"
@@ -122,26 +123,53 @@ def render_response(reply: Reply) -> dict[str, Any]:
     }
 
 
+def _chunk(reply: Reply, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    head = {"id": reply.response_id, "object": "chat.completion.chunk", "created": reply.created, "model": reply.model}
+    return sse({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+
+
+def _tail(reply: Reply, include_usage: bool) -> Iterator[bytes]:
+    """Tool-call heads + arguments, the finish chunk, usage, [DONE]."""
+    for i, c in enumerate(_wire_calls(reply.message)):
+        yield _chunk(reply, {"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                                             "function": {"name": c["function"]["name"], "arguments": ""}}]})
+        yield _chunk(reply, {"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]})
+    yield _chunk(reply, {}, _FINISH.get(reply.finish_reason, "stop"))
+    if include_usage:
+        yield sse({"id": reply.response_id, "object": "chat.completion.chunk", "created": reply.created,
+                   "model": reply.model, "choices": [], "usage": _usage(reply)})
+    yield DONE
+
+
 def render_stream(reply: Reply, include_usage: bool = False) -> Iterator[bytes]:
     """chat.completion.chunk frames: role, reasoning, content, tool-call head + arguments, finish, usage, [DONE]."""
-    head = {"id": reply.response_id, "object": "chat.completion.chunk", "created": reply.created, "model": reply.model}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return sse({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
-
-    yield chunk({"role": "assistant", "content": ""})
+    yield _chunk(reply, {"role": "assistant", "content": ""})
     if reply.message.get("reasoning_content"):
-        yield chunk({"reasoning_content": reply.message["reasoning_content"]})
+        yield _chunk(reply, {"reasoning_content": reply.message["reasoning_content"]})
     if reply.message.get("content"):
-        yield chunk({"content": reply.message["content"]})
-    for i, c in enumerate(_wire_calls(reply.message)):
-        yield chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
-                                     "function": {"name": c["function"]["name"], "arguments": ""}}]})
-        yield chunk({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]})
-    yield chunk({}, _FINISH.get(reply.finish_reason, "stop"))
-    if include_usage:
-        yield sse({**head, "choices": [], "usage": _usage(reply)})
-    yield DONE
+        yield _chunk(reply, {"content": reply.message["content"]})
+    yield from _tail(reply, include_usage)
+
+
+class LiveReply:
+    """A stream sent while the policy decodes: content chunks as text settles; reasoning and tool calls at the end."""
+
+    def __init__(self, head: Reply, include_usage: bool = False) -> None:
+        self.head, self.include_usage = head, include_usage
+
+    def start(self) -> bytes:
+        return _chunk(self.head, {"role": "assistant", "content": ""})
+
+    def text(self, text: str) -> bytes:
+        return _chunk(self.head, {"content": text})
+
+    def finish(self, reply: Reply, sent: str) -> bytes:
+        """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
+        rest = (reply.message.get("content") or "")[len(sent):]
+        frames = [self.text(rest)] if rest else []
+        if reply.message.get("reasoning_content"):
+            frames.append(_chunk(reply, {"reasoning_content": reply.message["reasoning_content"]}))
+        return b"".join([*frames, *_tail(reply, self.include_usage)])
 
 
 def stream_error(status: int, message: str) -> bytes:

@@ -22,7 +22,8 @@ from clawgym_env.proxy.dialects._common import (
 )
 from clawgym_env.proxy.dialects.openai_chat import error_body
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "error_body", "parse_request", "render_response", "render_stream"]
+__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream"]
 
 NAME = "openai-responses"
 TOOL_ID_PREFIX = "call_"
@@ -149,49 +150,94 @@ def render_response(reply: Reply) -> dict[str, Any]:
     return _response(reply, "completed", _items(reply))
 
 
-def render_stream(reply: Reply) -> Iterator[bytes]:
-    """response.created … output_item.added/deltas/done … response.completed."""
-    seq = 0
+class _Events:
+    """Responses stream events, numbered in order."""
 
-    def ev(kind: str, payload: dict[str, Any]) -> bytes:
-        nonlocal seq
-        frame = sse({"type": kind, "sequence_number": seq, **payload}, kind)
-        seq += 1
+    def __init__(self) -> None:
+        self.seq = 0
+
+    def __call__(self, kind: str, payload: dict[str, Any]) -> bytes:
+        frame = sse({"type": kind, "sequence_number": self.seq, **payload}, kind)
+        self.seq += 1
         return frame
 
-    yield ev("response.created", {"response": _response(reply, "in_progress", [])})
-    yield ev("response.in_progress", {"response": _response(reply, "in_progress", [])})
-    items = _items(reply)
-    for idx, item in enumerate(items):
+    def message_open(self, idx: int, item: dict[str, Any]) -> Iterator[bytes]:
+        yield self("response.output_item.added", {"output_index": idx, "item": {**item, "status": "in_progress", "content": []}})
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        yield self("response.content_part.added", {"item_id": item["id"], "output_index": idx, "content_index": 0, "part": part})
+
+    def text(self, idx: int, item_id: str, text: str) -> bytes:
+        return self("response.output_text.delta",
+                    {"item_id": item_id, "output_index": idx, "content_index": 0, "delta": text, "logprobs": []})
+
+    def item(self, idx: int, item: dict[str, Any], opened: bool = False) -> Iterator[bytes]:
+        """An output item's frames (a message already opened and streamed: only its closing frames)."""
         kind = item["type"]
         if kind == "message":
             text = item["content"][0]["text"]
-            yield ev("response.output_item.added",
-                     {"output_index": idx, "item": {**item, "status": "in_progress", "content": []}})
-            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             base = {"item_id": item["id"], "output_index": idx, "content_index": 0}
-            yield ev("response.content_part.added", {**base, "part": part})
-            if text:
-                yield ev("response.output_text.delta", {**base, "delta": text, "logprobs": []})
-            yield ev("response.output_text.done", {**base, "text": text, "logprobs": []})
-            yield ev("response.content_part.done", {**base, "part": item["content"][0]})
+            if not opened:
+                yield from self.message_open(idx, item)
+                if text:
+                    yield self.text(idx, item["id"], text)
+            yield self("response.output_text.done", {**base, "text": text, "logprobs": []})
+            yield self("response.content_part.done", {**base, "part": item["content"][0]})
         elif kind == "function_call":
-            yield ev("response.output_item.added",
-                     {"output_index": idx, "item": {**item, "status": "in_progress", "arguments": ""}})
+            yield self("response.output_item.added",
+                       {"output_index": idx, "item": {**item, "status": "in_progress", "arguments": ""}})
             base = {"item_id": item["id"], "output_index": idx}
-            yield ev("response.function_call_arguments.delta", {**base, "delta": item["arguments"]})
-            yield ev("response.function_call_arguments.done",
-                     {**base, "name": item["name"], "arguments": item["arguments"]})
+            yield self("response.function_call_arguments.delta", {**base, "delta": item["arguments"]})
+            yield self("response.function_call_arguments.done", {**base, "name": item["name"], "arguments": item["arguments"]})
         else:  # reasoning
             text = item["summary"][0]["text"]
-            yield ev("response.output_item.added", {"output_index": idx, "item": {**item, "summary": []}})
+            yield self("response.output_item.added", {"output_index": idx, "item": {**item, "summary": []}})
             base = {"item_id": item["id"], "output_index": idx, "summary_index": 0}
-            yield ev("response.reasoning_summary_part.added", {**base, "part": {"type": "summary_text", "text": ""}})
-            yield ev("response.reasoning_summary_text.delta", {**base, "delta": text})
-            yield ev("response.reasoning_summary_text.done", {**base, "text": text})
-            yield ev("response.reasoning_summary_part.done", {**base, "part": item["summary"][0]})
-        yield ev("response.output_item.done", {"output_index": idx, "item": item})
+            yield self("response.reasoning_summary_part.added", {**base, "part": {"type": "summary_text", "text": ""}})
+            yield self("response.reasoning_summary_text.delta", {**base, "delta": text})
+            yield self("response.reasoning_summary_text.done", {**base, "text": text})
+            yield self("response.reasoning_summary_part.done", {**base, "part": item["summary"][0]})
+        yield self("response.output_item.done", {"output_index": idx, "item": item})
+
+    def start(self, reply: Reply) -> Iterator[bytes]:
+        yield self("response.created", {"response": _response(reply, "in_progress", [])})
+        yield self("response.in_progress", {"response": _response(reply, "in_progress", [])})
+
+
+def render_stream(reply: Reply) -> Iterator[bytes]:
+    """response.created … output_item.added/deltas/done … response.completed."""
+    ev = _Events()
+    yield from ev.start(reply)
+    items = _items(reply)
+    for idx, item in enumerate(items):
+        yield from ev.item(idx, item)
     yield ev("response.completed", {"response": _response(reply, "completed", items)})
+
+
+class LiveReply:
+    """A stream sent while the policy decodes: the message item (output 0) grows; other items come at the end."""
+
+    def __init__(self, head: Reply) -> None:
+        self.head, self.ev = head, _Events()
+        self.item_id = "msg_" + head.response_id.removeprefix("resp_")
+
+    def start(self) -> bytes:
+        item = {"type": "message", "id": self.item_id, "status": "in_progress", "role": "assistant", "content": []}
+        return b"".join([*self.ev.start(self.head), *self.ev.message_open(0, item)])
+
+    def text(self, text: str) -> bytes:
+        return self.ev.text(0, self.item_id, text)
+
+    def finish(self, reply: Reply, sent: str) -> bytes:
+        """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
+        items = _items(reply)
+        message = next(i for i in items if i["type"] == "message")
+        items = [message, *(i for i in items if i is not message)]
+        rest = message["content"][0]["text"][len(sent):]
+        frames = [self.text(rest)] if rest else []
+        frames += self.ev.item(0, message, opened=True)
+        frames += [f for idx, item in enumerate(items[1:], 1) for f in self.ev.item(idx, item)]
+        frames.append(self.ev("response.completed", {"response": _response(reply, "completed", items)}))
+        return b"".join(frames)
 
 
 def stream_error(status: int, message: str) -> bytes:

@@ -175,3 +175,19 @@ async def test_slow_policy_keeps_streams_alive_and_errors_arrive_in_stream(tmp_p
                 await s.get_final_message()
         assert [r.status for r in sess.calls] == [200, 200, 500, 500]
         await healthy(server)
+
+
+async def test_gemini_streams_stay_alive_through_a_slow_policy() -> None:
+    """google-genai parses every non-blank SSE line as JSON: its keep-alive is a blank line, not a comment."""
+    from google import genai
+    from google.genai import types
+
+    async def slow(request):
+        await asyncio.sleep(0.35)
+        return {"text": "slow but sure"}
+
+    async with ProxyServer(stream_keepalive_s=0.1) as server:
+        sess = server.open_session(ScriptedBackend(slow))
+        c = genai.Client(api_key=sess.api_key, http_options=types.HttpOptions(base_url=server.url)).aio
+        chunks = [ch async for ch in await c.models.generate_content_stream(model="m", contents="hi")]
+        assert "".join(ch.text or "" for ch in chunks) == "slow but sure"
