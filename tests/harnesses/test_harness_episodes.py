@@ -62,7 +62,10 @@ def test_claude_code_bash_profile_offers_only_bash(claude_code_installed: None, 
     offered = [set(names) for names in seen if names]
     # Claude Code 2.1 always adds a schema-less DeferredToolPlaceholder; no Write, Read, Edit, ...
     assert len(offered) == steps and all(names == {"Bash", "DeferredToolPlaceholder"} for names in offered)
-    assert all(c.dialect == "anthropic" and c.error is None for c in info["capture"])
+    calls = info["capture"]
+    assert all(c.dialect == "anthropic" and c.stream and c.error is None for c in calls)
+    stream_json = (tmp_path / f"{info['session_id']}.harness" / "stdout.log").read_text()
+    assert ClaudeCode.count_calls(stream_json) == len(calls) == steps  # its own record agrees with the capture
 
 
 def test_openclaw_episode(openclaw_installed: None, smoke_suite: Path, tmp_path: Path) -> None:
