@@ -70,10 +70,14 @@ Attack = Callable[..., Any]
 
 @pytest.fixture
 def attack(tmp_path: Path) -> Attack:
-    """``await attack(suite, task, replies, backend)`` -> (summary, the one attempt record)."""
+    """``await attack(suite, task, replies, backend)`` -> (summary, the one attempt record).
+
+    The run grades as training does (on bwrap the final workspace's layers, no copy); ``save=True``
+    also saves the final workspace (``--save-workspaces``: then it is copied out and graded from the copy)."""
     runs: list[Path] = []
 
-    async def run(suite: Path, task: str, replies: list[Any], backend: str, final: str = "done") -> tuple[RunSummary, AttemptResult]:
+    async def run(suite: Path, task: str, replies: list[Any], backend: str, final: str = "done",
+                  save: bool = False) -> tuple[RunSummary, AttemptResult]:
         runs.append(tmp_path / f"run{len(runs)}")
         out = runs[-1]
         out.mkdir()
@@ -81,7 +85,7 @@ def attack(tmp_path: Path) -> Attack:
         policy.write_text(yaml.safe_dump({"replies": [*replies, final], "default": final}))
         summary = await run_benchmark(
             RunConfig(model=f"scripted:{policy}", harnesses=["custom"], suite=str(suite), tasks=task, sandbox=backend,
-                      out=str(out), save_workspaces=True, concurrency=1),
+                      out=str(out), save_workspaces=save, concurrency=1),
             progress=False,
         )
         (record,) = summary.attempts

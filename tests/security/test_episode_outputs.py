@@ -18,7 +18,7 @@ MAKE_SPECIALS = (
 
 
 async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, attack: Attack) -> None:
-    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(MAKE_SPECIALS)], backend)
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(MAKE_SPECIALS)], backend, save=True)
     assert summary.ran == 1 and rec.status in ("failed", "error") and rec.score == 0.0
     ws = saved_workspace(summary)
     names = {p.name for p in ws.iterdir()}
@@ -36,7 +36,7 @@ async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, a
 async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:
     flood = ("dd if=/dev/zero of=big bs=1M count=3072 2>dd.err; echo rc=$? > dd.txt; "
              "du -m big | cut -f1 >> dd.txt; rm -f big; cat dd.txt")
-    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(flood)], "docker")
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(flood)], "docker", save=True)
     assert summary.ran == 1 and rec.score == 0.0
     lines = (saved_workspace(summary) / "dd.txt").read_text().split()
     written = int(lines[1]) if len(lines) > 1 else 0
@@ -54,7 +54,7 @@ async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Atta
 
     from clawgym_env.task import grade_workspace, load_suite, make_transcript
 
-    summary, _ = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(f"({SEE}) > seen.txt 2>&1")], backend)
+    summary, _ = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(f"({SEE}) > seen.txt 2>&1")], backend, save=True)
     agent = (saved_workspace(summary) / "seen.txt").read_text().splitlines()
     suite = tmp_path / "see"
     (suite / "t" / "hidden").mkdir(parents=True)
@@ -73,13 +73,13 @@ async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Atta
 
 @pytest.mark.sandbox
 async def test_a_fault_inside_the_episode_is_an_error_record(attack: Attack, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A crash in our own code while grading (here: grade_workspace raising) costs that attempt, not the run."""
+    """A crash in our own code while grading (here: grade_final raising) costs that attempt, not the run."""
     import clawgym_env.task.grade as grade
 
     async def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("grader host fault")
 
-    monkeypatch.setattr(grade, "grade_workspace", broken)
+    monkeypatch.setattr(grade, "grade_final", broken)
     summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash("echo hi > hello.txt")], "bwrap")
     assert summary.ran == 1 and rec.status == "error" and rec.score == 0.0
     assert "RuntimeError: grader host fault" in (rec.error or "")
