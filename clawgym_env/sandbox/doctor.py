@@ -39,6 +39,11 @@ def check_bwrap() -> list[Check]:
     probe = probe_bwrap()
     if probe.ok:
         rows.append(Check("bwrap", "namespaces", "ok", "user, pid, net, ipc, uts, mount namespaces"))
+        if probe.jail:
+            fix = "allow nested user namespaces (user.max_user_namespaces > 1); graders that run agent code fail until then"
+            rows.append(Check("bwrap", "grading jail", "warn", probe.jail, fix))
+        else:
+            rows.append(Check("bwrap", "grading jail", "ok", "agent code in grading runs in a nested bwrap"))
         if probe.overlay:
             rows.append(Check("bwrap", "overlay workspace", "ok", "copy-on-write workspace (--overlay)"))
         else:

@@ -13,7 +13,7 @@ and the pass/fail comparison stay in ``grade()``, which no agent code can reach.
 
 The jail comes from ``CLAWGYM_JAIL`` (JSON, set by the sealed sandbox):
 
-* ``{"kind": "bwrap", "bwrap": PATH, "hide": [...]}``: a nested bubblewrap with new user, pid,
+* ``{"kind": "bwrap", "argv": [BWRAP, ...], "hide": [...]}``: a nested bubblewrap with new user, pid,
   mount, net, ipc and uts namespaces, no capabilities, no further user namespaces; the grading
   filesystem read-only; empty tmpfs over ``hide`` (hidden files, payload), /tmp and HOME. Its
   /proc is the grading sandbox's (a fresh one cannot be mounted under bwrap's): it lists the
@@ -23,6 +23,7 @@ The jail comes from ``CLAWGYM_JAIL`` (JSON, set by the sealed sandbox):
   ``uid`` with no capabilities (the hidden files and payload are root's, mode 0700); ``cwd`` is
   opened to it read-only, ``writable`` folders handed to it; afterwards every process of that
   uid is killed.
+* ``{"kind": "unavailable", "why": ...}``: the host cannot nest bwrap; ``run_agent`` raises.
 * absent: no jail (the ``none`` backend, which isolates nothing at all).
 """
 
@@ -71,9 +72,8 @@ def _under(path, roots):
 
 def _bwrap_argv(jail, cmd, cwd, writable):
     home = os.environ.get("HOME", "/root")
-    a = [jail["bwrap"], "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-         "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", home,
-         "--dev", "/dev"]
+    # jail["argv"]: the bwrap binary, namespaces and privileges (sandbox._bwrap_host.jail_argv, probed there)
+    a = [*jail["argv"], "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", home, "--dev", "/dev"]
     if _under(cwd, ["/tmp", home]) and not _under(cwd, writable):
         a += ["--ro-bind", cwd, cwd]
     for w in writable:
@@ -146,6 +146,8 @@ def run_agent(cmd, cwd, timeout=60, stdin=None, writable=()):
     writable = [os.path.abspath(w) for w in writable]
     jail = _jail()
     kind = jail.get("kind")
+    if kind == "unavailable":  # never run the agent's code unjailed: the grader fails, visibly
+        raise RuntimeError("clawgym_grading: cannot run the agent's code safely: %s" % jail.get("why"))
     argv, preexec, home = list(cmd), None, os.environ.get("HOME", "/tmp")
     if kind == "bwrap":
         argv = _bwrap_argv(jail, argv, cwd, writable)

@@ -57,3 +57,17 @@ async def test_jailed_code_sees_the_workspace_read_only_and_nothing_hidden(backe
     assert lines["rc"] == "7" and lines["timeout-rc"] == "124", lines
     assert lines["survivors"] == "0", lines  # every process it left is gone when it returns
     assert "Permission denied" in lines["grader-fds"] and "FORGED" not in res.stdout, lines
+
+
+def test_a_jail_that_cannot_run_refuses_instead_of_running_unjailed(monkeypatch) -> None:
+    """Where a bwrap cannot nest (the probe says why), graders that run agent code fail loudly."""
+    import importlib.util
+
+    import pytest
+
+    spec = importlib.util.spec_from_file_location("agent_jail_under_test", JAIL)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    monkeypatch.setenv("CLAWGYM_JAIL", json.dumps({"kind": "unavailable", "why": "no nested bwrap here: test"}))
+    with pytest.raises(RuntimeError, match="cannot run the agent's code safely: no nested bwrap"):
+        mod.run_agent(["true"], "/")
