@@ -148,3 +148,85 @@ def test_branching_fields_parse(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, branching=True, num_generations=2, branch_points=3, branches_per_point=2, branch_strategy="entropy")
     assert (cfg.num_generations, cfg.branch_points, cfg.branches_per_point, cfg.branch_strategy) == (2, 3, 2, "entropy")
 
+
+
+@pytest.fixture(scope="module")
+def tool_model(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model taught to call bash and then answer, so its own episodes have calls to branch at.
+
+    A random tiny model never makes a valid tool call (one-call episodes, nothing to replay). Six
+    scripted episodes through the real custom harness (bash ``echo hi`` once or twice, then a short
+    answer) give the real prompt ids; 120 plain NLL steps on their packed tree teach the format.
+    """
+    import random
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from clawgym_env._sync import LoopThread
+    from clawgym_env.proxy import ScriptedBackend
+    from clawgym_env.task import load_suite
+    from clawgym_env.tree import build_forest, pack_tree
+    from tests.trainers.conftest import SUITE
+    from trainers.rollout_stream import RolloutStream, local_executor
+
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    task = load_suite(SUITE).get("say-digits")
+    draw = random.Random(0)
+
+    def expert(request: Any) -> Any:
+        done = sum(1 for m in request.messages if m.get("role") == "tool")
+        if done == 0 or (done == 1 and draw.random() < 0.5):
+            return {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}
+        return draw.choice(["12345", "Done.", "ok 7", "99"])
+
+    loop = LoopThread()
+    executor = local_executor([task], ["custom"], ScriptedBackend(expert, tokenizer=tok), sandbox="bwrap", sampling=None,
+                              concurrency=2, wall_time_s=120)
+    loop.run(executor.start())
+    stream = RolloutStream(executor, loop, num_generations=6, next_pair=lambda: (task, "custom"))
+    try:
+        [eps] = stream.run_now([(task, "custom")])
+    finally:
+        stream.close()
+        loop.run(executor.stop())
+        loop.close()
+    targets = [c.model_copy(update={"token_source": "sampled", "logprobs": [0.0] * len(c.completion_ids or ())})
+               for ep in eps for c in ep.calls]
+    pack = pack_tree(build_forest([targets]))
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    inputs = pack.model_inputs("bool")
+    for _ in range(120):
+        loss = -pack.token_logprobs(model(**inputs).logits)[pack.loss_mask].mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    out = tmp_path_factory.mktemp("tool-model")
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.mark.sandbox
+def test_a_branched_training_step_through_the_custom_harness(tool_model: Path, tmp_path: Path) -> None:
+    """trainer.rollout() samples roots then branches (bwrap, in-process HF backend), train_step updates on their tree."""
+    cfg = make_config(tmp_path, branching=True, num_generations=2, branch_points=2, pairs_per_step=1, tasks="say-digits",
+                      max_completion_length=40, temperature=0.7, skip_zero_variance=False, learning_rate=1e-2)
+    trainer = TreeGRPOTrainer(cfg, tool_model)
+    try:
+        batch = trainer.rollout()
+        [group] = batch.groups
+        assert group.tree is not None and sum(group.statuses.values()) == 4, group.statuses  # 2 roots + 2 branches
+        replayed = [ref for ref, info in group.tree.calls.items() if not info.trainable]
+        assert replayed, "no branch replayed a call"
+        slots, rollouts = trainer.slots(batch)
+        assert sum(len(s.pair_token) for s in slots) == group.tree.num_trainable  # each token trained once
+        sampled = sum(info.completion_len for info in group.tree.calls.values() if info.trainable)
+        assert batch.metrics["generated_tokens"] >= sampled  # filters may drop dead calls, never add tokens
+        metrics = trainer.train_step(batch)
+    finally:
+        trainer.close()
+    assert metrics["optimizer_step"] == 1.0 and metrics["policy_version"] == 1.0
+    assert metrics["mismatch"] < 1e-3  # the replayed ids sit on the root's sampled tokens, logprobs and all
+    assert metrics["trainable_tokens"] == group.tree.num_trainable
