@@ -32,6 +32,26 @@ def base_env(home: str, path: str = SANDBOX_PATH, **extra: str) -> dict[str, str
     return {"HOME": home, "PATH": path, "NO_COLOR": "1", "TERM": "dumb", "LANG": "C.UTF-8", "TZ": "UTC", **extra}
 
 
+PIN_INSIDE = "/opt/clawgym/node-pin"
+PIN_EPOCH_MS = 1_767_225_600_000
+"""2026-01-01T00:00:00Z: where a pinned Node harness's wall clock starts."""
+
+
+def pin_mount() -> Mount:
+    """Read-only bind of ``node_pin/pin.cjs`` (the clock and UUID pin) at PIN_INSIDE."""
+    return Mount(host=Path(__file__).resolve().parent / "node_pin", inside=PIN_INSIDE)
+
+
+def pin_env(seed: str = "clawgym") -> dict[str, str]:
+    """Environment that preloads the pin into every Node process of the episode (children inherit it).
+
+    Two runs of a task then send byte-identical prompts where the harness prints the date, time or
+    a random session id, so a replayed call has the recorded prompt ids and merges in the tree.
+    """
+    return {"NODE_OPTIONS": f"--require={PIN_INSIDE}/pin.cjs", "CLAWGYM_PIN_EPOCH_MS": str(PIN_EPOCH_MS),
+            "CLAWGYM_PIN_SEED": seed}
+
+
 def node_mount(cache_dir: Path) -> Mount:
     """Read-only bind of the cached Node 24 package at NODE_INSIDE (installs it if needed)."""
     install_node(cache_dir)

@@ -19,7 +19,7 @@ from clawgym_env.errors import ConfigError
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
 from harnesses import _compile_cache
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount, npm_install, npm_mount
+from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount, npm_install, npm_mount, pin_env, pin_mount
 
 __all__ = ["OpenClaw"]
 
@@ -45,12 +45,15 @@ class OpenClaw(Harness):
     transcript: ClassVar[str] = ".openclaw-state"
     """Where the harness's own transcript is: its state dir (relative to HOME), sessions inside."""
 
-    def __init__(self, api: str = "openai-completions", timeout_s: int = 600) -> None:
+    def __init__(self, api: str = "openai-completions", timeout_s: int = 600, pinned: bool = True) -> None:
+        """``pinned``: start the clock at 2026-01-01 and draw session UUIDs from a fixed seed (``harnesses._npm.pin_env``),
+        so its prompts (date, minute-stamped user turn, session id) are the same bytes in every run of a task."""
         if api not in APIS:
             raise ConfigError(f"OpenClaw api {api!r} is not supported; use one of {', '.join(APIS)}")
         self.api = api
         self.dialect = APIS[api]  # type: ignore[misc]  # per-instance override of the ClassVar
         self.timeout_s = timeout_s
+        self.pinned = pinned
         self._warm_cache = False
 
     def install(self, cache_dir: Path) -> Path:
@@ -68,7 +71,7 @@ class OpenClaw(Harness):
         """``base_mounts`` plus the warm compile cache, read-only, when one was built."""
         self._warm_cache = _compile_cache.is_warm(self, cache_dir)
         extra = (Mount(host=_compile_cache.cache_dir_for(self, cache_dir), inside=_compile_cache.CACHE_INSIDE),)
-        return self.base_mounts(cache_dir) + (extra if self._warm_cache else ())
+        return self.base_mounts(cache_dir) + (extra if self._warm_cache else ()) + ((pin_mount(),) if self.pinned else ())
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         env = {
@@ -79,6 +82,7 @@ class OpenClaw(Harness):
             "TERM": "dumb",
             "LANG": "C.UTF-8",
             "TZ": "UTC",
+            **(pin_env() if self.pinned else {}),
         }
         if self._warm_cache:  # set by mounts(): the read-only warm cache is bound
             env["NODE_COMPILE_CACHE"] = _compile_cache.CACHE_INSIDE

@@ -37,10 +37,10 @@ def _writes(names: list[str], done: str = "Done.") -> list:
             for n in names] + [done]
 
 
-def _run(spec, backend, tmp: Path):
+def _run(spec, backend, tmp: Path, harness: str = "claude-code"):
     async def go():
         async with ProxyServer(uds_path=tmp / "proxy.sock") as proxy:
-            return await run_episode(spec, "claude-code", backend, proxy=proxy, capture_dir=tmp)
+            return await run_episode(spec, harness, backend, proxy=proxy, capture_dir=tmp)
     return asyncio.run(go())
 
 
@@ -138,3 +138,20 @@ def test_gym_reset_with_replay_starts_at_the_branch_point(smoke_suite: Path, tmp
         obs, reward, terminated, truncated, info = env.step("I wrote hello.txt; nothing else to do.")
         assert terminated and reward == 1.0  # the replayed call 0 wrote the file
         assert info["capture"][0].meta.get("replayed_from") == recorded[0].session_id
+
+
+@pytest.mark.slow
+def test_openclaw_replays_send_the_recorded_prompt_ids(smoke_suite: Path, tiny_tokenizer, tmp_path: Path,
+                                                       openclaw_installed) -> None:
+    """OpenClaw prints the date, a minute-stamped user turn and a random session UUID; pinned (the
+    default), a replay sends the recorded bytes, so its replayed calls merge into the recorded tree."""
+    spec = load_suite(smoke_suite).get("many-files")
+    writes = [{"tool_calls": [{"name": "write", "arguments": {"path": n, "content": f"{n}\n"}}]} for n in ("a.txt", "b.txt")]
+    original = _run(spec, ScriptedBackend([*writes, "Done."], tokenizer=tiny_tokenizer), tmp_path / "rec", "openclaw")
+    assert original.status == "completed" and len(original.calls) == 3, (original.error, original.harness_output_tail[-800:])
+    assert "2026-01-01" in str(original.calls[0].messages) and "2026-01-01" in tiny_tokenizer.decode(original.calls[0].prompt_ids)
+    replay = ReplayBackend(original.calls, 2, ScriptedBackend(["Finished."], tokenizer=tiny_tokenizer))
+    branch = _run(spec, replay, tmp_path / "branch", "openclaw")
+    assert branch.status == "completed" and replay.report.reached_branch
+    assert replay.report.prompt_ids_equal == 2  # every replayed call, byte for byte
+    assert branch.calls[2].prompt_ids == original.calls[2].prompt_ids
