@@ -42,14 +42,16 @@ def pin_mount() -> Mount:
     return Mount(host=Path(__file__).resolve().parent / "node_pin", inside=PIN_INSIDE)
 
 
-def pin_env(seed: str = "clawgym") -> dict[str, str]:
+def pin_env(seed: str = "clawgym", rate: float = 0.0) -> dict[str, str]:
     """Environment that preloads the pin into every Node process of the episode (children inherit it).
 
     Two runs of a task then send byte-identical prompts where the harness prints the date, time or
     a random session id, so a replayed call has the recorded prompt ids and merges in the tree.
+    ``rate`` 0 freezes Date at the epoch (a slow start-up under load would otherwise cross a minute
+    stamp); timers and ``performance.now()`` are monotonic and unaffected.
     """
     return {"NODE_OPTIONS": f"--require={PIN_INSIDE}/pin.cjs", "CLAWGYM_PIN_EPOCH_MS": str(PIN_EPOCH_MS),
-            "CLAWGYM_PIN_SEED": seed}
+            "CLAWGYM_PIN_SEED": seed, "CLAWGYM_PIN_RATE": repr(rate)}
 
 
 def node_mount(cache_dir: Path) -> Mount:

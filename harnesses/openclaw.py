@@ -71,7 +71,7 @@ class OpenClaw(Harness):
         """``base_mounts`` plus the warm compile cache, read-only, when one was built."""
         self._warm_cache = _compile_cache.is_warm(self, cache_dir)
         extra = (Mount(host=_compile_cache.cache_dir_for(self, cache_dir), inside=_compile_cache.CACHE_INSIDE),)
-        return self.base_mounts(cache_dir) + (extra if self._warm_cache else ()) + ((pin_mount(),) if self.pinned else ())
+        return self.base_mounts(cache_dir) + ((pin_mount(),) if self.pinned else ()) + (extra if self._warm_cache else ())
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         env = {

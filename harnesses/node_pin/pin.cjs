@@ -1,7 +1,9 @@
 // Preloaded into a Node harness (NODE_OPTIONS=--require) so that two runs of one task send the
-// same bytes: the wall clock starts at CLAWGYM_PIN_EPOCH_MS when the process starts and advances
-// with real elapsed time (durations and timeouts are unchanged), and crypto.randomUUID draws from
-// a sequence seeded by CLAWGYM_PIN_SEED (node:crypto and Web Crypto alike). Nothing else is touched: crypto.randomBytes, Math.random
+// same bytes: the wall clock (Date) starts at CLAWGYM_PIN_EPOCH_MS when the process starts and
+// advances at CLAWGYM_PIN_RATE times real time (1: real durations; 0: frozen, so a minute stamp or a
+// "took 12 ms" cannot differ between a slow and a fast run; timers and performance.now() run on the
+// monotonic clock and stay real either way), and crypto.randomUUID draws from a sequence seeded by
+// CLAWGYM_PIN_SEED (node:crypto and Web Crypto alike). Nothing else is touched: crypto.randomBytes, Math.random
 // and the monotonic clocks stay real. The harness's own code is not modified.
 "use strict";
 const crypto = require("node:crypto");
@@ -10,8 +12,9 @@ const epoch = Number(process.env.CLAWGYM_PIN_EPOCH_MS);
 if (Number.isFinite(epoch)) {
   const RealDate = Date;
   const realNow = RealDate.now.bind(RealDate);
-  const offset = epoch - realNow();
-  const now = () => realNow() + offset;
+  const start = realNow();
+  const rate = Number(process.env.CLAWGYM_PIN_RATE ?? "1");
+  const now = () => epoch + Math.floor((realNow() - start) * rate);
   class PinnedDate extends RealDate {
     constructor(...args) {
       if (args.length === 0) super(now());

@@ -136,7 +136,7 @@ def test_openclaw_uses_a_warm_compile_cache_only_read_only(tmp_path: Path) -> No
         root.mkdir(parents=True)
         (root / ".clawgym-installed.json").write_text("{}")
     h = OpenClaw()
-    assert len(h.mounts(tmp_path)) == 2
+    assert len(h.mounts(tmp_path)) == 3  # install, Node, the clock/UUID pin (harnesses/node_pin)
     env = h.build_env(SESSION)
     assert env["NODE_DISABLE_COMPILE_CACHE"] == "1" and "NODE_COMPILE_CACHE" not in env
     warm = _compile_cache.cache_dir_for(h, tmp_path)
@@ -271,3 +271,18 @@ def test_mini_swe_agent_runs_from_its_venv_against_the_proxy(tmp_path: Path) -> 
     traj = tmp_path / "trajectory.json"
     traj.write_text(json.dumps({"info": {"model_stats": {"api_calls": 3}}, "messages": []}))
     assert MiniSweAgent.count_calls(tmp_path) == 3 and MiniSweAgent.count_calls(tmp_path / "none") == 0
+
+
+def test_openclaw_is_pinned_by_default_and_can_run_unpinned(tmp_path: Path) -> None:
+    from clawgym_env.harness_install import NODE_PACKAGE, NODE_VERSION, installed_root
+    from harnesses._npm import PIN_INSIDE
+
+    for pkg, ver in (("openclaw", OpenClaw.version), (NODE_PACKAGE, NODE_VERSION)):
+        root = installed_root(pkg, ver, tmp_path)
+        root.mkdir(parents=True)
+        (root / ".clawgym-installed.json").write_text("{}")
+    pinned, free = OpenClaw(), OpenClaw(pinned=False)
+    pin = next(m for m in pinned.mounts(tmp_path) if m.inside == PIN_INSIDE)
+    assert (pin.host / "pin.cjs").is_file() and not pin.writable
+    assert pinned.build_env(SESSION)["NODE_OPTIONS"] == f"--require={PIN_INSIDE}/pin.cjs"
+    assert all(m.inside != PIN_INSIDE for m in free.mounts(tmp_path)) and "NODE_OPTIONS" not in free.build_env(SESSION)

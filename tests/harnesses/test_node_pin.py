@@ -10,7 +10,7 @@ from harnesses._npm import PIN_EPOCH_MS, pin_env
 PROBE = """
 import {randomUUID, randomBytes} from "node:crypto";
 const t0 = Date.now(), d = new Date();
-await new Promise(r => setTimeout(r, 300));
+await new Promise(r => setTimeout(r, 300));  // timers are monotonic: they fire with Date frozen
 console.log(JSON.stringify({t0, iso: d.toISOString(), elapsed: Date.now() - t0, explicit: new Date(0).getTime(),
   uuids: [randomUUID(), crypto.randomUUID(), require_("node:crypto").randomUUID()], bytes: randomBytes(8).toString("hex"),
   isDate: d instanceof Date}));
@@ -32,8 +32,10 @@ def probe(env: dict[str, str]) -> dict:
 
 def test_clock_starts_at_the_pin_and_advances_and_uuids_repeat_across_processes() -> None:
     a, b = probe(pin_env()), probe(pin_env())
-    assert abs(a["t0"] - PIN_EPOCH_MS) < 5_000 and a["iso"].startswith("2026-01-01T00:00:0")
-    assert 250 <= a["elapsed"] < 10_000  # durations stay real: timeouts and latencies are unchanged
+    assert a["t0"] == PIN_EPOCH_MS and a["iso"] == "2026-01-01T00:00:00.000Z"
+    assert a["elapsed"] == 0  # frozen (the default): no minute stamp or duration can differ between runs
+    real = probe(pin_env(rate=1.0))
+    assert abs(real["t0"] - PIN_EPOCH_MS) < 5_000 and 250 <= real["elapsed"] < 10_000  # rate 1: real durations
     assert a["explicit"] == 0 and a["isDate"]  # dates built from a value are untouched
     assert a["uuids"] == b["uuids"] and len(set(a["uuids"])) == 3  # node:crypto, Web Crypto, CommonJS: one sequence
     assert a["uuids"][0][14] == "4" and a["uuids"][0][19] in "89ab"  # still RFC 4122 version 4
