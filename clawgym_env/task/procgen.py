@@ -263,7 +263,7 @@ def _write_task(folder: Path, task_id: str, split: str, v: Variant) -> None:
         "instruction": v.instruction.replace("{", "{{ '{' }}") + "\n",
         **({"workspace": "workspace"} if v.workspace else {}), "hidden": "hidden",  # git keeps no empty folder
         "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
-        "limits": {"wall_time_s": 180, "model_calls": 4, "memory_mb": 1024},
+        "limits": {"wall_time_s": 900, "model_calls": 4, "memory_mb": 1024},  # a shared 2-core box: CPU policies on a loaded machine must not time out
         "solution": "solution/solve.sh",
         "metadata": {"procgen": {"template": v.template, "split": split, "params": v.params, "command": v.command},
                      **({"exploit_exempt": v.exploit_exempt} if v.exploit_exempt else {})},

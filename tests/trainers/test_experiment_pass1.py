@@ -17,16 +17,14 @@ def _pass_at_1(folder: Path) -> float:
     return sum(r.get("status") == "passed" for r in records) / len(records)
 
 
-def test_quick_pipeline_runs_end_to_end_and_sft_learns_the_expert_tokens(tmp_path: Path) -> None:
-    """Not (yet) asserted: held-out Pass@1 after SFT above the start. At this size the scratch model
-    learns the tool-call format but not the commands (measured Pass@1 0 at every stage; see
-    /work/notes/issue-16.md), so the test asserts what the run does achieve."""
+def test_quick_pipeline_runs_end_to_end_and_sft_raises_held_out_pass_at_1(tmp_path: Path) -> None:
+    """SmolLM2 before SFT does not speak the tool-call format (Pass@1 ~0 on the held-out variants);
+    a few tree-SFT steps on the expert captures must lift held-out Pass@1 above it."""
     from trainers.scripts import experiment_pass1
 
     meta = experiment_pass1.main(["--quick", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")])
     assert set(meta["seconds"]) >= {"sft", "rl", "eval-before", "eval-after-sft", "eval-after-rl"}
-    for stage in experiment_pass1.STAGES:
-        _pass_at_1(tmp_path / "out" / stage)  # every held-out attempt has its record
+    scores = {stage: _pass_at_1(tmp_path / "out" / stage) for stage in experiment_pass1.STAGES}  # every attempt has its record
     history = json.loads((tmp_path / "work" / "sft" / "final" / "sft_state.json").read_text())["log_history"]
-    first, last = history[0]["loss"], sum(h["loss"] for h in history[-5:]) / 5
-    assert last < first / 3, (first, last)
+    assert history[-1]["loss"] < history[0]["loss"], history
+    assert scores["after-sft"] > scores["before"], scores

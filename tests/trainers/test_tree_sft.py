@@ -56,6 +56,8 @@ def test_config_refuses_what_tree_sft_does_not_do(tmp_path: Path) -> None:
         TreeSFTConfig(output_dir=str(tmp_path), dataset_path="x", loss_type="dft")
     with pytest.raises(ConfigError, match="packing"):
         TreeSFTConfig(output_dir=str(tmp_path), dataset_path="x", packing=False)
+    with pytest.raises(ConfigError, match="frozen_layers"):
+        TreeSFTConfig(output_dir=str(tmp_path), dataset_path="x", frozen_layers=-1)
 
 
 @pytest.mark.sandbox
@@ -85,3 +87,16 @@ def test_expert_replay_through_custom_becomes_a_dataset_sft_lowers_its_loss(tiny
     assert history[-1]["loss"] < history[0]["loss"] - 0.5
     saved = trainer.save()
     assert (saved / "config.json").is_file() and (saved / "tokenizer.json").is_file()
+
+    # frozen_layers: the embeddings (tied head) and the bottom layer keep their weights, the rest train
+    layers = len(trainer.model.get_decoder().layers)
+    with pytest.raises(ConfigError, match="decoder layers"):
+        TreeSFTTrainer(TreeSFTConfig(output_dir=str(tmp_path / "f"), dataset_path=str(tmp_path / "ds"), frozen_layers=layers,
+                                     use_cpu=True), tiny_path)
+    frozen = TreeSFTTrainer(TreeSFTConfig(output_dir=str(tmp_path / "f"), dataset_path=str(tmp_path / "ds"), max_steps=2,
+                                          learning_rate=1e-2, packs_per_step=1, use_cpu=True, frozen_layers=1), tiny_path)
+    start = {n: p.detach().clone() for n, p in frozen.model.named_parameters()}
+    frozen.train()
+    changed = {n for n, p in frozen.model.named_parameters() if not torch.equal(p, start[n])}
+    assert any(".layers.1." in n for n in changed), changed
+    assert not any(".layers.0." in n or "embed" in n or "lm_head" in n for n in changed), changed

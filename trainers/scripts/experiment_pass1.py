@@ -5,17 +5,19 @@
     clawgym bench compare experiments/pass1/before experiments/pass1/after-rl
 
 Stages (each a function, so other experiments can reuse or swap one):
-1. ``build_model``: a model of the tiny Qwen3 architecture trained from scratch; its BPE tokenizer
-   is trained on the text it will see (one probe episode's prompts per harness, the train-split
-   instructions and commands). Its context (32k positions) holds Claude Code's ~11.6k-token prompt
-   whole: nothing is truncated (a call that would not fit fails loudly in the backend).
+1. ``build_model``: the embedded pretrained SmolLM2-135M-Instruct (``clawgym_env.models``), which
+   can already copy text and knows shell commands but not our tool-call format. Its context is
+   8,192 tokens, so the harnesses are the custom loop (~470-token first prompt) and Claude Code
+   with ``--tools Bash`` (``claude-code-bash``, ~3.2k tokens); the full Claude Code tool set
+   (~12.4k tokens) does not fit and is not used (a call that would not fit fails loudly in the
+   backend, it is never truncated).
 2. ``capture``: expert episodes of every train variant through every harness
    (``trainers.tree_sft.expert``), kept only when the verifier scores 1.0, saved with ``datasets``.
 3. ``sft``: ``TreeSFTTrainer`` on those captures.
 4. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward) on the train variants,
-   mix-harness, from the SFT model.
+   mix-harness, from the SFT model, sampled at ``rl_temperature``.
 5. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
-   SFT, after SFT and after RL; then ``clawgym bench compare``.
+   SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy); then ``clawgym bench compare``.
 """
 
 from __future__ import annotations
@@ -46,23 +48,25 @@ class Size:
     harnesses: str = "custom"
     train_tasks: str = "*"
     test_tasks: str = "*"
-    hidden: int = 64
-    layers: int = 2
-    sft_steps: int = 100
-    sft_lr: float = 1e-2
+    sft_steps: int = 10
+    sft_lr: float = 5e-4
     sft_branch_tokens: int = 1024
-    rl_steps: int = 4
-    rl_lr: float = 3e-4
+    sft_packs_per_step: int = 1
+    sft_frozen_layers: int = 20
+    rl_steps: int = 2
+    rl_lr: float = 2e-5
     rl_generations: int = 4
     rl_pairs: int = 2
+    rl_temperature: float = 1.0
     mix_weights: str | None = None
-    max_tokens: int = 96
-    temperature: float = 0.7
+    max_tokens: int = 64
+    eval_temperature: float = 0.0
+    eval_concurrency: int = 13
     seed: int = 0
 
     @classmethod
     def quick(cls) -> Size:
-        return cls(train_tasks="*-0[1-6]", sft_steps=60, rl_steps=2, rl_pairs=1)
+        return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, rl_steps=1, rl_pairs=1)
 
 
 def _select(suite: str, pattern: str) -> list[Any]:
@@ -76,20 +80,10 @@ def _harnesses(size: Size) -> list[str]:
 
 
 def build_model(work: Path, size: Size) -> Path:
-    """Stage 1: tokenizer trained on what the policy will read, randomly initialised weights."""
-    from transformers import AutoTokenizer
+    """Stage 1: the embedded pretrained SmolLM2-135M-Instruct (converted once into the models cache)."""
+    from clawgym_env.models import default_model_path
 
-    from clawgym_env.models import tiny_model_path
-    from clawgym_env.models.tiny import build_scratch_model
-    from trainers.tree_sft.expert import capture_experts, expert_command
-
-    tasks = _select(TRAIN_SUITE, size.train_tasks)
-    probe_tok = AutoTokenizer.from_pretrained(tiny_model_path())  # byte-level: decoding gives the exact text back
-    probes = run_sync(capture_experts(tasks[:1], _harnesses(size), probe_tok))
-    corpus = [probe_tok.decode(c.prompt_ids + c.completion_ids) for r in probes for c in r.calls if c.prompt_ids]
-    corpus += [t.instruction for t in tasks] + [expert_command(t) for t in tasks] + ["Done."]
-    return build_scratch_model(work / "models", corpus * 4, hidden=size.hidden, layers=size.layers, heads=size.hidden // 32,
-                               kv_heads=max(1, size.hidden // 64), seed=size.seed)
+    return default_model_path()
 
 
 def capture(work: Path, model: Path, size: Size) -> Path:
@@ -109,7 +103,7 @@ def capture(work: Path, model: Path, size: Size) -> Path:
 
 
 def sft(work: Path, model: Path, dataset: Path, size: Size) -> Path:
-    """Stage 3: tree SFT from the random model; returns the saved model folder."""
+    """Stage 3: tree SFT from the starting model; returns the saved model folder."""
     from trainers.tree_sft.config import TreeSFTConfig
     from trainers.tree_sft.trainer import TreeSFTTrainer
 
@@ -117,8 +111,9 @@ def sft(work: Path, model: Path, dataset: Path, size: Size) -> Path:
     if (out / "final" / "config.json").is_file():
         return out / "final"
     cfg = TreeSFTConfig(output_dir=str(out), dataset_path=str(dataset), max_steps=size.sft_steps, learning_rate=size.sft_lr,
-                        warmup_steps=0.05, branch_tokens=size.sft_branch_tokens, packs_per_step=1,
-                        lr_scheduler_type="cosine", seed=size.seed, logging_steps=5, use_cpu=True)
+                        warmup_steps=0.1, branch_tokens=size.sft_branch_tokens, packs_per_step=size.sft_packs_per_step,
+                        lr_scheduler_type="cosine", seed=size.seed, logging_steps=1, use_cpu=True,
+                        harness=size.harnesses, frozen_layers=size.sft_frozen_layers)
     trainer = TreeSFTTrainer(cfg, model)
     trainer.train()
     return trainer.save(out / "final")
@@ -138,8 +133,9 @@ def rl(work: Path, model: Path, size: Size) -> Path:
         return out / "final" / "model"
     cfg = TreeGRPOConfig(output_dir=str(out), suite=TRAIN_SUITE, harness=size.harnesses, mix_weights=size.mix_weights,
                          num_generations=size.rl_generations, pairs_per_step=size.rl_pairs, max_steps=size.rl_steps,
-                         learning_rate=size.rl_lr, max_completion_length=size.max_tokens, temperature=size.temperature,
-                         max_concurrent_episodes=4, seed=size.seed, use_cpu=True, save_steps=0, lr_scheduler_type="constant")
+                         learning_rate=size.rl_lr, max_completion_length=size.max_tokens, temperature=size.rl_temperature,
+                         max_concurrent_episodes=size.rl_generations * size.rl_pairs, seed=size.seed, use_cpu=True, save_steps=0,
+                         lr_scheduler_type="constant")
     tasks = _select(TRAIN_SUITE, size.train_tasks)
     trainer = Trainer(cfg, model, tasks=tasks)
     try:
@@ -152,9 +148,10 @@ def rl(work: Path, model: Path, size: Size) -> Path:
 
 def evaluate(stage: str, model: Path, out: Path, size: Size) -> Path:
     """Stage 5: ``clawgym bench run`` of ``model`` on the held-out variants into ``out``."""
-    cmd = ["clawgym", "bench", "run", "--model", f"hf:{model}", "--harness", size.harnesses, "--suite", TEST_SUITE,
-           "--tasks", size.test_tasks, "-k", "1", "--concurrency", "4", "--max-tokens", str(size.max_tokens),
-           "--temperature", str(size.temperature), "--seed", str(size.seed), "--out", str(out), "--no-progress"]
+    # one decode step costs about the same for 1 or 13 rows on CPU: batch the whole wave
+    cmd = ["clawgym", "bench", "run", "--model", f"hf:{model}?max_batch={size.eval_concurrency}", "--harness", size.harnesses,
+           "--suite", TEST_SUITE, "--tasks", size.test_tasks, "-k", "1", "--concurrency", str(size.eval_concurrency), "--max-tokens", str(size.max_tokens),
+           "--temperature", str(size.eval_temperature), "--seed", str(size.seed), "--out", str(out), "--no-progress"]
     print(f"[{stage}] $ {' '.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True)
     return out
@@ -193,11 +190,14 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="CI size: custom harness, 6 train variants per template, 2 RL steps")
+    parser.add_argument("--quick", action="store_true", help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
     parser.add_argument("--out", type=Path, default=Path("experiments/pass1"), help="Results folders land here")
     parser.add_argument("--work", type=Path, default=None, help="Models, captures, checkpoints (default OUT/work, not committed)")
+    parser.add_argument("--harness", default=None, help="Comma-separated harnesses (default custom; claude-code-bash fits SmolLM2's context)")
     a = parser.parse_args(argv)
     size = Size.quick() if a.quick else Size()
+    if a.harness:
+        size.harnesses = a.harness
     return run(a.out, a.work or a.out / "work", size)
 
 

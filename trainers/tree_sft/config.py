@@ -31,6 +31,10 @@ class TreeSFTConfig(SFTConfig):
     detach_prefix: bool = field(
         default=True, metadata={"help": "Forward the trunk every token of a pack shares once, without gradient (see tree_sft.forward)."}
     )
+    frozen_layers: int = field(
+        default=0,
+        metadata={"help": "Freeze the embeddings (and a tied head) and the bottom N decoder layers: backward stops above them (CPU)."},
+    )
     # TRL defaults changed for tree packs on CPU-sized models
     max_length: int | None = field(default=16384, metadata={"help": "Token budget of one packed tree."})
     packing: bool = field(default=True, metadata={"help": "Always true: episodes are packed as prefix trees."})
@@ -51,6 +55,8 @@ class TreeSFTConfig(SFTConfig):
             raise ConfigError(f"loss_type={self.loss_type!r}: tree SFT implements 'nll' only; set --loss_type nll")
         if self.max_length is None or self.max_length < 256:
             raise ConfigError(f"max_length={self.max_length}: set a pack budget of at least 256 tokens")
+        if self.frozen_layers < 0:
+            raise ConfigError(f"frozen_layers={self.frozen_layers}: set 0 (train every weight) or more")
         if self.packs_per_step < 1:
             raise ConfigError(f"packs_per_step={self.packs_per_step}: set at least 1")
         super().__post_init__()

@@ -53,6 +53,7 @@ class TreeSFTTrainer:
         dtype = torch.bfloat16 if config.bf16 else torch.float32
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation="sdpa").to(self.device)
         self.model.train()
+        self._freeze(config.frozen_layers)
         episodes = load_episodes(config.dataset_path)
         keep = set(config.harness_names)
         self.episodes = [e for e in episodes if not keep or e[1] in keep]
@@ -60,12 +61,23 @@ class TreeSFTTrainer:
             raise ConfigError(f"{config.dataset_path}: no episode of harnesses {sorted(keep)}; check --harness")
         self.packs_per_epoch = len(self._packs())
         steps = self.total_steps
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
+        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
                                            eps=config.adam_epsilon, weight_decay=config.weight_decay)
         self.scheduler = get_scheduler(config.lr_scheduler_type, self.optimizer, num_warmup_steps=config.get_warmup_steps(steps),
                                        num_training_steps=steps)
         self.step = 0
         self.history: list[dict[str, float]] = []
+
+    def _freeze(self, layers: int) -> None:
+        """No gradient for the embeddings and the bottom ``layers`` decoder layers: autograd then never
+        goes below the lowest trainable layer, so a step costs a forward plus the top layers' backward."""
+        if not layers:
+            return
+        blocks = self.model.get_decoder().layers
+        if layers >= len(blocks):
+            raise ConfigError(f"frozen_layers={layers}: the model has {len(blocks)} decoder layers; freeze fewer")
+        for module in (self.model.get_input_embeddings(), *blocks[:layers]):
+            module.requires_grad_(False)
 
     @property
     def total_steps(self) -> int:
