@@ -7,10 +7,10 @@
 Stages (each a function, so other experiments can reuse or swap one):
 1. ``build_model``: the embedded pretrained SmolLM2-135M-Instruct (``clawgym_env.models``), which
    can already copy text and knows shell commands but not our tool-call format. Its context is
-   8,192 tokens, so the harnesses are the custom loop (~470-token first prompt) and Claude Code
-   with ``--tools Bash`` (``claude-code-bash``, ~3.2k tokens); the full Claude Code tool set
-   (~12.4k tokens) does not fit and is not used (a call that would not fit fails loudly in the
-   backend, it is never truncated).
+   8,192 tokens, so the harnesses are the custom loop (~470-token first prompt, the default) and
+   Claude Code with ``--tools Bash`` (``--harness claude-code-bash``, ~3.2k tokens); the full Claude
+   Code tool set (~12.4k tokens) does not fit and is not used (a call that would not fit fails
+   loudly in the backend, it is never truncated).
 2. ``capture``: expert episodes of every train variant through every harness
    (``trainers.tree_sft.expert``), kept only when the verifier scores 1.0, saved with ``datasets``.
 3. ``sft``: ``TreeSFTTrainer`` on those captures.

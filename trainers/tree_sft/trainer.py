@@ -61,7 +61,8 @@ class TreeSFTTrainer:
             raise ConfigError(f"{config.dataset_path}: no episode of harnesses {sorted(keep)}; check --harness")
         self.packs_per_epoch = len(self._packs())
         steps = self.total_steps
-        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
                                            eps=config.adam_epsilon, weight_decay=config.weight_decay)
         self.scheduler = get_scheduler(config.lr_scheduler_type, self.optimizer, num_warmup_steps=config.get_warmup_steps(steps),
                                        num_training_steps=steps)
