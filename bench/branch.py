@@ -79,6 +79,7 @@ async def bench(harness: str, a: argparse.Namespace, policy_kind: str, tok: Any,
                 return
             # fidelity
             reached = ids_equal = replayed = 0
+            divergences = []
             for _ in range(a.replays):
                 k = rng.randint(1, n - 1)
                 rb = ReplayBackend(root.calls, k, scripted(harness, a.calls - k, tok, "fid"))
@@ -86,9 +87,14 @@ async def bench(harness: str, a: argparse.Namespace, policy_kind: str, tok: Any,
                 reached += rb.report.reached_branch
                 ids_equal += rb.report.prompt_ids_equal
                 replayed += rb.report.replayed
+                if rb.report.divergence is not None:
+                    divergences.append((k, rb.report.divergence))
             print(f"{harness:12} [{policy_kind}] replay fidelity: {reached}/{a.replays} reached call k with every "
                   f"request matching ({reached / a.replays:.0%}); prompt ids identical on {ids_equal}/{replayed} "
                   f"replayed calls; root episode {n} calls, {root_s:.1f} s")
+            for k, d in divergences:
+                print(f"{harness:12} [{policy_kind}]   branch_at {k}: diverged at call {d.call_index}, message "
+                      f"{d.message_index}: recorded {str(d.recorded)[:300]!r}, got {str(d.got)[:300]!r}")
             # independent leaves
             ind_eps, ind_s = [], []
             for j in range(a.leaves):
