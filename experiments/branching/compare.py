@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     setup = Setup(budget=a.budget, sft_steps=a.sft_steps, eval_episodes=a.eval_episodes)
     work = a.work or a.out / "work"
     work.mkdir(parents=True, exist_ok=True)
+    a.out.mkdir(parents=True, exist_ok=True)
     model = policy(work, setup)
     for seed in [int(s) for s in a.seeds.split(",")]:
         path = a.out / f"seed-{seed}.json"
