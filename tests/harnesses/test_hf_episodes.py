@@ -63,8 +63,10 @@ async def test_custom_loop_with_tiny_model(tiny_backend: Any, smoke_suite: Path,
 @pytest.mark.parametrize("harness", ["claude-code", "claude-code-bash", "openclaw", "codex", "gemini-cli", "opencode", "pi",
                                      "mini-swe-agent"])
 async def test_real_harness_with_tiny_model(harness: str, tiny_backend: Any, smoke_suite: Path, tmp_path: Path) -> None:
-    """~0.5-2 min each on CPU: Claude Code's prompt is ~30k tiny-tokenizer tokens per call."""
-    result = await run(harness, tiny_backend, smoke_suite, tmp_path, max_tokens=48)
+    """~0.5-2 min each on CPU: Claude Code's prompt is ~30k tiny-tokenizer tokens per call. The task's 180 s wall
+    limit is raised: OpenClaw's CPU-bound start-up plus its prefills took 137 s at load 20 and ran past 180 s at
+    load 33 on the shared 2-core box; this test checks the capture, not the speed."""
+    result = await run(harness, tiny_backend, smoke_suite, tmp_path, max_tokens=48, wall_time_s=600)
     # A random tiny model may make the harness give up (exit 1, "crashed") or keep calling until the task's
     # budget stops it ("truncated"); the episode must still end cleanly.
     assert result.status in ("completed", "crashed", "truncated"), result.error
