@@ -39,6 +39,7 @@ def run(argv: list[str]) -> dict[str, Any]:
     idle: list[float] = []
     wait: list[float] = []
     train: list[float] = []
+    push: list[float] = []
 
     def on_step(m: dict[str, float]) -> None:
         stamps.append(time.perf_counter())
@@ -46,6 +47,7 @@ def run(argv: list[str]) -> dict[str, Any]:
         idle.append(m.get("rollout_idle_share", 0.0))
         wait.append(m["rollout_s"])
         train.append(m["train_s"])
+        push.append(m.get("sync_s", 0.0))
 
     t0 = time.perf_counter()
     try:
@@ -57,7 +59,8 @@ def run(argv: list[str]) -> dict[str, Any]:
     steps = [b - a for a, b in zip([t0, *stamps[:-1]], stamps, strict=True)]
     return {"step_s": statistics.mean(steps[1:]) if len(steps) > 1 else steps[0], "first_step_s": steps[0],
             "idle": statistics.mean(idle[1:]) if len(idle) > 1 else idle[0], "hist": hist, "stale": stale, "rewards": rewards,
-            "total_s": stamps[-1] - t0, "wait_s": statistics.mean(wait[1:] or wait), "train_s": statistics.mean(train[1:] or train)}
+            "total_s": stamps[-1] - t0, "wait_s": statistics.mean(wait[1:] or wait), "train_s": statistics.mean(train[1:] or train),
+            "push_s": statistics.mean(push[1:] or push)}
 
 
 def main() -> None:
@@ -87,6 +90,7 @@ def report(a: Any, results: dict[str, dict[str, Any]], r: int) -> None:
     print(f"{'wall s / step (2..)':28s}{s['step_s']:12.2f}{y['step_s']:12.2f}")
     print(f"{'trainer waits on rollouts s':28s}{s['wait_s']:12.2f}{y['wait_s']:12.2f}")
     print(f"{'train s (incl. weight push)':28s}{s['train_s']:12.2f}{y['train_s']:12.2f}")
+    print(f"{'  of which weight push s':28s}{s['push_s']:12.2f}{y['push_s']:12.2f}")
     print(f"{'first step s':28s}{s['first_step_s']:12.2f}{y['first_step_s']:12.2f}")
     print(f"{'total s':28s}{s['total_s']:12.1f}{y['total_s']:12.1f}")
     print(f"{'rollout lanes idle':28s}{s['idle']:12.1%}{y['idle']:12.1%}")

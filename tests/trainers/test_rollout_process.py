@@ -31,7 +31,8 @@ def test_child_backend_samples_and_takes_weights_as_the_in_process_one(tiny_path
         state = {k: v + 0.05 * torch.randn_like(v) for k, v in here.model.state_dict().items()}
         here.update_weights(state, 7)
         child.update_weights(state, 7)
-        c, d = asyncio.run(both(1))
+        c, d = asyncio.run(both(1))  # sent after the push: sampled by the new weights
+        child.wait_loaded()
         assert d.policy_version == c.policy_version == 7
         assert d.completion_ids == c.completion_ids
         assert d.logprobs == pytest.approx(c.logprobs, abs=1e-6)

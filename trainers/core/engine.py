@@ -252,7 +252,9 @@ class TreeTrainerBase:
             if metrics["optimizer_step"]:
                 self.policy_version += 1
                 if self.accelerator.is_main_process:  # only the main process samples
+                    t_sync = time.perf_counter()
                     self.sync_weights()
+                    metrics["sync_s"] = time.perf_counter() - t_sync
         else:
             metrics.update(self._measure_mismatch(self.my_slots(slots)[0]))
         metrics["policy_version"] = float(self.policy_version)

@@ -141,19 +141,27 @@ class ChildHFBackend(PolicyBackend):
             self._calls.pop(key, None)
 
     def update_weights(self, state: dict[str, Any], version: int) -> None:
-        """Copy a state dict into the child (between its generation batches); returns once loaded.
+        """Hand a state dict to the child and return; it loads it once its running rows finish.
 
-        Copies go through shared memory (not the trainer's own parameter storage, which pickling
-        would otherwise move there).
+        The trainer does not wait for that drain (measured under async: it was most of the train
+        step): calls sent after this one sample with the new weights (the child reads its pipe in
+        order), and every completion carries the version that produced it. A second push first
+        waits for the previous one to be loaded. Copies go through shared memory (not the
+        trainer's own parameter storage, which pickling would otherwise move there).
         """
+        self.wait_loaded()
         key = next(self._keys)
-        done = self._acks[key] = threading.Event()
+        self._acks[key] = threading.Event()
         self._send("weights", key, ({k: v.detach().cpu().clone() for k, v in state.items()}, version))
-        while not done.wait(timeout=1.0):
-            if not self._proc.is_alive():
-                raise PolicyBackendError(f"the rollout policy's child process died (exit code {self._proc.exitcode})")
-        self._acks.pop(key, None)
         self.policy_version = version
+
+    def wait_loaded(self) -> None:
+        """Block until every pushed state dict is loaded in the child."""
+        for key, done in list(self._acks.items()):
+            while not done.wait(timeout=1.0):
+                if not self._proc.is_alive():
+                    raise PolicyBackendError(f"the rollout policy's child process died (exit code {self._proc.exitcode})")
+            self._acks.pop(key, None)
 
     def _read(self) -> None:
         while True:
