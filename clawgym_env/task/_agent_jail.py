@@ -33,7 +33,7 @@ import signal
 import subprocess
 import sys
 
-__all__ = ["VALUES_MARK", "AgentRun", "agent_values", "run_agent"]
+__all__ = ["VALUES_MARK", "AgentRun", "agent_values", "jail_subprocess", "run_agent"]
 
 VALUES_MARK = "CLAWGYM_VALUES "
 """``agent_values``: the probe's last stdout line starting with this holds its values (JSON)."""
@@ -43,6 +43,8 @@ _PRELUDE = (
     "    _cgs.stdout.write('\\n%s' + _cgj.dumps(value) + '\\n'); _cgs.stdout.flush()\n" % VALUES_MARK
 )
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TERM")
+_Popen = subprocess.Popen
+"""The real one, for the jail itself (``jail_subprocess`` replaces ``subprocess.Popen``)."""
 
 
 class AgentRun:
@@ -135,14 +137,8 @@ def _reap_uid(uid):
     os.waitpid(pid, 0)
 
 
-def run_agent(cmd, cwd, timeout=60, stdin=None, writable=()):
-    """Run ``cmd`` (a list) as the agent's code in the jail, in ``cwd``; -> ``AgentRun``.
-
-    ``cwd`` is visible read-only; ``writable`` lists folders the code may change (scratch copies).
-    ``stdin``: text or None. Output is text (utf-8, errors replaced). Never raises for what the
-    code does; a timeout kills it (and everything it started) and sets ``timed_out``.
-    """
-    cwd = os.path.abspath(cwd)
+def _jailed(cmd, cwd, writable):
+    """(jail, argv, Popen options) that run ``cmd`` jailed in ``cwd``; raises where no jail can be made."""
     writable = [os.path.abspath(w) for w in writable]
     jail = _jail()
     kind = jail.get("kind")
@@ -154,8 +150,20 @@ def run_agent(cmd, cwd, timeout=60, stdin=None, writable=()):
     elif kind == "uid":
         _open_to(int(jail["uid"]), cwd, writable, jail.get("hide", []))
         preexec, home = _as_uid(int(jail["uid"])), "/tmp"
-    proc = subprocess.Popen(argv, cwd=cwd, env=_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=preexec, start_new_session=preexec is None)
+    return jail, argv, {"env": _env(home), "preexec_fn": preexec, "start_new_session": preexec is None}
+
+
+def run_agent(cmd, cwd, timeout=60, stdin=None, writable=()):
+    """Run ``cmd`` (a list) as the agent's code in the jail, in ``cwd``; -> ``AgentRun``.
+
+    ``cwd`` is visible read-only; ``writable`` lists folders the code may change (scratch copies).
+    ``stdin``: text or None. Output is text (utf-8, errors replaced). Never raises for what the
+    code does; a timeout kills it (and everything it started) and sets ``timed_out``.
+    """
+    cwd = os.path.abspath(cwd)
+    jail, argv, opts = _jailed(cmd, cwd, writable)
+    kind = jail.get("kind")
+    proc = _Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **opts)
     try:
         out, err = proc.communicate(None if stdin is None else stdin.encode(), timeout=timeout)
         rc, timed_out = proc.returncode, False
@@ -184,6 +192,60 @@ def agent_values(probe, *args, cwd, timeout=60):
             except ValueError:
                 return None
     return None
+
+
+def jail_subprocess(writable=()):
+    """Route every ``subprocess.Popen`` (so ``run``, ``call``, ``check_output``) of this interpreter
+    through the jail: for checkers written to run the agent's code as plain children (imported
+    ClawGym ``check.py``). Same args, cwd, stdin/stdout/stderr, text and timeout; the child gets the
+    jail's clean environment (``env``, ``preexec_fn`` are dropped); it may write ``writable`` and this
+    interpreter's temporary folder (``tempfile`` is pointed at a fresh one), nothing else."""
+    import tempfile
+
+    tempfile.tempdir = tempfile.mkdtemp(prefix="clawgym-checker-")
+    roots = [*writable, tempfile.tempdir]
+
+    class JailedPopen(_Popen):
+        def __init__(self, args, *pos, **kw):
+            if pos:
+                raise TypeError("clawgym_grading: pass Popen options by keyword")
+            cmd = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+            cmd = [os.fsdecode(a) for a in cmd]
+            if kw.pop("shell", False):
+                cmd = ["/bin/sh", "-c", *cmd]
+            if kw.pop("executable", None) is not None:
+                raise TypeError("clawgym_grading: Popen(executable=...) is not supported in the jail")
+            for k in ("env", "preexec_fn", "start_new_session", "process_group", "user", "group", "extra_groups"):
+                kw.pop(k, None)
+            cwd = os.path.abspath(os.fspath(kw.pop("cwd", None) or os.getcwd()))
+            self._cg_jail, argv, opts = _jailed(cmd, cwd, roots)
+            super().__init__(argv, cwd=cwd, **opts, **kw)
+
+        def _cg_reap(self):
+            if self._cg_jail.get("kind") == "uid":
+                _reap_uid(int(self._cg_jail["uid"]))
+
+        def wait(self, timeout=None):
+            rc = super().wait(timeout)
+            self._cg_reap()  # nothing the code started outlives it
+            return rc
+
+        def send_signal(self, sig):
+            if self._cg_jail.get("kind") == "uid":  # root here has no CAP_KILL over that uid
+                self._cg_reap()
+            elif self.returncode is None:
+                try:
+                    os.killpg(self.pid, sig)
+                except ProcessLookupError:
+                    pass
+
+        def kill(self):
+            self.send_signal(signal.SIGKILL)
+
+        def terminate(self):
+            self.send_signal(signal.SIGTERM)
+
+    subprocess.Popen = JailedPopen
 
 
 def main(argv):

@@ -7,7 +7,8 @@ anything still running is an error (a process outliving its grader could print a
 killed. The verdict, signed with the key as in ``_grade_driver``, is one stdout line
 ``__CLAWGYM_GRADE__ <hmac> {"rc", "stdout", "stray"}``; the script's stderr passes through.
 The script runs the agent's code through ``$CLAWGYM_RUN_AGENT`` (``_agent_jail``'s command line,
-its source passed as "jail"), never directly.
+its source passed as "jail"), never directly. With "jail_python" (imported ClawGym checkers, which
+run it as plain children), every python3 the script starts loads ``jail_subprocess`` first.
 """
 
 import ctypes
@@ -80,6 +81,10 @@ def main():
     with open(os.path.join(jail_dir, "agent_jail.py"), "w") as fh:
         fh.write(req.pop("jail"))
     os.environ["CLAWGYM_RUN_AGENT"] = "python3 -I " + os.path.join(jail_dir, "agent_jail.py")
+    if req.pop("jail_python", False):  # checkers that run agent code as plain children: jail their subprocesses
+        with open(os.path.join(jail_dir, "sitecustomize.py"), "w") as fh:
+            fh.write("import agent_jail\nagent_jail.jail_subprocess([%r])\n" % req["cwd"])
+        os.environ["PYTHONPATH"] = jail_dir
     ours, theirs = socket.socketpair()
     chunks = []
 

@@ -194,7 +194,8 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _O
         "OPENCLAW_REWARD_PAYLOAD": PAYLOAD_PATH,
     }
     key = secrets.token_bytes(32)
-    request = {"key": key.hex(), "jail": _JAIL, "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s}
+    request = {"key": key.hex(), "jail": _JAIL, "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s,
+               "jail_python": spec.metadata.get("source_format") == "clawgym"}
     res = await _exec(sandbox, ["python3", "-I", "-c", _SCRIPT_DRIVER], spec, v.timeout_s + 15,
                       stdin=json.dumps(request).encode(), env=env)
     output = _driver_output(res)
