@@ -1,8 +1,15 @@
 """A tree GRPO step with a real vLLM CPU server as the rollout backend (tier ``vllm``).
 
-Rollouts go through the custom harness (bwrap) to the server; after the update the trainer writes
-``<output_dir>/policy-latest`` and the server reloads it. The server's logprobs for a fixed prompt
-must then equal the trainer's updated model, and differ from the weights it started on.
+Rollouts go through the custom harness and Claude Code (``claude-code-bash``: the unmodified binary
+with ``--tools Bash``, a 3.2k-token first prompt; bwrap) to the server; after the update the trainer
+writes ``<output_dir>/policy-latest`` and the server reloads it. The server's logprobs for a fixed
+prompt must then equal the trainer's updated model, and differ from the weights it started on.
+
+With 12 output tokens every Claude Code call stops on length and Claude Code exits 1 after its
+output-limit retries (four calls); ``crashed_episodes="penalize"`` trains those episodes with
+reward 0. Both Claude Code episodes then share that reward, so their advantage is 0: the step
+checks that the trainer's logprobs on Claude Code's tree equal the served ones (``mismatch``),
+while the gradient comes from the custom group.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.sandbox]
 
 
 def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, rollout_backend=real_vllm.spec, tasks="say-short", pairs_per_step=1, num_generations=2,
-                      max_completion_length=12, learning_rate=1e-3, skip_zero_variance=False, seed=0)
+    cfg = make_config(tmp_path, rollout_backend=real_vllm.spec, tasks="say-short", harness="custom,claude-code-bash",
+                      mix_weights="1,1", pairs_per_step=2, num_generations=2, max_completion_length=12, learning_rate=1e-3,
+                      skip_zero_variance=False, crashed_episodes="penalize", seed=0)  # seed 0 draws one pair of each
     trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
     backend = trainer.backend
     try:
@@ -34,9 +42,12 @@ def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, t
         ids = fixed_prompt(backend.tokenizer)
         before = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
         batch = trainer.rollout()
-        assert batch.groups and all(g.versions == {0} for g in batch.groups)
+        assert sorted(g.harness for g in batch.groups) == ["claude-code-bash", "custom"], batch.skipped
+        assert all(g.versions == {0} and g.tree is not None and g.tree.num_trainable > 0 for g in batch.groups)
         metrics = trainer.train_step(batch)
-        assert metrics["mismatch"] < 1e-3  # the server's rollout logprobs are the trainer's own at step 0
+        print({k: v for k, v in metrics.items() if k.startswith("mismatch")})
+        assert metrics["mismatch/claude-code-bash"] < 1e-3  # the server's rollout logprobs are the trainer's own at step 0
+        assert metrics["mismatch/custom"] < 1e-3
         assert metrics["policy_version"] == 1.0 and metrics["grad_norm"] > 0
         assert (tmp_path / "policy-latest" / "model.safetensors").is_file()
         after = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
