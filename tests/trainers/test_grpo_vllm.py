@@ -23,15 +23,17 @@ from transformers import AutoModelForCausalLM
 from clawgym_env._sync import run_sync
 from clawgym_env.proxy.backends.vllm import VLLMBackend
 from tests.clawgym_env.proxy.test_vllm_real import fixed_prompt, forward_logprobs, max_delta, req
-from tests.conftest import RealVLLM
-from tests.trainers.conftest import make_config
+from tests.conftest import RealVLLM, with_wall_time
+from tests.trainers.conftest import SUITE, make_config
 from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.sandbox]
 
 
 def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, rollout_backend=real_vllm.spec, tasks="say-short", harness="custom,claude-code-bash",
+    suite = with_wall_time(SUITE, tmp_path / "suite")  # Claude Code's first prefill: minutes on a busy 2-core box
+    cfg = make_config(tmp_path / "out", suite=str(suite), rollout_backend=real_vllm.spec, tasks="say-short",
+                      harness="custom,claude-code-bash",
                       mix_weights="1,1", pairs_per_step=2, num_generations=2, max_completion_length=12, learning_rate=1e-3,
                       skip_zero_variance=False, crashed_episodes="penalize", seed=0)  # seed 0 draws one pair of each
     trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
@@ -49,7 +51,7 @@ def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, t
         assert metrics["mismatch/claude-code-bash"] < 1e-3  # the server's rollout logprobs are the trainer's own at step 0
         assert metrics["mismatch/custom"] < 1e-3
         assert metrics["policy_version"] == 1.0 and metrics["grad_norm"] > 0
-        assert (tmp_path / "policy-latest" / "model.safetensors").is_file()
+        assert (tmp_path / "out" / "policy-latest" / "model.safetensors").is_file()
         after = run_sync(backend.handle(req(ids, max_tokens=12, temperature=0.0)))
         assert after.policy_version == 1
         # the trainer's updated weights, in memory, in a plain-attention copy (the trainer's own model

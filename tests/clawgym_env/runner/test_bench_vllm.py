@@ -3,7 +3,7 @@
 CI runs Claude Code as ``claude-code-bash``: the same unmodified binary with ``--tools Bash``, whose
 first prompt is 3.2k SmolLM2 tokens (~28 s of one core to prefill on vLLM's CPU build). The full
 tool set (``claude-code``) sends 12.4k tokens, several minutes of prefill on that core: run it by
-hand with ``CLAWGYM_VLLM_HARNESSES=custom,claude-code,claude-code-bash`` (the copied task gets a
+hand with ``CLAWGYM_VLLM_HARNESSES=custom,claude-code,claude-code-bash`` (the copied tasks get a
 15-minute wall time for it).
 
 With 24 output tokens every Claude Code call stops on length; Claude Code then sends its own
@@ -19,12 +19,11 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from clawgym_env.cli.main import app
 from clawgym_env.results import AttemptResult
-from tests.conftest import RealVLLM
+from tests.conftest import RealVLLM, with_wall_time
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.harness, pytest.mark.sandbox]
 
@@ -35,11 +34,7 @@ def test_bench_run_captures_ids_and_logprobs(real_vllm: RealVLLM, tmp_path: Path
     from tests.clawgym_env.runner.runner_smoke import copy_smoke_suite
 
     harnesses = os.environ.get("CLAWGYM_VLLM_HARNESSES", "custom,claude-code-bash")
-    suite = copy_smoke_suite(tmp_path / "suite")
-    spec_file = suite / "smoke-hello-file" / "task.yaml"
-    spec = yaml.safe_load(spec_file.read_text())
-    spec["limits"]["wall_time_s"] = 900
-    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    suite = with_wall_time(copy_smoke_suite(tmp_path / "smoke"), tmp_path / "suite")
     out = tmp_path / "run"
     r = CliRunner().invoke(app, ["bench", "run", "--model", real_vllm.spec, "--harness", harnesses,
                                  "--suite", str(suite), "--tasks", "smoke-hello-file-p0", "--max-tokens", str(MAX_TOKENS),
