@@ -49,13 +49,15 @@ class RealVLLM:
         return f"vllm:{self.url}#{self.model_path}"
 
 
-def with_wall_time(suite: Path, out: Path, wall_time_s: int = 900) -> Path:
-    """A copy of ``suite`` at ``out`` whose tasks get ``wall_time_s`` (vLLM-CPU tier: Claude Code's
-    first prefill is ~28 s of one core, minutes on a busy 2-core box, past the tasks' own limits)."""
+def with_wall_time(suite: Path, dest: Path, wall_time_s: int = 900) -> Path:
+    """A copy of ``suite`` in ``dest`` (same folder name, as suite.yaml's name requires) whose tasks get
+    ``wall_time_s`` (vLLM-CPU tier: Claude Code's first prefill is ~28 s of one core, minutes on a busy
+    2-core box, past the tasks' own limits)."""
     import shutil
 
     import yaml
 
+    out = dest / suite.name
     shutil.copytree(suite, out)
     for spec_file in out.rglob("task.yaml"):
         spec = yaml.safe_load(spec_file.read_text())
