@@ -1,11 +1,15 @@
-"""Harness benchmark: episode wall time, peak memory and concurrency per harness (scripted policy).
+"""Harness benchmark: each harness native vs in-project, wall time and peak memory (scripted policy).
 
     python bench/harness.py [--harness custom,claude-code,openclaw] [--repeats 3] [--concurrency 1,2,4,8]
 
-Each episode is the h6-smoke ``hello-file`` task (2 model calls: write the file, say done) in a
-bwrap sandbox, served by a ScriptedBackend, so the numbers are the harness + sandbox + proxy cost
-with a zero-latency model. Peak memory is the summed RSS of every process started under this
-one (the harness and its sandbox), sampled every 50 ms. Prints figures; asserts nothing.
+Each episode is the h6-smoke ``hello-file`` task (2 model calls: write the file, say done) served by
+a ScriptedBackend, so the numbers are the harness + sandbox + proxy cost with a zero-latency model.
+"native" runs the adapter's own command and environment on the host, outside any sandbox, with
+its install paths mapped from /opt/clawgym/... to where they are installed, against the same proxy
+over TCP: the harness's own cost. "in-project" is ``run_episode`` (bwrap sandbox, proxy over its
+socket, grading); its harness phase is the same process inside the sandbox. The two alternate, so
+they see the same machine load. Peak memory is the summed RSS of every process started under this
+one, sampled every 50 ms. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import threading
 import time
@@ -22,7 +27,7 @@ from typing import Any
 import psutil
 
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "harnesses" / "tasks" / "h6-smoke"
-WRITE = {"claude-code": ("Write", "file_path", "/workspace/hello.txt"), "openclaw": ("write", "path", "hello.txt"),
+WRITE = {"claude-code": ("Write", "file_path", "{ws}/hello.txt"), "openclaw": ("write", "path", "hello.txt"),
          "custom": ("write", "path", "hello.txt")}
 
 
@@ -55,20 +60,125 @@ class PeakRSS:
         self._thread.join()
 
 
-def backend(harness: str) -> Any:
+def _children_cpu() -> float:
+    """CPU seconds of every reaped child process so far (user + system)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def backend(harness: str, workspace: str = "/workspace") -> Any:
     from clawgym_env.proxy import ScriptedBackend
 
     tool, arg, path = WRITE[harness]
-    return ScriptedBackend([{"tool_calls": [{"name": tool, "arguments": {arg: path, "content": "hello world\n"}}]}],
-                           default="Done.")
+    args = {arg: path.format(ws=workspace), "content": "hello world\n"}
+    return ScriptedBackend([{"tool_calls": [{"name": tool, "arguments": args}]}], default="Done.")
+
+
+def _spec() -> Any:
+    from clawgym_env.task import load_suite
+
+    return load_suite(SUITE).get("hello-file")
 
 
 async def one(harness: str, proxy: Any) -> Any:
     from clawgym_env.episode import run_episode
-    from clawgym_env.task import load_suite
 
-    spec = load_suite(SUITE).get("hello-file")
-    return await run_episode(spec, harness, backend(harness), proxy=proxy)
+    return await run_episode(_spec(), harness, backend(harness), proxy=proxy)
+
+
+async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, int, bool, float]:
+    """The adapter's command run on the host (no sandbox): wall seconds, peak RSS bytes, file written, CPU seconds.
+
+    ``compile_cache`` stands in for OpenClaw's read-only warm cache: natively Node could write to it, and its
+    entries are keyed by the host paths, so the native runs warm a private one (the warm-up run) instead.
+    """
+    import tempfile
+
+    from clawgym_env.harness import HarnessSession
+    from clawgym_env.harness_install import cache_root
+    from clawgym_env.harness_registry import load_harness
+
+    adapter = load_harness(harness)
+    from harnesses._compile_cache import CACHE_INSIDE
+
+    mounts = {str(m.inside): str(m.host) for m in adapter.mounts(cache_root())}
+    if CACHE_INSIDE in mounts:
+        mounts[CACHE_INSIDE] = str(compile_cache)
+    inside = sorted(mounts.items(), key=lambda p: -len(p[0]))
+
+    def host(value: str) -> str:
+        for a, b in inside:
+            value = value.replace(a, b)
+        return value
+
+    with tempfile.TemporaryDirectory(prefix="clawgym-native-") as d:
+        ws, home = Path(d) / "workspace", Path(d) / "home"
+        ws.mkdir()
+        home.mkdir()
+        sess = proxy.open_session(backend(harness, str(ws)), max_calls=8)
+        hs = HarnessSession(session_id=sess.session_id, base_url=proxy.url, api_key=sess.api_key, model="policy",
+                            workspace=str(ws), home=str(home))
+        for path, content in adapter.write_configs(hs).items():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(content)
+        cmd = [host(a) for a in adapter.build_command(_spec().instruction, hs)]
+        env = {k: host(v) for k, v in adapter.build_env(hs).items()}
+        env["PATH"] = env.get("PATH", "") + ":" + os.environ.get("PATH", "")
+        cpu0 = _children_cpu()
+        with PeakRSS() as mem:
+            t0 = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(*cmd, env=env, cwd=ws, stdin=asyncio.subprocess.DEVNULL,
+                                                        stdout=asyncio.subprocess.DEVNULL,
+                                                        stderr=asyncio.subprocess.DEVNULL)
+            await asyncio.wait_for(proc.wait(), 600)
+            wall = time.perf_counter() - t0
+        await proxy.close_session(sess.session_id)
+        ok = (ws / "hello.txt").is_file() and (ws / "hello.txt").read_text().strip() == "hello world"
+        return wall, mem.peak, ok, _children_cpu() - cpu0
+
+
+async def side_by_side(harness: str, repeats: int) -> None:
+    """Native and in-project runs of the same episode, alternating, medians side by side."""
+    import tempfile
+
+    from clawgym_env.proxy import ProxyServer
+
+    nat: list[tuple[float, int, bool, float]] = []
+    cpu: list[float] = []
+    proj: list[tuple[float, float, int, bool]] = []
+    phases: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as d:
+        async with ProxyServer(uds_path=Path(d) / "proxy.sock") as proxy:
+            private = Path(d) / "compile-cache"
+            await native(harness, proxy, private)  # warm-up: page cache, compile cache
+            for _ in range(repeats):
+                nat.append(await native(harness, proxy, private))
+                cpu0 = _children_cpu()
+                with PeakRSS() as mem:
+                    t0 = time.perf_counter()
+                    r = await one(harness, proxy)
+                    wall = time.perf_counter() - t0
+                cpu.append(_children_cpu() - cpu0)
+                proj.append((wall, r.timings.get("harness", 0.0), mem.peak,
+                             r.status == "completed" and r.score == 1.0))
+                phases.append(r.timings)
+    n_wall = statistics.median(w for w, *_ in nat)
+    n_mem = statistics.median(m for _, m, *_ in nat)
+    n_cpu = statistics.median(c for *_, c in nat)
+    p_wall = statistics.median(w for w, _, _, _ in proj)
+    p_harn = statistics.median(h for _, h, _, _ in proj)
+    p_mem = statistics.median(m for _, _, m, _ in proj)
+    print(f"{harness:12} native     {sum(ok for _, _, ok, _ in nat)}/{repeats} ok: wall median {n_wall:6.2f} s "
+          f"(min {min(w for w, *_ in nat):.2f}, max {max(w for w, *_ in nat):.2f}), peak RSS {n_mem / 2**20:5.0f} MiB, "
+          f"CPU {n_cpu:.2f} s")
+    print(f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.2f} s "
+          f"(min {min(w for w, *_ in proj):.2f}, max {max(w for w, *_ in proj):.2f}), harness phase {p_harn:.2f} s, "
+          f"peak RSS {p_mem / 2**20:5.0f} MiB, CPU {statistics.median(cpu):.2f} s (children: sandbox, harness, grader)")
+    split = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.2f}"
+                      for k in ("sandbox", "harness", "collect", "cleanup", "verifier"))
+    print(f"{harness:12} in-project phases (median s): {split}")
+    print(f"{harness:12} in-project / native: episode {p_wall / n_wall:.2f}x, harness phase {p_harn / n_wall:.2f}x, "
+          f"peak RSS {p_mem / max(n_mem, 1):.2f}x")
 
 
 async def bench(harness: str, repeats: int, levels: list[int]) -> None:
@@ -104,12 +214,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--harness", default="custom,claude-code,openclaw")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--concurrency", default="1,2,4,8")
+    p.add_argument("--concurrency", default="", help="also run in-project episodes at these concurrency levels")
     a = p.parse_args()
     print(f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
     for h in a.harness.split(","):
-        asyncio.run(bench(h, a.repeats, [int(x) for x in a.concurrency.split(",")]))
+        asyncio.run(side_by_side(h, a.repeats))
+        if a.concurrency:
+            asyncio.run(bench(h, a.repeats, [int(x) for x in a.concurrency.split(",")]))
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harnesses.openclaw import OpenClaw
 
-__all__ = ["CACHE_INSIDE", "cache_dir_for", "is_warm", "warm"]
+__all__ = ["CACHE_INSIDE", "cache_env", "cache_dir_for", "is_warm", "warm"]
 
 CACHE_INSIDE = "/opt/clawgym/openclaw-compile-cache"
 _MARKER = ".clawgym-warm.json"
@@ -34,6 +34,22 @@ def cache_dir_for(harness: OpenClaw, cache_dir: Path) -> Path:
 
     root = installed_root("openclaw", harness.version, cache_dir)
     return root.parent / f"{root.name}-compile-cache"
+
+
+def cache_env(harness: OpenClaw, cache_dir: Path) -> dict[str, str]:
+    """The environment that has OpenClaw use the cache in one process.
+
+    OpenClaw's launcher keeps its bytecode under ``$NODE_COMPILE_CACHE/openclaw/<version>/<package.json
+    mtime ms>-<size>`` and, when Node runs with any other cache directory, starts a second Node process
+    with that one (``OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED`` marks the child). Pointing Node at that
+    directory and marking the process as the child skips the respawn: one Node start fewer per episode.
+    """
+    from clawgym_env.harness_install import installed_root
+
+    pkg = (installed_root("openclaw", harness.version, cache_dir) / "node_modules" / "openclaw" / "package.json").stat()
+    marker = f"{pkg.st_mtime_ns // 1_000_000}-{pkg.st_size}"
+    return {"NODE_COMPILE_CACHE": f"{CACHE_INSIDE}/openclaw/{harness.version}/{marker}",
+            "OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED": "1"}
 
 
 def is_warm(harness: OpenClaw, cache_dir: Path) -> bool:
@@ -57,7 +73,7 @@ async def _warm_into(harness: OpenClaw, cache_dir: Path, target: Path) -> None:
                     src = Path(d) / "cfg"
                     src.write_text(content)
                     await sb.upload(src, path)
-                env = {**harness.build_env(hs), "NODE_COMPILE_CACHE": CACHE_INSIDE}
+                env = {**harness.build_env(hs), **cache_env(harness, cache_dir)}
                 env.pop("NODE_DISABLE_COMPILE_CACHE", None)
                 result = await sb.exec(harness.build_command("Reply with the word done.", hs), env=env,
                                        cwd="/workspace", timeout=600)

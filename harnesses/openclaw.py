@@ -54,7 +54,8 @@ class OpenClaw(Harness):
         self.dialect = APIS[api]  # type: ignore[misc]  # per-instance override of the ClassVar
         self.timeout_s = timeout_s
         self.pinned = pinned
-        self._warm_cache = False
+        self._warm_cache: dict[str, str] = {}
+        """The compile-cache environment (``_compile_cache.cache_env``) once mounts() found a warm cache."""
 
     def install(self, cache_dir: Path) -> Path:
         """npm-install the pinned package with npm running on Node 24 (engine-strict), then warm
@@ -69,9 +70,10 @@ class OpenClaw(Harness):
 
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         """``base_mounts`` plus the warm compile cache, read-only, when one was built."""
-        self._warm_cache = _compile_cache.is_warm(self, cache_dir)
+        warm = _compile_cache.is_warm(self, cache_dir)
+        self._warm_cache = _compile_cache.cache_env(self, cache_dir) if warm else {}
         extra = (Mount(host=_compile_cache.cache_dir_for(self, cache_dir), inside=_compile_cache.CACHE_INSIDE),)
-        return self.base_mounts(cache_dir) + ((pin_mount(),) if self.pinned else ()) + (extra if self._warm_cache else ())
+        return self.base_mounts(cache_dir) + ((pin_mount(),) if self.pinned else ()) + (extra if warm else ())
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         env = {
@@ -85,7 +87,7 @@ class OpenClaw(Harness):
             **(pin_env() if self.pinned else {}),
         }
         if self._warm_cache:  # set by mounts(): the read-only warm cache is bound
-            env["NODE_COMPILE_CACHE"] = _compile_cache.CACHE_INSIDE
+            env.update(self._warm_cache)
         else:  # a cold cache would cost each episode 34 MB / 5k files of writes, never reused
             env["NODE_DISABLE_COMPILE_CACHE"] = "1"
         return env

@@ -135,6 +135,9 @@ def test_openclaw_uses_a_warm_compile_cache_only_read_only(tmp_path: Path) -> No
         root = installed_root(pkg, ver, tmp_path)
         root.mkdir(parents=True)
         (root / ".clawgym-installed.json").write_text("{}")
+    package_json = installed_root("openclaw", OpenClaw.version, tmp_path) / "node_modules" / "openclaw" / "package.json"
+    package_json.parent.mkdir(parents=True)
+    package_json.write_text('{"version": "x"}')
     h = OpenClaw()
     assert len(h.mounts(tmp_path)) == 3  # install, Node, the clock/UUID pin (harnesses/node_pin)
     env = h.build_env(SESSION)
@@ -145,7 +148,11 @@ def test_openclaw_uses_a_warm_compile_cache_only_read_only(tmp_path: Path) -> No
     cache_mount = h.mounts(tmp_path)[-1]
     assert cache_mount.host == warm and not cache_mount.writable
     env = h.build_env(SESSION)
-    assert env["NODE_COMPILE_CACHE"] == cache_mount.inside and "NODE_DISABLE_COMPILE_CACHE" not in env
+    # OpenClaw's own cache folder under the mount, marked as its respawned child: it runs in one Node process
+    st = package_json.stat()
+    assert env["NODE_COMPILE_CACHE"] == (f"{cache_mount.inside}/openclaw/{OpenClaw.version}/"
+                                         f"{st.st_mtime_ns // 1_000_000}-{st.st_size}")
+    assert env["OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED"] == "1" and "NODE_DISABLE_COMPILE_CACHE" not in env
 
 
 def test_codex_config_has_only_the_proxy_as_provider() -> None:
