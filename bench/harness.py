@@ -130,7 +130,12 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
             proc = await asyncio.create_subprocess_exec(*cmd, env=env, cwd=ws, stdin=asyncio.subprocess.DEVNULL,
                                                         stdout=asyncio.subprocess.DEVNULL,
                                                         stderr=asyncio.subprocess.DEVNULL)
-            await asyncio.wait_for(proc.wait(), 600)
+            try:
+                await asyncio.wait_for(proc.wait(), 600)
+            finally:  # interrupted or timed out: leave no harness running on the host
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
             wall = time.perf_counter() - t0
         await proxy.close_session(sess.session_id)
         ok = (ws / "hello.txt").is_file() and (ws / "hello.txt").read_text().strip() == "hello world"
