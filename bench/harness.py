@@ -129,12 +129,12 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
             t0 = time.perf_counter()
             proc = await asyncio.create_subprocess_exec(*cmd, env=env, cwd=ws, stdin=asyncio.subprocess.DEVNULL,
                                                         stdout=asyncio.subprocess.DEVNULL,
-                                                        stderr=asyncio.subprocess.DEVNULL)
+                                                        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
             try:
                 await asyncio.wait_for(proc.wait(), 600)
             finally:  # interrupted or timed out: leave no harness running on the host
                 if proc.returncode is None:
-                    proc.kill()
+                    os.killpg(proc.pid, 9)  # its own session: the harness's children go too
                     await proc.wait()
             wall = time.perf_counter() - t0
         await proxy.close_session(sess.session_id)
