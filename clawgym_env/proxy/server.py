@@ -456,8 +456,12 @@ async def _until_disconnect(coro: Any, receive: Any, idle_s: float | None = None
     ``on_idle`` runs every ``idle_s`` seconds while waiting (SSE keep-alives).
     """
     work = asyncio.ensure_future(coro)
-    watch = asyncio.ensure_future(receive())
+    watch: asyncio.Future[Any] | None = None
     try:
+        await asyncio.sleep(0)  # one loop turn: a backend with the reply at hand (scripted, replay) is done already
+        if work.done():  # and needs no watcher task, no wait() and no timer
+            return work.result()
+        watch = asyncio.ensure_future(receive())
         while True:
             done, _ = await asyncio.wait({work, watch}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
             if work in done:
@@ -472,7 +476,7 @@ async def _until_disconnect(coro: Any, receive: Any, idle_s: float | None = None
             elif on_idle is not None:
                 await on_idle()
     finally:
-        if not watch.done():
+        if watch is not None and not watch.done():
             watch.cancel()
         if not work.done():
             work.cancel()
