@@ -61,7 +61,8 @@ class PeakRSS:
 
 
 def _children_cpu() -> float:
-    """CPU seconds of every reaped child process so far (user + system)."""
+    """CPU seconds of every reaped child process so far (user + system). Native runs only: a sandbox's
+    processes do not report theirs here (whole sandboxed Claude Code episodes read ~0.1 s)."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
@@ -149,7 +150,6 @@ async def side_by_side(harness: str, repeats: int) -> None:
     from clawgym_env.proxy import ProxyServer
 
     nat: list[tuple[float, int, bool, float]] = []
-    cpu: list[float] = []
     proj: list[tuple[float, float, int, bool]] = []
     phases: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as d:
@@ -158,12 +158,10 @@ async def side_by_side(harness: str, repeats: int) -> None:
             await native(harness, proxy, private)  # warm-up: page cache, compile cache
             for _ in range(repeats):
                 nat.append(await native(harness, proxy, private))
-                cpu0 = _children_cpu()
                 with PeakRSS() as mem:
                     t0 = time.perf_counter()
                     r = await one(harness, proxy)
                     wall = time.perf_counter() - t0
-                cpu.append(_children_cpu() - cpu0)
                 proj.append((wall, r.timings.get("harness", 0.0), mem.peak,
                              r.status == "completed" and r.score == 1.0))
                 phases.append(r.timings)
@@ -178,7 +176,7 @@ async def side_by_side(harness: str, repeats: int) -> None:
           f"CPU {n_cpu:.2f} s")
     print(f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.2f} s "
           f"(min {min(w for w, *_ in proj):.2f}, max {max(w for w, *_ in proj):.2f}), harness phase {p_harn:.2f} s, "
-          f"peak RSS {p_mem / 2**20:5.0f} MiB, CPU {statistics.median(cpu):.2f} s (children: sandbox, harness, grader)")
+          f"peak RSS {p_mem / 2**20:5.0f} MiB")
     split = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.2f}"
                       for k in ("sandbox", "harness", "collect", "cleanup", "verifier"))
     print(f"{harness:12} in-project phases (median s): {split}")

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import math
 import os
-import resource
 import tempfile
 from pathlib import Path
 
@@ -34,9 +33,7 @@ async def one(harness: str, concurrency: int, episodes: int, policy: Path, tasks
     cfg = RunConfig(model=f"scripted:{policy}", harnesses=[harness], suite="clawgym-original", tasks=tasks,
                     attempts=max(1, math.ceil(episodes / n_tasks)), concurrency=concurrency,
                     out=str(work / f"{harness}-c{concurrency}"))
-    cpu0 = _cpu()
     s = await run_benchmark(cfg, progress=False)
-    cpu = (_cpu() - cpu0) / max(1, s.ran)
     n = len(s.attempts)
     mean = {p: sum(a.timings.get(p, 0.0) for a in s.attempts) / n for p in (*PHASES, "total")}
     other = mean["total"] - mean["sandbox"] - mean["harness"] - mean["verifier"]
@@ -44,14 +41,8 @@ async def one(harness: str, concurrency: int, episodes: int, policy: Path, tasks
     errs = s.metrics.overall.errors + s.metrics.overall.timeouts
     return (f"{harness:12s} {concurrency:>4d} {n:>5d} {s.elapsed_s:8.1f} {eps:9.1f} {mean['total']:7.2f} "
             f"{mean['sandbox']:7.2f} {mean['harness'] - mean['model']:8.2f} {mean['model']:6.2f} "
-            f"{mean['verifier']:8.2f} {other:6.2f} {errs:4d} {s.metrics.overall.mean_score:6.2f} {cpu:6.2f} "
-            f"{60 * (os.cpu_count() or 1) / cpu:8.0f} {os.getloadavg()[0]:5.1f}")
-
-
-def _cpu() -> float:
-    """CPU seconds of this process (proxy, runner) and every child it reaped (sandboxes, harnesses, graders)."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+            f"{mean['verifier']:8.2f} {other:6.2f} {errs:4d} {s.metrics.overall.mean_score:6.2f} "
+            f"{os.getloadavg()[0]:5.1f}")
 
 
 async def main() -> None:
@@ -66,11 +57,9 @@ async def main() -> None:
         done_policy.write_text('default: "Done."\n')
         print("episode time split (mean seconds per episode): harness-start = harness process time minus time in the "
               "model backend; other = proxy session, capture, workspace bookkeeping")
-        print("cpu/ep = CPU seconds per episode of everything the run started (load-independent); ceiling = episodes/min "
-              f"the {os.cpu_count()} CPUs allow at that cost with nothing else running; load = 1-min load average")
+        print(f"load = 1-min load average on {os.cpu_count()} CPUs when the row finished (the machine may be shared)")
         print(f"{'harness':12s} {'conc':>4s} {'eps':>5s} {'wall s':>8s} {'eps/min':>9s} {'total':>7s} {'sandbox':>7s} "
-              f"{'harn-run':>8s} {'model':>6s} {'verifier':>8s} {'other':>6s} {'err':>4s} {'score':>6s} {'cpu/ep':>6s} "
-              f"{'ceiling':>8s} {'load':>5s}")
+              f"{'harn-run':>8s} {'model':>6s} {'verifier':>8s} {'other':>6s} {'err':>4s} {'score':>6s} {'load':>5s}")
         for h in args.harness.split(","):
             try:
                 load_harness(h).mounts(cache_root())
