@@ -84,7 +84,8 @@ def _spec() -> Any:
 async def one(harness: str, proxy: Any) -> Any:
     from clawgym_env.episode import run_episode
 
-    return await run_episode(_spec(), harness, backend(harness), proxy=proxy)
+    # the task allows 180 s; a loaded machine makes OpenClaw slower than that, and native runs get 600 s too
+    return await run_episode(_spec(), harness, backend(harness), proxy=proxy, wall_time_s=600)
 
 
 async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, int, bool, float]:
