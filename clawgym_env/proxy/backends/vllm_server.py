@@ -287,6 +287,9 @@ def launch_vllm_server(
         os.close(fd)
         log_path = Path(name)
     child_env = dict(os.environ, VLLM_SERVER_DEV_MODE="1", **(env or {}))
+    # One model step may be a whole long prefill (chunked prefill is off on CPU): Claude Code's
+    # 12.4k-token first prompt ran past vLLM's 300 s default and vLLM killed its own engine.
+    child_env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600")
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(WORKER_DIR), child_env.get("PYTHONPATH", "")) if p)
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

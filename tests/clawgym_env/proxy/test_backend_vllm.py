@@ -377,6 +377,7 @@ FAKE_VLLM_CLI = """#!{python}
 import os, sys
 sys.path.insert(0, {test_dir!r})
 assert os.environ.get("VLLM_SERVER_DEV_MODE") == "1"
+assert int(os.environ["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"]) >= 3600  # a long CPU prefill is one model step
 args = sys.argv[1:]
 if "--fail" in args:
     sys.exit("RuntimeError: this fake was told to fail at start")
