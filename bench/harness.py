@@ -29,6 +29,7 @@ import psutil
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "harnesses" / "tasks" / "h6-smoke"
 WRITE = {"claude-code": ("Write", "file_path", "{ws}/hello.txt"), "openclaw": ("write", "path", "hello.txt"),
          "custom": ("write", "path", "hello.txt")}
+SHELL_WRITE = {"claude-code-bash": ("Bash", "command")}
 
 
 class PeakRSS:
@@ -70,8 +71,12 @@ def _children_cpu() -> float:
 def backend(harness: str, workspace: str = "/workspace") -> Any:
     from clawgym_env.proxy import ScriptedBackend
 
-    tool, arg, path = WRITE[harness]
-    args = {arg: path.format(ws=workspace), "content": "hello world\n"}
+    if harness in SHELL_WRITE:  # a harness offering only a shell writes the file with it
+        tool, arg = SHELL_WRITE[harness]
+        args = {arg: f"printf 'hello world\\n' > {workspace}/hello.txt"}
+    else:
+        tool, arg, path = WRITE[harness]
+        args = {arg: path.format(ws=workspace), "content": "hello world\n"}
     return ScriptedBackend([{"tool_calls": [{"name": tool, "arguments": args}]}], default="Done.")
 
 
