@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import PolicyBackendError
-from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
+from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend, deliver
 
 __all__ = ["ChildHFBackend"]
 
@@ -182,11 +182,11 @@ class ChildHFBackend(PolicyBackend):
                 continue
             loop, future = entry
             result: Any = payload if kind == "done" else PolicyBackendError(f"rollout policy (child process): {payload}")
-            loop.call_soon_threadsafe(_deliver, future, result)
+            loop.call_soon_threadsafe(deliver, future, result)
 
     def _fail_all(self, why: str) -> None:
         for loop, future in list(self._calls.values()):
-            loop.call_soon_threadsafe(_deliver, future, PolicyBackendError(why))
+            loop.call_soon_threadsafe(deliver, future, PolicyBackendError(why))
 
     async def aclose(self) -> None:
         """Stop the child (idempotent)."""
@@ -200,12 +200,3 @@ class ChildHFBackend(PolicyBackend):
         if self._proc.is_alive():
             self._proc.kill()
         self._conn.close()
-
-
-def _deliver(future: asyncio.Future[Completion], result: Any) -> None:
-    if future.done():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)

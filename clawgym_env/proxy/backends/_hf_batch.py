@@ -21,7 +21,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from clawgym_env.errors import PolicyBackendError
-from clawgym_env.proxy.backends._hf_row import Job, Row, deliver
+from clawgym_env.proxy.backends._hf_row import Job, Row
+from clawgym_env.proxy.backends.base import deliver
 
 if TYPE_CHECKING:
     from clawgym_env.proxy.backends.hf import HFBackend

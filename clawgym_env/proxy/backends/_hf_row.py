@@ -15,7 +15,7 @@ from typing import Any
 
 from clawgym_env.proxy.backends.base import Completion, CompletionDelta, CompletionRequest
 
-__all__ = ["Job", "Row", "deliver"]
+__all__ = ["Job", "Row"]
 
 
 @dataclass
@@ -29,16 +29,6 @@ class Job:
     """Set for a streaming call: each step's ids/logprobs/text arrive here before the result."""
     seed: int = 0
     version: int = field(default=0)
-
-
-def deliver(future: asyncio.Future[Completion], result: Completion | BaseException) -> None:
-    """Resolve ``future`` on its loop unless its caller gave up."""
-    if future.done():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)
 
 
 class Row:

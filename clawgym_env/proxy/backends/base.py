@@ -14,11 +14,12 @@ exactly what a non-streamed call captures. Backends that cannot stream implement
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["Completion", "CompletionDelta", "CompletionRequest", "PolicyBackend", "StreamingBackend"]
+__all__ = ["Completion", "CompletionDelta", "CompletionRequest", "PolicyBackend", "StreamingBackend", "deliver"]
 
 
 @dataclass
@@ -112,3 +113,14 @@ class StreamingBackend(PolicyBackend):
 
         Closing the iterator early abandons the call (decoding stops for it).
         """
+
+
+def deliver(future: asyncio.Future[Completion], result: Completion | BaseException) -> None:
+    """Resolve ``future`` (on its own loop) unless its caller gave up: backends that decode in a
+    thread or another process hand results back this way."""
+    if future.done():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
