@@ -4,7 +4,9 @@ Why through the harness: the prompts a policy must answer are exactly what that 
 system prompt, tool schemas, tool-result wrapping), and the proxy renders them with the model's
 tokenizer, so the captured prompt ids are the ids the model will see at evaluation. The expert is a
 token-level ``ScriptedBackend``: first call, one shell tool call running the task's reference
-command (``metadata.procgen.command``); once a tool result is in the conversation, "Done.". Only
+command (``metadata.procgen.command``); once a tool result is in the conversation, "Done.". A
+multi-step task (``metadata.procgen.steps``, ``procgen_multistep``) gets one call per step, step i
+once i tool results are in, then "Done.". Only
 episodes the task's verifier scores 1.0 are kept (rejection sampling), and they are written as an
 HF ``datasets`` dataset on disk: one row per episode, the capture records (ids, logprobs, the
 parsed response) as JSON without the bulky rendered messages.
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import CompletionRequest
     from clawgym_env.task import TaskSpec
 
-__all__ = ["SHELL_TOOLS", "capture_experts", "expert_command", "load_episodes", "write_dataset"]
+__all__ = ["SHELL_TOOLS", "capture_experts", "expert_command", "expert_steps", "load_episodes", "write_dataset"]
 
 SHELL_TOOLS = ("Bash", "bash", "exec")
 """Shell tool names, in order of preference: Claude Code, custom, OpenClaw."""
@@ -41,19 +43,26 @@ def expert_command(task: TaskSpec) -> str:
     return str(command)
 
 
+def expert_steps(task: TaskSpec) -> list[str]:
+    """The commands the expert runs, one call each: ``metadata.procgen.steps``, else the one reference command."""
+    steps = (task.metadata.get("procgen") or {}).get("steps")
+    return [str(s) for s in steps] if steps else [expert_command(task)]
+
+
 def _tool_names(request: CompletionRequest) -> list[str]:
     return [str((t.get("function") or t).get("name", "")) for t in request.tools]
 
 
-def _reply(command: str):  # -> ReplyFn
+def _reply(steps: Sequence[str]):  # -> ReplyFn
     def reply(request: CompletionRequest) -> dict[str, Any]:
-        if any(m.get("role") == "tool" for m in request.messages):
+        done = sum(m.get("role") == "tool" for m in request.messages)
+        if done >= len(steps):
             return {"text": "Done."}
         names = _tool_names(request)
         shell = next((n for n in SHELL_TOOLS if n in names), None)
         if shell is None:
             raise ConfigError(f"expert: the harness offers no shell tool ({names}); expected one of {SHELL_TOOLS}")
-        return {"tool_calls": [{"name": shell, "arguments": {"command": command}}]}
+        return {"tool_calls": [{"name": shell, "arguments": {"command": steps[done]}}]}
 
     return reply
 
@@ -69,7 +78,7 @@ async def capture_experts(tasks: Sequence[TaskSpec], harnesses: Sequence[str], t
 
     async def one(task: TaskSpec, harness: str, proxy: ProxyServer) -> EpisodeResult:
         async with gate:
-            backend = ScriptedBackend(_reply(expert_command(task)), tokenizer=tokenizer)
+            backend = ScriptedBackend(_reply(expert_steps(task)), tokenizer=tokenizer)
             return await run_episode(task, harness, backend, proxy=proxy, sandbox=sandbox)
 
     with tempfile.TemporaryDirectory(prefix="clawgym-expert-") as d:

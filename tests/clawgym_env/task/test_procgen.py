@@ -1,5 +1,6 @@
-"""The procgen suites: committed folders equal the generator's output, splits share no parameter,
-graders give 1.0 only to the exact end state, and the reference solutions pass in real sandboxes."""
+"""The procgen suites (one-command and multi-step): committed folders equal the generator's output, splits
+share no parameter, graders give 1.0 only to the exact end state, and the reference solutions pass in
+real sandboxes."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ import pytest
 
 from clawgym_env.task import load_suite
 from clawgym_env.task.check import check_suite
+from clawgym_env.task import procgen_multistep as multistep
 from clawgym_env.task.procgen import TEMPLATES, generate, write_suites
 from clawgym_env.task.suite import content_hash, repo_tasks_dir
+
+GENERATORS = {"procgen": (TEMPLATES, 12, 2), multistep.PREFIX: (multistep.TEMPLATES, 8, 2)}
+"""Suite prefix -> (templates, train and test variants per template)."""
 
 
 def _flat(value: Any) -> set[str]:
@@ -24,16 +29,20 @@ def _flat(value: Any) -> set[str]:
     return {str(value)}
 
 
-def test_committed_suites_are_the_generators_output(tmp_path: Path) -> None:
-    for written in write_suites(tmp_path):
+@pytest.mark.parametrize("prefix", GENERATORS)
+def test_committed_suites_are_the_generators_output(tmp_path: Path, prefix: str) -> None:
+    module = "procgen" if prefix == "procgen" else "procgen_multistep"
+    for written in (write_suites(tmp_path) if prefix == "procgen" else multistep.write(tmp_path)):
         assert content_hash(written) == content_hash(repo_tasks_dir() / written.name), (
-            f"tasks/{written.name} differs from the generator: run `python -m clawgym_env.task.procgen`")
+            f"tasks/{written.name} differs from the generator: run `python -m clawgym_env.task.{module}`")
 
 
-def test_train_and_test_share_no_parameter_value() -> None:
-    train, test = generate("train"), generate("test")
-    assert len(train) == 12 * len(TEMPLATES) and len(test) == 2 * len(TEMPLATES)
-    for name in TEMPLATES:
+@pytest.mark.parametrize("prefix", GENERATORS)
+def test_train_and_test_share_no_parameter_value(prefix: str) -> None:
+    templates, n_train, n_test = GENERATORS[prefix]
+    train, test = generate("train", n_train, templates), generate("test", n_test, templates)
+    assert len(train) == n_train * len(templates) and len(test) == n_test * len(templates)
+    for name in templates:
         seen = {k: set() for k in ("train", "test")}
         for split, variants in (("train", train), ("test", test)):
             for _, v in variants:
@@ -60,8 +69,19 @@ def _checks(task_dir: Path) -> list[dict[str, Any]]:
     return json.loads(eval(text.split("CHECKS = json.loads(", 1)[1].split(")\n", 1)[0]))  # the embedded literal
 
 
-def test_graders_are_strict_one_near_miss_per_check(tmp_path: Path) -> None:
-    suite = load_suite("procgen-test")
+def test_multistep_solutions_need_what_an_earlier_step_printed() -> None:
+    """In every multi-step variant the later commands hold parameters the instruction does not say (the first finds them)."""
+    for split in ("train", "test"):
+        for task_id, v in generate(split, 2, multistep.TEMPLATES):
+            assert 2 <= len(v.steps) <= 3 and v.command == "\n".join(v.steps), task_id
+            hidden = [str(x) for x in v.params.values() if str(x) not in v.instruction]
+            assert hidden and all(any(x in step for step in v.steps[1:]) for x in hidden), (task_id, v.params, v.steps)
+            assert not any(x in v.steps[0] for x in hidden), (task_id, v.steps)  # the first step finds it out
+
+
+@pytest.mark.parametrize("name", ["procgen-test", "procgen-multistep-test"])
+def test_graders_are_strict_one_near_miss_per_check(tmp_path: Path, name: str) -> None:
+    suite = load_suite(name)
     for task in suite.tasks:
         ws = tmp_path / task.id
         shutil.copytree(task.workspace_dir, ws) if task.workspace_dir else ws.mkdir()
@@ -83,9 +103,10 @@ def test_graders_are_strict_one_near_miss_per_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.sandbox
-async def test_reference_solutions_pass_and_noop_scores_zero_in_bwrap() -> None:
-    suite = load_suite("procgen-test")
-    one_each = [next(t for t in suite.tasks if t.id.startswith(name)) for name in TEMPLATES]
+@pytest.mark.parametrize("prefix", GENERATORS)
+async def test_reference_solutions_pass_and_noop_scores_zero_in_bwrap(prefix: str) -> None:
+    suite = load_suite(f"{prefix}-test")
+    one_each = [next(t for t in suite.tasks if t.id.startswith(name)) for name in GENERATORS[prefix][0]]
     results = await check_suite(one_each, "bwrap", concurrency=2)
     assert [r.problems for r in results if not r.ok] == []
     assert all(r.solution_score == 1.0 and r.noop_score == 0.0 for r in results)
