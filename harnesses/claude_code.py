@@ -51,6 +51,10 @@ class ClaudeCode(Harness):
             "ANTHROPIC_MODEL": session.model,
             "ANTHROPIC_SMALL_FAST_MODEL": session.model,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # documented opt-out of the first system line "x-anthropic-billing-header: cc_version=2.1.332.<fp>":
+            # <fp> hashes characters of the task's prompt, so at token ~25 every task's prompt differed and
+            # no two tasks shared Claude Code's ~2.9k-token system prompt (prefix KV reuse, tree packs)
+            "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",

@@ -13,11 +13,11 @@ from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import build_forest, pack_trees
 from trainers.tree_sft.config import TreeSFTConfig
-from trainers.tree_sft.forward import shared_prefix_len, tree_logprobs
+from trainers.tree_sft.forward import TrunkCache, shared_prefix_len, tree_logprobs
 
 
-def _episodes(trunk: int, n: int) -> list[list[CallRecord]]:
-    g = torch.Generator().manual_seed(0)
+def _episodes(trunk: int, n: int, seed: int = 0) -> list[list[CallRecord]]:
+    g = torch.Generator().manual_seed(seed)
     system = torch.randint(10, 500, (trunk,), generator=g).tolist()
     eps = []
     for e in range(n):
@@ -47,6 +47,58 @@ def test_detached_trunk_forward_matches_the_full_tree_forward(tiny_path: Path) -
     model.zero_grad()
     tree_logprobs(model, pack)[m].sum().backward()
     assert model.get_decoder().layers[-1].mlp.up_proj.weight.grad.abs().sum() > 0
+
+
+def test_packs_of_a_step_share_one_trunk_forward_with_the_same_values_and_gradients(tiny_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, attn_implementation="sdpa")
+    packs = pack_trees(build_forest(_episodes(700, 6)), 700 + 80)
+    assert len(packs) >= 3 and {shared_prefix_len(p) for p in packs} == {700}
+
+    def run(trunk: TrunkCache | None) -> tuple[list[torch.Tensor], torch.Tensor]:
+        model.zero_grad()
+        values = []
+        for p in packs:  # backward per pack before the next forward, as the trainer does
+            lp = tree_logprobs(model, p, trunk=trunk)
+            lp[p.loss_mask].sum().backward()
+            values.append(lp.detach())
+        return values, model.get_decoder().layers[-1].mlp.up_proj.weight.grad.clone()
+
+    alone, grad_alone = run(None)
+    trunk = TrunkCache()
+    shared, grad_shared = run(trunk)
+    assert trunk.forwards == 1  # the trunk ran once for all packs
+    for a, b in zip(alone, shared, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+    assert torch.allclose(grad_alone, grad_shared, atol=1e-5) and grad_shared.abs().sum() > 0
+    for seed, forwards in ((0, 1), (1, 2)):  # a prefix of the kept trunk reuses it; another trunk is forwarded
+        other = pack_trees(build_forest(_episodes(300, 2, seed)))[0]
+        assert torch.allclose(tree_logprobs(model, other, trunk=trunk)[other.loss_mask],
+                              tree_logprobs(model, other)[other.loss_mask], atol=1e-5)
+        assert trunk.forwards == forwards
+
+
+def test_frozen_bottom_kept_per_pack_gives_the_full_forward_values_and_top_gradients(tiny_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from trainers.tree_sft.frozen import FrozenBottomForward
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, attn_implementation="sdpa")
+    model.get_decoder().layers[0].requires_grad_(False)
+    top = model.get_decoder().layers[-1].self_attn.q_proj.weight
+    frozen, trunk = FrozenBottomForward(model, 1), TrunkCache()
+    for key, p in enumerate(pack_trees(build_forest(_episodes(700, 4)), 700 + 60)[:2]):
+        model.zero_grad()
+        want = tree_logprobs(model, p)
+        want[p.loss_mask].sum().backward()
+        g_want = top.grad.clone()
+        for visit in range(2):  # the second visit reads the kept bottom outputs
+            model.zero_grad()
+            got = frozen.logprobs(key, p, trunk)
+            got[p.loss_mask].sum().backward()
+            assert torch.allclose(want, got, atol=1e-5) and torch.allclose(g_want, top.grad, atol=1e-5)
+    assert len(frozen.kept) == 2 and trunk.forwards == 1  # each pack's trunk runs into its episode: the common 700 reused
 
 
 def test_config_refuses_what_tree_sft_does_not_do(tmp_path: Path) -> None:

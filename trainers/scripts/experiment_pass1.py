@@ -1,21 +1,23 @@
 """Show it learns: held-out Pass@1 before SFT, after tree SFT, after tree GRPO, through real harnesses.
 
-    python trainers/scripts/experiment_pass1.py                 # full size, results in experiments/pass1/
+    python trainers/scripts/experiment_pass1.py --out experiments/pass1-claude-code-bash   # full size
     python trainers/scripts/experiment_pass1.py --quick --out /tmp/pass1-quick
     clawgym bench compare experiments/pass1/before experiments/pass1/after-rl
 
 Stages (each a function, so other experiments can reuse or swap one):
 1. ``build_model``: the embedded pretrained SmolLM2-135M-Instruct (``clawgym_env.models``), which
    can already copy text and knows shell commands but not our tool-call format. Its context is
-   8,192 tokens, so the harnesses are the custom loop (~470-token first prompt, the default) and
-   Claude Code with ``--tools Bash`` (``--harness claude-code-bash``, ~3.2k tokens); the full Claude
-   Code tool set (~12.4k tokens) does not fit and is not used (a call that would not fit fails
-   loudly in the backend, it is never truncated).
+   8,192 tokens, so the harnesses are Claude Code with ``--tools Bash`` (``claude-code-bash``, the
+   default: a 3,150-token first prompt whose first 2,902 tokens every task shares) and the custom loop
+   (``--harness custom``, ~470 tokens, the ``--quick`` size); the full Claude Code tool set (~12.4k
+   tokens) does not fit and is not used (a call that would not fit fails loudly in the backend, it is
+   never truncated).
 2. ``capture``: expert episodes of every train variant through every harness
    (``trainers.tree_sft.expert``), kept only when the verifier scores 1.0, saved with ``datasets``.
-3. ``sft``: ``TreeSFTTrainer`` on those captures.
-4. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward) on the train variants,
-   mix-harness, from the SFT model, sampled at ``rl_temperature``.
+3. ``sft``: ``TreeSFTTrainer`` on those captures: ``sft_packs_per_step`` packs a step share one trunk
+   forward, and the frozen bottom layers run once per pack (``trainers.tree_sft.frozen``).
+4. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward, the same bottom layers
+   frozen) on the train variants, mix-harness, from the SFT model, sampled at ``rl_temperature``.
 5. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
    SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy); then ``clawgym bench compare``.
 """
@@ -45,14 +47,15 @@ STAGES = ("before", "after-sft", "after-rl")
 class Size:
     """How big a run is; ``Size.quick()`` fits CI's slow tier."""
 
-    harnesses: str = "custom"
+    harnesses: str = "claude-code-bash"
     train_tasks: str = "*"
-    test_tasks: str = "*"
-    sft_steps: int = 10
+    test_tasks: str = "*-01"
+    sft_steps: int = 16
     sft_lr: float = 5e-4
     sft_branch_tokens: int = 1024
-    sft_packs_per_step: int = 1
+    sft_packs_per_step: int = 4
     sft_frozen_layers: int = 20
+    rl_frozen_layers: int = 20
     rl_steps: int = 2
     rl_lr: float = 2e-5
     rl_generations: int = 4
@@ -66,8 +69,8 @@ class Size:
 
     @classmethod
     def quick(cls) -> Size:
-        return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, rl_steps=1, rl_pairs=1,
-                   eval_concurrency=13)
+        return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, sft_packs_per_step=1, rl_steps=1,
+                   rl_pairs=1, eval_concurrency=13)
 
 
 def _select(suite: str, pattern: str) -> list[Any]:
@@ -125,6 +128,7 @@ def rl(work: Path, model: Path, size: Size) -> Path:
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
     from trainers.tree_sft.forward import DetachedTrunkForward
+    from trainers.tree_sft.frozen import freeze_bottom
 
     class Trainer(DetachedTrunkForward, TreeGRPOTrainer):
         pass
@@ -139,6 +143,7 @@ def rl(work: Path, model: Path, size: Size) -> Path:
                          lr_scheduler_type="constant")
     tasks = _select(TRAIN_SUITE, size.train_tasks)
     trainer = Trainer(cfg, model, tasks=tasks)
+    freeze_bottom(trainer.policy, size.rl_frozen_layers)  # AdamW skips them: their grad stays None
     try:
         trainer.train()
         final = trainer.save_checkpoint(out / "final")
@@ -193,13 +198,16 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
-    parser.add_argument("--out", type=Path, default=Path("experiments/pass1"), help="Results folders land here")
+    parser.add_argument("--seed", type=int, default=None, help="Seed of packing, sampling and evaluation (default 0)")
+    parser.add_argument("--out", type=Path, default=Path("experiments/pass1-claude-code-bash"), help="Results folders land here")
     parser.add_argument("--work", type=Path, default=None, help="Models, captures, checkpoints (default OUT/work, not committed)")
-    parser.add_argument("--harness", default=None, help="Comma-separated harnesses (default custom; claude-code-bash fits SmolLM2's context)")
+    parser.add_argument("--harness", default=None, help="Comma-separated harnesses (default claude-code-bash; --quick: custom)")
     a = parser.parse_args(argv)
     size = Size.quick() if a.quick else Size()
     if a.harness:
         size.harnesses = a.harness
+    if a.seed is not None:
+        size.seed = a.seed
     return run(a.out, a.work or a.out / "work", size)
 
 

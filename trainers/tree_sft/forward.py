@@ -13,6 +13,7 @@ a 12k-token harness prompt trainable on CPU. ``detach_prefix=False`` gives the f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,7 +21,7 @@ import torch
 from clawgym_env.tree import PackedTree
 from trainers.core.logprobs import head_logprobs
 
-__all__ = ["DetachedTrunkForward", "shared_prefix_len", "tree_logprobs"]
+__all__ = ["DetachedTrunkForward", "TrunkCache", "loss_token_logprobs", "rows_mask", "shared_prefix_len", "tree_logprobs"]
 
 
 def shared_prefix_len(pack: PackedTree) -> int:
@@ -31,7 +32,50 @@ def shared_prefix_len(pack: PackedTree) -> int:
     return min(trunk, int(need.min())) if len(need) else trunk
 
 
-def _rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dtype) -> torch.Tensor:
+TrunkForward = Callable[[int, int, Any], Any]
+"""``(lo, hi, cache)``: forward trunk tokens ``lo..hi`` (causal) into ``cache`` (None: a new one) and return it."""
+
+
+class TrunkCache:
+    """The no-gradient KV of the last trunk forwarded, reused by the next pack that starts with the same tokens.
+
+    Why: a harness's long system prompt is the trunk of every pack cut from its forest (Claude Code with
+    Bash: 2.9k of a ~4k-token pack), so the packs of one optimizer step forward it once. Valid only while
+    the weights are unchanged: make a new one after each optimizer step.
+    """
+
+    def __init__(self) -> None:
+        self.ids: torch.Tensor | None = None
+        self.pos: torch.Tensor | None = None
+        self.cache: Any = None
+        self.forwards = 0
+        """Trunk forwards from the first token (the rest reused the kept trunk's common prefix)."""
+
+    def _crop(self, n: int) -> None:
+        for layer in self.cache.layers:  # drop the last pack's branches; detach: they were in its graph
+            if layer.is_initialized:
+                layer.keys, layer.values = layer.keys[..., :n, :].detach(), layer.values[..., :n, :].detach()
+        self.ids, self.pos = self.ids[:, :n], self.pos[:, :n]
+
+    def get(self, ids: torch.Tensor, pos: torch.Tensor, start: int, forward: TrunkForward) -> Any:
+        """A cache holding exactly the KV of ``ids[:, :start]`` at ``pos[:, :start]``: the part it shares with the
+        kept trunk is reused, the rest forwarded."""
+        kept = 0 if self.ids is None else min(start, int(self.ids.shape[1]))
+        same = (self.ids[0, :kept] == ids[0, :kept]) & (self.pos[0, :kept] == pos[0, :kept]) if kept else torch.zeros(0, dtype=torch.bool)
+        common = int(same.long().cumprod(0).sum())
+        with torch.no_grad():
+            if common:
+                self._crop(common)
+                if common < start:
+                    self.cache = forward(common, start, self.cache)
+            else:
+                self.cache = forward(0, start, None)
+                self.forwards += 1
+        self.ids, self.pos = ids[:, :start], pos[:, :start]
+        return self.cache
+
+
+def rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dtype) -> torch.Tensor:
     """Rows ``start..N`` of the tree mask (query q sees key kv iff kv <= q < subtree_end[kv]), as [1, 1, S, N]."""
     n = subtree_end.shape[0]
     q = torch.arange(start, n, device=subtree_end.device)[:, None]
@@ -46,7 +90,7 @@ def _rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dt
 
 def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", device: str | torch.device = "cpu",
                   detach_prefix: bool = True, min_prefix: int = 256, chunk_size: int = 1024,
-                  inner: Any | None = None) -> torch.Tensor:
+                  inner: Any | None = None, trunk: TrunkCache | None = None) -> torch.Tensor:
     """Logprob of each loss token of ``pack`` under ``model`` ([N]; 0 at tokens outside the loss).
 
     ``mask_kind`` is "bool" (sdpa) or "additive" (eager). A trunk shorter than ``min_prefix`` tokens
@@ -54,6 +98,8 @@ def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", devi
     rows at a time (``trainers.core.logprobs.head_logprobs``). ``inner`` is the model itself when
     ``model`` is a wrapper that only forwards (DDP): the trunk (no gradient) runs on ``inner``'s
     decoder, the branches through ``model``'s own forward, so DDP prepares its gradient all-reduce.
+    ``trunk`` keeps the trunk's KV for the next pack of the same step (``TrunkCache``); the pack's
+    backward must run before the next pack's forward.
     """
     inner = model if inner is None else inner
     dtype = next(model.parameters()).dtype
@@ -64,16 +110,24 @@ def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", devi
         start = 0
     cache = None
     if start:
-        with torch.no_grad():
-            cache = inner.get_decoder()(input_ids=ids[:, :start], position_ids=pos[:, :start], use_cache=True).cache
-    mask = _rows_mask(pack.subtree_end.to(device), start, mask_kind, dtype)
+        def forward(lo: int, hi: int, kv: Any) -> Any:
+            return inner.get_decoder()(input_ids=ids[:, lo:hi], position_ids=pos[:, lo:hi], cache=kv, use_cache=True).cache
+
+        cache = (trunk or TrunkCache()).get(ids, pos, start, forward)
+    mask = rows_mask(pack.subtree_end.to(device), start, mask_kind, dtype)
     out = model(input_ids=ids[:, start:], position_ids=pos[:, start:], attention_mask=mask, cache=cache,
                 use_cache=cache is not None, output_hidden_states=True,
                 logits_to_keep=torch.zeros(0, dtype=torch.long, device=device))
-    hidden = out.hidden_states[-1][0]  # after the final norm: what the output head reads
+    # after the final norm: what the output head reads
+    return loss_token_logprobs(out.hidden_states[-1][0], pack, start, inner.get_output_embeddings(), chunk_size)
+
+
+def loss_token_logprobs(hidden: torch.Tensor, pack: PackedTree, start: int, head: Any, chunk_size: int) -> torch.Tensor:
+    """``[N]`` logprobs of the loss tokens from the final-norm ``hidden`` of rows ``start..N`` (0 elsewhere)."""
+    device = hidden.device
     valid = (pack.loss_mask & (pack.prev_index >= 0)).to(device)
     rows = pack.prev_index.to(device)[valid] - start
-    picked = head_logprobs(hidden[rows], inner.get_output_embeddings(), ids[0][valid], chunk_size)
+    picked = head_logprobs(hidden[rows], head, pack.input_ids.to(device)[valid], chunk_size)
     out = torch.zeros(len(pack), dtype=picked.dtype, device=device)
     out[valid] = picked
     return out

@@ -25,7 +25,8 @@ from clawgym_env.errors import ConfigError
 from clawgym_env.tree import PackedTree, build_forest, pack_trees
 from trainers.tree_sft.config import TreeSFTConfig
 from trainers.tree_sft.expert import load_episodes
-from trainers.tree_sft.forward import tree_logprobs
+from trainers.tree_sft.forward import TrunkCache, tree_logprobs
+from trainers.tree_sft.frozen import FrozenBottomForward, freeze_bottom
 
 __all__ = ["TreeSFTTrainer"]
 
@@ -53,13 +54,16 @@ class TreeSFTTrainer:
         dtype = torch.bfloat16 if config.bf16 else torch.float32
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation="sdpa").to(self.device)
         self.model.train()
-        self._freeze(config.frozen_layers)
+        freeze_bottom(self.model, config.frozen_layers)
         episodes = load_episodes(config.dataset_path)
         keep = set(config.harness_names)
         self.episodes = [e for e in episodes if not keep or e[1] in keep]
         if not self.episodes:
             raise ConfigError(f"{config.dataset_path}: no episode of harnesses {sorted(keep)}; check --harness")
-        self.packs_per_epoch = len(self._packs())
+        # frozen bottom layers: fixed packs (their bottom outputs are computed once), reordered each epoch
+        self.frozen = FrozenBottomForward(self.model, config.frozen_layers) if config.frozen_layers and config.detach_prefix else None
+        self.fixed = list(enumerate(self._packs())) if self.frozen else None
+        self.packs_per_epoch = len(self.fixed) if self.fixed is not None else len(self._packs())
         steps = self.total_steps
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
@@ -68,17 +72,6 @@ class TreeSFTTrainer:
                                        num_training_steps=steps)
         self.step = 0
         self.history: list[dict[str, float]] = []
-
-    def _freeze(self, layers: int) -> None:
-        """No gradient for the embeddings and the bottom ``layers`` decoder layers: autograd then never
-        goes below the lowest trainable layer, so a step costs a forward plus the top layers' backward."""
-        if not layers:
-            return
-        blocks = self.model.get_decoder().layers
-        if layers >= len(blocks):
-            raise ConfigError(f"frozen_layers={layers}: the model has {len(blocks)} decoder layers; freeze fewer")
-        for module in (self.model.get_input_embeddings(), *blocks[:layers]):
-            module.requires_grad_(False)
 
     @property
     def total_steps(self) -> int:
@@ -103,27 +96,40 @@ class TreeSFTTrainer:
         self.rng.shuffle(out)
         return out
 
-    def _pack_loss(self, pack: PackedTree) -> tuple[torch.Tensor, int]:
-        lp = tree_logprobs(self.model, pack, device=self.device, detach_prefix=self.config.detach_prefix)
+    def _epoch(self) -> list[tuple[str, PackedTree, int]]:
+        """The next epoch's packs (harness, pack, key of the pack's kept bottom outputs or -1)."""
+        if self.fixed is None:
+            return [(h, p, -1) for h, p in self._packs()]
+        order = list(self.fixed)
+        self.rng.shuffle(order)
+        return [(h, p, key) for key, (h, p) in order]
+
+    def _pack_loss(self, pack: PackedTree, key: int, trunk: TrunkCache) -> tuple[torch.Tensor, int]:
+        if self.frozen is not None:
+            lp = self.frozen.logprobs(key, pack, trunk)
+        else:
+            lp = tree_logprobs(self.model, pack, device=self.device, detach_prefix=self.config.detach_prefix, trunk=trunk)
         mask = pack.loss_mask.to(lp.device)
         return -(lp[mask]).sum(), int(mask.sum())
 
     def train(self, on_step: Callable[[dict[str, float]], None] | None = None) -> list[dict[str, float]]:
         """Run ``total_steps`` optimizer steps, ``packs_per_step`` packs each; log every ``logging_steps``."""
         c = self.config
-        queue: list[tuple[str, PackedTree]] = []
+        queue: list[tuple[str, PackedTree, int]] = []
         while self.step < self.total_steps:
             t0 = time.perf_counter()
             batch = []
             while len(batch) < c.packs_per_step:
                 if not queue:
-                    queue = self._packs()
+                    queue = self._epoch()
                 batch.append(queue.pop())
             self.optimizer.zero_grad(set_to_none=True)
-            tokens = sum(p.num_loss_tokens for _, p in batch)
+            tokens = sum(p.num_loss_tokens for _, p, _ in batch)
             total, per_h = 0.0, defaultdict(lambda: [0.0, 0])
-            for harness, pack in batch:
-                nll, n = self._pack_loss(pack)
+            trunk = TrunkCache()  # the step's packs of one harness share its trunk's forward
+            batch.sort(key=lambda hp: hp[0])
+            for harness, pack, key in batch:
+                nll, n = self._pack_loss(pack, key, trunk)
                 (nll / tokens).backward()
                 total += float(nll.detach())
                 per_h[harness][0] += float(nll.detach())
@@ -133,13 +139,14 @@ class TreeSFTTrainer:
             self.scheduler.step()
             self.step += 1
             m = {"step": float(self.step), "loss": total / tokens, "grad_norm": float(grad_norm), "tokens": float(tokens),
-                 "pack_tokens": float(sum(len(p) for _, p in batch)), "learning_rate": self.scheduler.get_last_lr()[0],
-                 "step_s": time.perf_counter() - t0}
+                 "pack_tokens": float(sum(len(p) for _, p, _ in batch)), "learning_rate": self.scheduler.get_last_lr()[0],
+                 "trunk_forwards": float(trunk.forwards), "step_s": time.perf_counter() - t0}
             m.update({f"loss/{h}": v[0] / max(1, v[1]) for h, v in per_h.items()})
             self.history.append(m)
             if self.step % max(1, int(c.logging_steps or 1)) == 0:
                 print(f"sft step {self.step:4d}/{self.total_steps}  loss {m['loss']:.4f}  grad {m['grad_norm']:.2f}  "
-                      f"tokens {int(tokens)}/{int(m['pack_tokens'])}  {m['step_s']:.1f}s", flush=True)
+                      f"tokens {int(tokens)}/{int(m['pack_tokens'])}  packs {len(batch)} (trunk x{trunk.forwards})  "
+                      f"{m['step_s']:.1f}s", flush=True)
             if on_step is not None:
                 on_step(m)
         return self.history
