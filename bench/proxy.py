@@ -4,7 +4,7 @@ The server runs in its own process (so its CPU can be measured alone); clients u
 Each request carries a marker (session, call); the echo backend answers with it, so every
 reply and every captured record can be checked for loss and misattribution.
 
-    python bench/proxy.py [--sessions 64] [--calls 20] [--body-kb 52] [--dialect anthropic|openai-chat]
+    python bench/proxy.py [--sessions 64] [--calls 20] [--body-kb 52] [--dialect anthropic|openai-chat] [--rounds N]
 
 Prints figures; never asserts (bench/ is not a test tier).
 """
@@ -90,7 +90,9 @@ async def _serve_bare(capture_dir: str) -> None:
     import socket
     sock = socket.create_server(("127.0.0.1", 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    cfg = uvicorn.Config(app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", backlog=2048)
+    # the proxy's uvicorn settings (no X-Forwarded-* middleware), so both pay the same server stack
+    cfg = uvicorn.Config(app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
+                         backlog=2048)
     server = uvicorn.Server(cfg)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -160,6 +162,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=20, help="calls per session")
     ap.add_argument("--body-kb", type=int, default=52)
     ap.add_argument("--dialect", choices=["anthropic", "openai-chat"], default="anthropic")
+    ap.add_argument("--rounds", type=int, default=1, help="bare and proxy measured alternately this many times")
     ap.add_argument("--no-tito", action="store_true", help="skip the TITO prompt-building figure")
     ap.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
     ap.add_argument("--serve-bare", metavar="DIR", help=argparse.SUPPRESS)
@@ -176,16 +179,24 @@ def main() -> None:
     if args.serve_bare:
         asyncio.run(_serve_bare(args.serve_bare))
         return
-    results = {}
-    for kind in ("bare", "proxy") if args.dialect == "anthropic" else ("proxy",):
-        results[kind] = _measure(kind, args)
-    for kind, r in results.items():
-        _print(kind, r, args)
-    if "bare" in results:
-        ratio = results["proxy"]["loaded_rate"] / results["bare"]["loaded_rate"]
-        added = results["proxy"]["cpu_single"] - results["bare"]["cpu_single"]
-        print(f"  proxy vs bare pass-through, same run: {ratio:.2f}x the throughput at {args.sessions} streams; "
-              f"+{added * 1e3:.2f} ms server CPU per call (1 client)")
+    ratios = []
+    for rnd in range(args.rounds):
+        if args.rounds > 1:
+            print(f"round {rnd + 1} of {args.rounds}, load average {os.getloadavg()[0]:.1f}")
+        results = {}
+        for kind in ("bare", "proxy") if args.dialect == "anthropic" else ("proxy",):
+            results[kind] = _measure(kind, args)
+        for kind, r in results.items():
+            _print(kind, r, args)
+        if "bare" in results:
+            ratios.append(results["proxy"]["loaded_rate"] / results["bare"]["loaded_rate"])
+            added = results["proxy"]["cpu_single"] - results["bare"]["cpu_single"]
+            added_loaded = results["proxy"]["cpu_loaded"] - results["bare"]["cpu_loaded"]
+            print(f"  proxy vs bare pass-through, same run: {ratios[-1]:.2f}x the throughput at {args.sessions} streams; "
+                  f"+{added_loaded * 1e3:.2f} ms server CPU per call there, +{added * 1e3:.2f} ms with 1 client")
+    if len(ratios) > 1:
+        print(f"proxy / bare throughput over {len(ratios)} rounds: median {statistics.median(ratios):.2f}x "
+              f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
     if not args.no_tito:
         _tito_cost()
     print(f"  load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
@@ -202,28 +213,33 @@ def _measure(kind: str, args: argparse.Namespace) -> dict:
         asyncio.run(_load(url, keys, 10, args.body_kb, args.dialect, 1))  # warm-up (session 0)
         cpu0 = _proc_cpu(proc.pid)
         single = asyncio.run(_load(url, keys, 100, args.body_kb, args.dialect, 1))
-        cpu1 = _proc_cpu(proc.pid)
+        cpu1, threads1, client1 = _proc_cpu(proc.pid), _thread_cpu(proc.pid), time.process_time()
         loaded = asyncio.run(_load(url, keys, args.calls, args.body_kb, args.dialect, args.sessions))
-        cpu2 = _proc_cpu(proc.pid)
+        cpu2, threads2, client2 = _proc_cpu(proc.pid), _thread_cpu(proc.pid), time.process_time()
         proc.stdin.write("\n")
         proc.stdin.flush()
         report = json.loads(proc.stdout.readline())
         proc.wait(timeout=60)
     n_single, n_load = len(single["lat"]), len(loaded["lat"])
     return {"single": single, "loaded": loaded, "report": report, "cpu_single": (cpu1 - cpu0) / n_single,
-            "cpu_loaded": (cpu2 - cpu1) / n_load, "loaded_rate": n_load / loaded["wall"]}
+            "cpu_loaded": (cpu2 - cpu1) / n_load, "loaded_rate": n_load / loaded["wall"],
+            "client_cpu": (client2 - client1) / n_load,
+            "threads": {name: (t - threads1.get(name, 0.0)) / n_load for name, t in threads2.items()}}
 
 
 def _print(kind: str, r: dict, args: argparse.Namespace) -> None:
     single, loaded, report = r["single"], r["loaded"], r["report"]
     name = "bare pass-through" if kind == "bare" else "clawgym proxy"
     print(f"{name}: dialect={args.dialect} body={args.body_kb} kB, zero-latency backend"
-          + (", captures fsynced" if kind == "proxy" else ""))
+          + (", every call captured (written at once, fsynced within FSYNC_INTERVAL_S)" if kind == "proxy" else ""))
     print(f"  1 client  x {len(single['lat'])} calls: latency p50 {_pct(single['lat'], 50) * 1e3:.2f} ms, "
           f"p99 {_pct(single['lat'], 99) * 1e3:.2f} ms; server CPU {r['cpu_single'] * 1e3:.2f} ms/call")
     print(f"  {args.sessions} sessions x {args.calls} calls (streaming, concurrent): {r['loaded_rate']:.0f} calls/s, "
           f"client latency p50 {_pct(loaded['lat'], 50) * 1e3:.1f} ms, p99 {_pct(loaded['lat'], 99) * 1e3:.1f} ms; "
           f"server CPU {r['cpu_loaded'] * 1e3:.2f} ms/call")
+    busy = {name: t for name, t in r["threads"].items() if t >= 5e-6}
+    print(f"  CPU per call at {args.sessions} streams: client {r['client_cpu'] * 1e3:.2f} ms; server threads "
+          + ", ".join(f"{name} {t * 1e3:.2f} ms" for name, t in sorted(busy.items(), key=lambda kv: -kv[1])))
     print(f"  replies checked: {single['ok'] + loaded['ok']} ok, {len(single['errors']) + len(loaded['errors'])} wrong")
     for e in (single["errors"] + loaded["errors"])[:5]:
         print("   ", e)
@@ -285,9 +301,21 @@ def _tito_cost() -> None:
               f"{len(calls[-1].prompt_ids or [])} prompt tokens at the end), calls 2..N, build(): " + "; ".join(row))
 
 
-def _proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _proc_cpu(pid: int, task: str = "") -> float:
+    fields = Path(f"/proc/{pid}{task}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of the server's event-loop thread and of its other threads (the capture thread)."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = "loop" if task.name == str(pid) else "other threads"
+            out[name] = out.get(name, 0.0) + _proc_cpu(pid, f"/task/{task.name}")
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return out
 
 
 if __name__ == "__main__":

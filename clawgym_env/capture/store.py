@@ -1,14 +1,18 @@
 """Append-only JSONL capture of one episode: one CallRecord per line.
 
-Each line is serialised as soon as its call ends and handed to the OS either at once (``write``)
-or by the capture thread a moment later (``append_soon``, the proxy's path: a Claude Code record is
-~100 kB, and writing it on the event loop was the largest single cost of a proxied call), then
-fsynced off the event loop, so a crash loses at most the calls of the last few milliseconds.
-The reader tolerates a torn last line, which is exactly what such a crash leaves behind.
+Each line is serialised and handed to the OS (``write``) as soon as its call ends, so a crash
+of this process loses nothing recorded. ``fsync`` (which only a machine crash needs) runs in one
+daemon thread per process: ``sync_soon`` queues a writer, and the thread syncs every queued writer
+``FSYNC_INTERVAL_S`` later, once for all the lines written meanwhile; ``close`` syncs at once. A
+run records an attempt as finished only after its capture is closed, and resume deletes the
+capture of an unfinished one, so a machine crash never leaves a finished attempt with a short
+capture. The reader tolerates a torn last line, which is what a crash mid-write leaves behind.
 
-One daemon thread per process writes and fsyncs for every writer: the event loop only appends
-to a list and puts the writer on a queue (no executor future, no loop wake-up per call), and
-writers queued while an fsync runs share the next round.
+Why this shape (bench/proxy.py, 64 streams): a thread that wrote and fsynced each line took the
+GIL back after each of its syscalls, so the event loop blocked on it (1,174 times in 5,120 calls;
+an ``os.urandom`` on the loop took ~300 us instead of 4 under load), and each fsync cost a virtio
+round trip. Writing on the loop costs the page-cache copy (~30 us for a 44 kB record); the loop
+now waits for the fsync thread about once per fsync, at most once per writer per interval.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import atexit
 import os
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +31,17 @@ import orjson
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import CaptureError
 
-__all__ = ["JSON_OPTIONS", "CaptureWriter", "read_capture"]
+__all__ = ["FSYNC_INTERVAL_S", "JSON_OPTIONS", "CaptureWriter", "read_capture"]
 
 JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 """How a capture line is encoded; a value spliced into a line as ``orjson.Fragment`` must be encoded so too."""
 
+FSYNC_INTERVAL_S = 1.0
+"""How long a written line may wait for its fsync: every queued writer is synced once per interval."""
+
 
 class _Syncer:
-    """The process's capture thread: writes pending lines and fsyncs each queued writer once per round."""
+    """The process's fsync thread: each round waits FSYNC_INTERVAL_S, then syncs every writer queued by then."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[CaptureWriter] = queue.SimpleQueue()
@@ -50,7 +58,9 @@ class _Syncer:
 
     def _run(self) -> None:
         while True:
-            self.flush(self._queue.get())
+            first = self._queue.get()
+            time.sleep(FSYNC_INTERVAL_S)  # writers queued meanwhile share this round
+            self.flush(first)
 
     def flush(self, first: CaptureWriter | None = None) -> None:
         """Sync ``first`` and every writer queued now (also at interpreter exit: daemon threads just stop)."""
@@ -82,51 +92,25 @@ class CaptureWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the session
         self._closed = False
-        self._queued = False  # on the capture thread's queue
-        self._pending: list[bytes] = []
-        self._lock = threading.Lock()  # the file is appended from the loop and from worker threads
-
-    @staticmethod
-    def _line(record: CallRecord | dict[str, Any]) -> bytes:
-        data = record if isinstance(record, dict) else record.__dict__
-        return orjson.dumps(data, option=JSON_OPTIONS) + b"\n"
+        self._queued = False  # on the fsync thread's queue
+        self._lock = threading.Lock()  # written on the loop, synced and closed from other threads
 
     def write(self, record: CallRecord | dict[str, Any]) -> None:
-        """Append one record and hand it to the OS (survives a process crash)."""
-        if self._closed:
-            raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
-        line = self._line(record)
+        """Append one record and hand it to the OS (survives a crash of this process)."""
+        data = record if isinstance(record, dict) else record.__dict__
+        line = orjson.dumps(data, option=JSON_OPTIONS) + b"\n"
         with self._lock:
-            self._drain()
+            if self._closed:
+                raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
             self._fh.write(line)
 
-    def append_soon(self, record: CallRecord | dict[str, Any]) -> None:
-        """Serialise one record now; the capture thread writes and fsyncs it within milliseconds."""
-        if self._closed:
-            raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
-        line = self._line(record)
-        with self._lock:
-            self._pending.append(line)
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if not self._queued:
-            self._queued = True
-            _SYNCER.submit(self)
-
-    def _drain(self) -> None:
-        if self._pending:
-            lines, self._pending = self._pending, []
-            self._fh.write(b"".join(lines))
-
     def sync(self) -> None:
-        """Write what is pending and flush to disk (survives a machine crash)."""
-        if self._closed:
-            return
-        with self._lock:
-            self._drain()
-        if self.fsync:
-            os.fsync(self._fh.fileno())
+        """Flush what was written to disk now (survives a machine crash)."""
+        with self._lock:  # not held during the fsync: the loop's write() must never wait for a disk
+            if self._closed or not self.fsync:
+                return
+            fd = self._fh.fileno()
+        os.fsync(fd)
 
     async def write_async(self, record: CallRecord | dict[str, Any]) -> None:
         """Append one record; fsync in a worker thread so the event loop keeps serving."""
@@ -135,10 +119,11 @@ class CaptureWriter:
             await asyncio.to_thread(self.sync)
 
     def sync_soon(self) -> None:
-        """Have the capture thread write what is pending and fsync; calls arriving meanwhile share the next one."""
-        if self._closed or not (self.fsync or self._pending):
+        """Have the fsync thread sync this file within FSYNC_INTERVAL_S; writes meanwhile share that fsync."""
+        if self._closed or not self.fsync or self._queued:
             return
-        self._schedule()
+        self._queued = True
+        _SYNCER.submit(self)
 
     def close(self) -> None:
         """Sync and close; idempotent."""
@@ -147,8 +132,9 @@ class CaptureWriter:
         try:
             self.sync()
         finally:
-            self._closed = True
-            self._fh.close()
+            with self._lock:
+                self._closed = True
+                self._fh.close()
 
 
 def read_capture(path: Path | str, *, strict: bool = False) -> list[CallRecord]:

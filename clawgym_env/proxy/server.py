@@ -18,9 +18,10 @@ import os
 import re
 import socket
 import time
+import types
 from pathlib import Path
 from urllib.parse import parse_qsl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import ModuleType
 from typing import Any
 
@@ -313,9 +314,9 @@ class ProxyServer:
         return sess, ""
 
     def _refuse(self, pinned: str | None, dialect: ModuleType, path: str, started_at: float, why: str) -> None:
-        rec = CallRecord.model_construct(session_id=pinned or "", call_index=-1, dialect=dialect.NAME, path=path,
-                                         started_at=started_at, status=401, error=f"refused: {why}",
-                                         finish_reason="error", token_source="none")
+        rec = CallRecord.trusted({"session_id": pinned or "", "call_index": -1, "dialect": dialect.NAME, "path": path,
+                                  "started_at": started_at, "status": 401, "error": f"refused: {why}",
+                                  "finish_reason": "error", "token_source": "none"})
         self.refused.append(rec)
         if pinned in self._by_id:
             self._by_id[pinned].refused.append(rec)
@@ -456,23 +457,23 @@ class ProxyServer:
             if rec.get("token_source") is None:
                 rec["token_source"] = "none"
             sess.record(rec, parsed)
-        if sess._writer is not None:
-            sess._writer.sync_soon()
 
 
-async def _until_disconnect(coro: Any, receive: Any, idle_s: float | None = None,
+async def _until_disconnect(coro: Coroutine[Any, Any, Any], receive: Any, idle_s: float | None = None,
                             on_idle: Callable[[], Awaitable[None]] | None = None) -> Any:
     """Await ``coro`` unless the client hangs up first (then cancel it and raise _Disconnected).
 
-    ``on_idle`` runs every ``idle_s`` seconds while waiting (SSE keep-alives).
+    ``on_idle`` runs every ``idle_s`` seconds while waiting (SSE keep-alives). ``coro`` first runs
+    right here up to its first suspension: a backend with the reply at hand (scripted, replay) is
+    done then, with no task, no watcher, no timer and no loop turn.
     """
-    work = asyncio.ensure_future(coro)
-    watch: asyncio.Future[Any] | None = None
     try:
-        await asyncio.sleep(0)  # one loop turn: a backend with the reply at hand (scripted, replay) is done already
-        if work.done():  # and needs no watcher task, no wait() and no timer
-            return work.result()
-        watch = asyncio.ensure_future(receive())
+        pending = coro.send(None)
+    except StopIteration as done:
+        return done.value
+    work = asyncio.ensure_future(_resume(coro, pending))
+    watch = asyncio.ensure_future(receive())
+    try:
         while True:
             done, _ = await asyncio.wait({work, watch}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
             if work in done:
@@ -487,10 +488,32 @@ async def _until_disconnect(coro: Any, receive: Any, idle_s: float | None = None
             elif on_idle is not None:
                 await on_idle()
     finally:
-        if watch is not None and not watch.done():
+        if not watch.done():
             watch.cancel()
         if not work.done():
             work.cancel()
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
+    """The rest of a coroutine that already ran to its first suspension (``pending``: the future it waits on),
+    as an awaitable a Task can drive: each result or exception the task passes in goes on to ``coro``."""
+    while True:
+        try:
+            sent = yield pending
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # the task's cancellation, or an exception thrown in
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                pending = coro.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 async def _send_json(send: Any, status: int, payload: dict[str, Any]) -> None:

@@ -222,11 +222,11 @@ class ProxySession:
                      completion_tokens=n_out, response_id=head.response_id, created=head.created)
 
     def record(self, rec: dict[str, Any], parsed: ParsedRequest | None = None) -> CallRecord:
-        """Store a finished call in memory and queue it for the capture file (written off the loop within ms).
+        """Store a finished call in memory and append it to the capture file (fsynced within ``FSYNC_INTERVAL_S``).
 
         ``parsed`` (the call's shared request) lends its messages' and tools' JSON to the capture line.
         """
-        record = CallRecord.model_construct(**rec)
+        record = CallRecord.trusted(rec)
         self._calls.append(record)
         if self._writer is not None and self.state is SessionState.OPEN:  # a call outliving close stays in memory
             data: CallRecord | dict[str, Any] = record
@@ -234,7 +234,8 @@ class ProxySession:
                     and record.messages is parsed.messages and record.tools is parsed.tools:
                 data = {**record.__dict__, "messages": orjson.Fragment(parsed.messages_json),
                         "tools": orjson.Fragment(parsed.tools_json)}
-            self._writer.append_soon(data)
+            self._writer.write(data)
+            self._writer.sync_soon()
         return record
 
     def close(self) -> list[CallRecord]:

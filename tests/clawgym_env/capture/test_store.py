@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
-from clawgym_env.capture import CallRecord, CaptureWriter, read_capture
+from clawgym_env.capture import CallRecord, CaptureWriter, read_capture, store
 from clawgym_env.errors import CaptureError
 
 
@@ -70,3 +73,22 @@ async def test_sync_soon_coalesces_and_close_is_safe(tmp_path) -> None:
         w.sync_soon()  # at most one fsync in flight; the rest share the next one
     w.close()  # may race the in-flight fsync: must not raise
     assert [r.call_index for r in read_capture(tmp_path / "ep.jsonl")] == [0, 1, 2, 3, 4]
+
+
+def test_sync_soon_fsyncs_later_once_for_the_writes_meanwhile(tmp_path, monkeypatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(store.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    monkeypatch.setattr(store, "FSYNC_INTERVAL_S", 0.3)
+    w = CaptureWriter(tmp_path / "ep.jsonl")
+    fd = w._fh.fileno()
+    for i in range(5):
+        w.write(rec(i))
+        w.sync_soon()
+    assert [r.call_index for r in read_capture(tmp_path / "ep.jsonl")] == [0, 1, 2, 3, 4]  # with the OS already
+    deadline = time.monotonic() + 10
+    while fd not in synced and time.monotonic() < deadline:  # no close(): the fsync thread's round
+        time.sleep(0.01)
+    assert 1 <= synced.count(fd) < 5  # one fsync served several writes
+    w.close()
+    assert synced.count(fd) >= 2  # close syncs at once

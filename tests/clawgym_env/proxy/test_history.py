@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import anthropic
+import numpy
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from clawgym_env.capture import CallRecord, CaptureWriter, read_capture
+from clawgym_env.capture import read_capture
 from clawgym_env.capture.store import JSON_OPTIONS
 from clawgym_env.proxy import ProxyServer, ScriptedBackend
-from clawgym_env.proxy._history import SharedHistory
+from clawgym_env.proxy._history import SharedHistory, _dumps
 
 from .conftest import WRITE_CALL, WRITE_TOOL_ANTHROPIC
 
@@ -51,11 +53,15 @@ def test_share_compares_bytes_not_values() -> None:
     assert mj == orjson.dumps(again) and tj == b"[]"
 
 
-def test_capture_thread_writes_without_close(tmp_path: Path) -> None:
-    w = CaptureWriter(tmp_path / "ep.jsonl")
-    w.append_soon(CallRecord(session_id="ep", call_index=0, dialect="anthropic"))
-    deadline = time.monotonic() + 10
-    while not (tmp_path / "ep.jsonl").read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert [r.call_index for r in read_capture(tmp_path / "ep.jsonl")] == [0]  # a crash now loses nothing
-    w.close()
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
+                    | st.text(),
+                    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=30))
+def test_history_json_is_the_capture_encoding(value: object) -> None:
+    """SharedHistory takes orjson's faster default path; for JSON values it must give JSON_OPTIONS' bytes."""
+    assert _dumps(value) == orjson.dumps(value, option=JSON_OPTIONS)
+
+
+def test_history_json_falls_back_for_what_only_the_capture_encoding_takes() -> None:
+    value = {"logprobs": numpy.array([-0.5, -1.25]), 3: numpy.float32(0.5)}
+    assert _dumps(value) == orjson.dumps(value, option=JSON_OPTIONS) == b'{"logprobs":[-0.5,-1.25],"3":0.5}'

@@ -115,10 +115,15 @@ async def test_max_calls_sets_over_limit(server: ProxyServer) -> None:
 
 async def test_client_disconnect_while_waiting_is_recorded(server: ProxyServer) -> None:
     started = asyncio.Event()
+    cancelled = asyncio.Event()
 
-    async def slow(request):
+    async def slow(request):  # suspends after the proxy ran it eagerly: the rest continues in a task
         started.set()
-        await asyncio.sleep(30)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         return "never"
 
     sess = server.open_session(ScriptedBackend(slow))
@@ -134,6 +139,7 @@ async def test_client_disconnect_while_waiting_is_recorded(server: ProxyServer) 
         await asyncio.sleep(0.01)
     (rec,) = sess.calls
     assert rec.status == 499 and "disconnected" in (rec.error or "")
+    assert cancelled.is_set()  # the hang-up reached the policy's await: no work left running
     await healthy(server)
 
 
