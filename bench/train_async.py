@@ -1,32 +1,74 @@
 """Synchronous vs asynchronous rollouts on the CPU demo, side by side in one run (prints, never asserts).
 
-Both runs train the same demo (tiny model, custom harness in bwrap, toy-rl) for the same number
-of steps from the same seed; the async run keeps ``max_staleness`` steps of groups sampling
-while the trainer steps and drops groups more than ``--max-staleness`` versions old. Printed per
-mode: wall seconds per step (steps 2.., the first includes start-up) and how it splits into
-waiting on rollouts and training (a train time that grows under async is the trainer sharing
-CPU or GIL with the rollouts), the share of lane time the rollout workers sat idle, the
-staleness histogram of the groups trained, groups dropped as stale, and the learning curve's
-first 5 vs last 5 steps. Flags the bench does not know go to the demo (``demo_cpu.py --help``).
+Both arms train the same demo (tiny model, custom harness in bwrap, toy-rl) with the same flags,
+seed, number of steps, optimizer passes and rollouts trained per step; the async arm keeps
+``--max-staleness`` steps of groups sampling while the trainer steps and drops groups more than
+that many versions old. Flags the bench does not know go to the demo (``demo_cpu.py --help``).
 
-Overlap can at best turn a step of R (rollout) + T (train) seconds into max(R, T): the demo's
-default step trains ~6x shorter than it samples, so the honest setting trains comparably long
-(``--num-iterations 4``: four optimizer passes per batch, TRL's mu), and ``--rollout-process``
-decodes in a child process so that trainer and rollouts do not take turns on one GIL.
+Printed per step (means over steps 2.., the first includes start-up), sync vs async: wall
+seconds and how they split into waiting on rollouts, training and the weight push; the share of
+lane time the rollout workers sat idle; and CPU seconds per process, so a wall figure can be
+read on a shared box: the trainer's main thread (its CPU, and the time it was runnable but had
+no core: the box's load or our own rollouts), the trainer process's other threads (executor,
+proxy), the rollout child (decoding) and the sandboxes (harness and verifier processes). Then
+the staleness histogram of the groups trained, the groups dropped as stale, and the learning
+curve's first 5 vs last 5 steps.
 
-    python bench/train_async.py --steps 12 --num-iterations 4 --rollout-process
-    python bench/train_async.py                     # demo defaults (in-process policy, mu = 1)
+Overlap can at best turn a step of R (rollout) + T (train) seconds into max(R, T). The defaults
+are the setting where that is worth measuring on 2 cores: the rollout policy decodes in its own
+process (``--rollout-process``: the trainer does not share its GIL), the 8 lanes' calls are
+decoded together (``--rollout-max-batch 8``: the rollout side then takes a small share of a core,
+so the trainer keeps one), and four optimizer passes per batch (``--num-iterations 4``, TRL's mu)
+make T comparable to R. ``--no-defaults`` runs the demo's own defaults instead.
+
+    python bench/train_async.py                       # 16 steps, the settings above, sync then async
+    python bench/train_async.py --rounds 2            # sync, async, sync, async: the box's load hits both
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DEFAULTS = ["--rollout-process", "--rollout-max-batch", "8", "--num-iterations", "4"]
+ROWS = [  # (key, label, format)
+    ("wall", "wall s / step (2..)", "{:.2f}"),
+    ("wait", "trainer waits on rollouts s", "{:.2f}"),
+    ("train", "train s (incl. weight push)", "{:.2f}"),
+    ("push", "  of which weight push s", "{:.2f}"),
+    ("idle", "rollout lanes idle", "{:.1%}"),
+    ("main_cpu", "CPU s: trainer main thread", "{:.2f}"),
+    ("main_queue", "  runnable, no core s", "{:.2f}"),
+    ("other_cpu", "CPU s: trainer other threads", "{:.2f}"),
+    ("child_cpu", "CPU s: rollout child", "{:.2f}"),
+    ("sandbox_cpu", "CPU s: sandboxes (reaped)", "{:.2f}"),
+]
+
+
+def _schedstat() -> tuple[float, float]:
+    """This thread's (CPU seconds, seconds runnable without a core) from Linux's schedstat; zeros elsewhere."""
+    path = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+    if not path.exists():
+        return 0.0, 0.0
+    cpu, queued, _ = path.read_text().split()
+    return int(cpu) / 1e9, int(queued) / 1e9
+
+
+def _child_cpu(trainer: Any) -> float:
+    import psutil
+
+    pid = getattr(trainer.rollouts._backend, "pid", None)  # ChildHFBackend (--rollout-process) only
+    if pid is None:
+        return 0.0
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
 
 
 def run(argv: list[str]) -> dict[str, Any]:
@@ -34,73 +76,83 @@ def run(argv: list[str]) -> dict[str, Any]:
 
     a = parser().parse_args(argv)
     trainer = build(a)
-    stamps: list[float] = []
+    steps: list[dict[str, float]] = []
     rewards: list[float] = []
-    idle: list[float] = []
-    wait: list[float] = []
-    train: list[float] = []
-    push: list[float] = []
+    trained = 0.0
+
+    def snap() -> dict[str, float]:
+        t = os.times()
+        cpu, queued = _schedstat()
+        return {"t": time.perf_counter(), "proc": t.user + t.system, "reaped": t.children_user + t.children_system,
+                "child": _child_cpu(trainer), "main": cpu, "queued": queued}
+
+    last = snap()
 
     def on_step(m: dict[str, float]) -> None:
-        stamps.append(time.perf_counter())
+        nonlocal last, trained
+        now = snap()
+        d = {k: now[k] - last[k] for k in now}
+        last = now
         rewards.append(m["reward"])
-        idle.append(m.get("rollout_idle_share", 0.0))
-        wait.append(m["rollout_s"])
-        train.append(m["train_s"])
-        push.append(m.get("sync_s", 0.0))
+        trained += m.get("rollouts_trained", 0.0)
+        steps.append({"wall": d["t"], "wait": m["rollout_s"], "train": m["train_s"], "push": m.get("sync_s", 0.0),
+                      "idle": m.get("rollout_idle_share", 0.0), "main_cpu": d["main"], "main_queue": d["queued"],
+                      "other_cpu": d["proc"] - d["main"], "child_cpu": d["child"], "sandbox_cpu": d["reaped"]})
 
-    t0 = time.perf_counter()
     try:
         trainer.train(on_step=on_step)
         stale = trainer.rollouts.groups_stale
         hist = dict(sorted(trainer.rollouts.staleness.items()))
     finally:
         trainer.close()
-    steps = [b - a for a, b in zip([t0, *stamps[:-1]], stamps, strict=True)]
-    return {"step_s": statistics.mean(steps[1:]) if len(steps) > 1 else steps[0], "first_step_s": steps[0],
-            "idle": statistics.mean(idle[1:]) if len(idle) > 1 else idle[0], "hist": hist, "stale": stale, "rewards": rewards,
-            "total_s": stamps[-1] - t0, "wait_s": statistics.mean(wait[1:] or wait), "train_s": statistics.mean(train[1:] or train),
-            "push_s": statistics.mean(push[1:] or push)}
+    rest = steps[1:] or steps
+    out: dict[str, Any] = {k: statistics.mean(s[k] for s in rest) for k, _, _ in ROWS}
+    out.update(first_step_s=steps[0]["wall"], total_s=sum(s["wall"] for s in steps), hist=hist, stale=stale,
+               rewards=rewards, trained=trained, spread=(min(s["wall"] for s in rest), max(s["wall"] for s in rest)))
+    return out
 
 
 def main() -> None:
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--steps", type=int, default=16)
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--pairs-per-step", type=int, default=2)
     p.add_argument("--rounds", type=int, default=1, help="sync, async, sync, async, ...: the shared box's load hits both")
-    a, demo_flags = p.parse_known_args()  # the rest go to the demo (trainers/scripts/demo_cpu.py --help)
-    a.demo_flags = demo_flags
+    p.add_argument("--no-defaults", action="store_true", help=f"leave out the bench's demo flags ({' '.join(DEFAULTS)})")
+    a, demo_flags = p.parse_known_args()  # the rest go to the demo (trainers/scripts/demo_cpu.py --help); they win
+    a.demo_flags = ([] if a.no_defaults else DEFAULTS) + demo_flags
     common = ["--steps", str(a.steps), "--seed", str(a.seed), "--concurrency", str(a.concurrency),
-              "--pairs-per-step", str(a.pairs_per_step), *demo_flags]
+              "--pairs-per-step", str(a.pairs_per_step), *a.demo_flags]
     for r in range(a.rounds):
+        load = os.getloadavg()[0]
         results = {"sync": run(common), "async": run([*common, "--async-rollouts", "--max-staleness", str(a.max_staleness)])}
-        report(a, results, r)
+        report(a, results, r, (load, os.getloadavg()[0]))
 
 
-def report(a: Any, results: dict[str, dict[str, Any]], r: int) -> None:
-    print(f"\nround {r + 1}; demo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, seed {a.seed}, "
-          f"async max_staleness {a.max_staleness}" + (f"; demo flags {' '.join(a.demo_flags)}" if a.demo_flags else ""))
-    print(f"{'':28s}{'sync':>12s}{'async':>12s}")
+def report(a: Any, results: dict[str, dict[str, Any]], r: int, load: tuple[float, float]) -> None:
+    print(f"\nround {r + 1}; demo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, "
+          f"seed {a.seed}, async max_staleness {a.max_staleness}; demo flags {' '.join(a.demo_flags) or '-'}; "
+          f"load average {load[0]:.1f} -> {load[1]:.1f}")
     s, y = results["sync"], results["async"]
-    print(f"{'wall s / step (2..)':28s}{s['step_s']:12.2f}{y['step_s']:12.2f}")
-    print(f"{'trainer waits on rollouts s':28s}{s['wait_s']:12.2f}{y['wait_s']:12.2f}")
-    print(f"{'train s (incl. weight push)':28s}{s['train_s']:12.2f}{y['train_s']:12.2f}")
-    print(f"{'  of which weight push s':28s}{s['push_s']:12.2f}{y['push_s']:12.2f}")
-    print(f"{'first step s':28s}{s['first_step_s']:12.2f}{y['first_step_s']:12.2f}")
-    print(f"{'total s':28s}{s['total_s']:12.1f}{y['total_s']:12.1f}")
-    print(f"{'rollout lanes idle':28s}{s['idle']:12.1%}{y['idle']:12.1%}")
-    print(f"{'groups dropped as stale':28s}{s['stale']:12d}{y['stale']:12d}")
-    print(f"{'staleness of trained groups':28s}{_hist(s['hist']):>12s}{_hist(y['hist']):>12s}")
-    for name, r in results.items():
-        k = min(5, len(r["rewards"]))
-        first, last = sum(r["rewards"][:k]) / k, sum(r["rewards"][-k:]) / k
+    print(f"{'':30s}{'sync':>12s}{'async':>12s}")
+    for key, label, fmt in ROWS:
+        print(f"{label:30s}{fmt.format(s[key]):>12s}{fmt.format(y[key]):>12s}")
+    rng = "{:.2f}-{:.2f}"
+    print(f"{'  fastest-slowest step s':30s}{rng.format(*s['spread']):>12s}{rng.format(*y['spread']):>12s}")
+    print(f"{'first step s':30s}{s['first_step_s']:12.2f}{y['first_step_s']:12.2f}")
+    print(f"{'total s':30s}{s['total_s']:12.1f}{y['total_s']:12.1f}")
+    print(f"{'rollouts trained':30s}{s['trained']:12.0f}{y['trained']:12.0f}")
+    print(f"{'groups dropped as stale':30s}{s['stale']:12d}{y['stale']:12d}")
+    print(f"{'staleness of trained groups':30s}{_hist(s['hist']):>12s}{_hist(y['hist']):>12s}")
+    for name, res in results.items():
+        k = min(5, len(res["rewards"]))
+        first, last = sum(res["rewards"][:k]) / k, sum(res["rewards"][-k:]) / k
         print(f"{name:5s} reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f}")
-    print(f"async speed-up per step: {s['step_s'] / y['step_s']:.2f}x")
+    print(f"async speed-up per step: {s['wall'] / y['wall']:.2f}x", flush=True)
 
 
 def _hist(h: dict[int, int]) -> str:

@@ -47,3 +47,20 @@ def test_child_backend_samples_and_takes_weights_as_the_in_process_one(tiny_path
 def test_child_backend_refuses_what_is_not_an_hf_policy(tiny_path: Path) -> None:
     with pytest.raises(PolicyBackendError, match="hf: policy"):
         ChildHFBackend(f"scripted:x?tokenizer={tiny_path}", tiny_path)
+
+
+def test_a_script_without_the_main_guard_gets_the_reason_not_an_eof(tiny_path: Path, tmp_path: Path) -> None:
+    # the spawned child imports the main module, which starts a child again: multiprocessing refuses in the child
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text("from trainers.core.rollout_process import ChildHFBackend\n"
+                      f"ChildHFBackend('hf:{tiny_path}', {str(tiny_path)!r})\n")
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0
+    assert "PolicyBackendError" in done.stderr and '__name__ == "__main__"' in done.stderr
+    assert "EOFError" not in done.stderr

@@ -240,7 +240,7 @@ class TreeTrainerBase:
 
     def train_step(self, batch: RolloutBatch) -> dict[str, float]:
         """Update on one batch (no sampling): advantages, ``num_iterations`` AdamW steps, weight sync."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         metrics: dict[str, float] = dict(batch.metrics)
         slots, rollouts = self.slots(batch)
         if not any(len(s.pair_token) for s in slots):  # nothing sampled by the policy (e.g. a scripted, re-tokenized policy)
@@ -259,6 +259,7 @@ class TreeTrainerBase:
             metrics.update(self._measure_mismatch(self.my_slots(slots)[0]))
         metrics["policy_version"] = float(self.policy_version)
         metrics["train_s"] = time.perf_counter() - t0
+        metrics["train_cpu_s"] = time.thread_time() - c0  # this thread's CPU: wall above it is waiting for a core or the GIL
         return metrics
 
     def _measure_mismatch(self, slots: list[PackSlot]) -> dict[str, float]:

@@ -99,7 +99,14 @@ class ChildHFBackend(PolicyBackend):
                                  daemon=True)
         self._proc.start()
         child.close()
-        kind, _, why = self._conn.recv()
+        try:
+            kind, _, why = self._conn.recv()
+        except EOFError:  # the child died before it could say why: most often a script without the main guard
+            self._proc.join(timeout=10)
+            raise PolicyBackendError(
+                f"--rollout_process: the child process exited (code {self._proc.exitcode}) before building {spec!r}; "
+                "a script that starts training must do so under `if __name__ == \"__main__\":` (the child is spawned "
+                "and imports the main module); see its error output above") from None
         if kind != "ready":
             self._proc.join(timeout=10)
             raise PolicyBackendError(f"--rollout_process: the child could not build {spec!r}: {why}")
@@ -110,6 +117,11 @@ class ChildHFBackend(PolicyBackend):
         self._closed = False
         self._reader = threading.Thread(target=self._read, name="clawgym-rollout-policy-reader", daemon=True)
         self._reader.start()
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (for CPU accounting, ``bench/train_async.py``)."""
+        return self._proc.pid
 
     @property
     def tokenizer(self) -> Any:
