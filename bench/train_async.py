@@ -27,6 +27,7 @@ make T comparable to R. ``--no-defaults`` runs the demo's own defaults instead.
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import sys
@@ -49,6 +50,7 @@ ROWS = [  # (key, label, format)
     ("other_cpu", "CPU s: trainer other threads", "{:.2f}"),
     ("child_cpu", "CPU s: rollout child", "{:.2f}"),
     ("sandbox_cpu", "CPU s: sandboxes (reaped)", "{:.2f}"),
+    ("gc", "garbage collection s (trainer)", "{:.3f}"),
 ]
 
 
@@ -59,6 +61,19 @@ def _schedstat() -> tuple[float, float]:
         return 0.0, 0.0
     cpu, queued, _ = path.read_text().split()
     return int(cpu) / 1e9, int(queued) / 1e9
+
+
+class _GCClock:
+    """Wall seconds the trainer process spent in the cyclic garbage collector (any thread)."""
+
+    def __init__(self) -> None:
+        self.total, self._t0 = 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._t0
 
 
 def _child_cpu(trainer: Any) -> float:
@@ -79,12 +94,14 @@ def run(argv: list[str]) -> dict[str, Any]:
     steps: list[dict[str, float]] = []
     rewards: list[float] = []
     trained = 0.0
+    gc_clock = _GCClock()
+    gc.callbacks.append(gc_clock)
 
     def snap() -> dict[str, float]:
         t = os.times()
         cpu, queued = _schedstat()
         return {"t": time.perf_counter(), "proc": t.user + t.system, "reaped": t.children_user + t.children_system,
-                "child": _child_cpu(trainer), "main": cpu, "queued": queued}
+                "child": _child_cpu(trainer), "main": cpu, "queued": queued, "gc": gc_clock.total}
 
     last = snap()
 
@@ -97,7 +114,7 @@ def run(argv: list[str]) -> dict[str, Any]:
         trained += m.get("rollouts_trained", 0.0)
         steps.append({"wall": d["t"], "wait": m["rollout_s"], "train": m["train_s"], "push": m.get("sync_s", 0.0),
                       "idle": m.get("rollout_idle_share", 0.0), "main_cpu": d["main"], "main_queue": d["queued"],
-                      "other_cpu": d["proc"] - d["main"], "child_cpu": d["child"], "sandbox_cpu": d["reaped"]})
+                      "other_cpu": d["proc"] - d["main"], "child_cpu": d["child"], "sandbox_cpu": d["reaped"], "gc": d["gc"]})
 
     try:
         trainer.train(on_step=on_step)
@@ -105,6 +122,7 @@ def run(argv: list[str]) -> dict[str, Any]:
         hist = dict(sorted(trainer.rollouts.staleness.items()))
     finally:
         trainer.close()
+        gc.callbacks.remove(gc_clock)
     rest = steps[1:] or steps
     out: dict[str, Any] = {k: statistics.mean(s[k] for s in rest) for k, _, _ in ROWS}
     out.update(first_step_s=steps[0]["wall"], total_s=sum(s["wall"] for s in steps), hist=hist, stale=stale,
@@ -152,6 +170,9 @@ def report(a: Any, results: dict[str, dict[str, Any]], r: int, load: tuple[float
         k = min(5, len(res["rewards"]))
         first, last = sum(res["rewards"][:k]) / k, sum(res["rewards"][-k:]) / k
         print(f"{name:5s} reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f}")
+    bound = (s["wait"] + s["train"]) / max(s["wait"], s["train"])
+    print(f"overlap bound from the sync arm, (R + T) / max(R, T): {bound:.2f}x "
+          f"(R = {s['wait']:.2f} s waiting on rollouts, T = {s['train']:.2f} s training)")
     print(f"async speed-up per step: {s['wall'] / y['wall']:.2f}x", flush=True)
 
 

@@ -49,18 +49,19 @@ def test_child_backend_refuses_what_is_not_an_hf_policy(tiny_path: Path) -> None
         ChildHFBackend(f"scripted:x?tokenizer={tiny_path}", tiny_path)
 
 
-def test_a_script_without_the_main_guard_gets_the_reason_not_an_eof(tiny_path: Path, tmp_path: Path) -> None:
-    # the spawned child imports the main module, which starts a child again: multiprocessing refuses in the child
+def test_a_child_that_dies_at_start_gives_the_reason_not_an_eof(tiny_path: Path, tmp_path: Path) -> None:
+    # a spawned child imports the main module first; a script without the main guard makes it fail there (here: exit)
     import os
     import subprocess
     import sys
 
     script = tmp_path / "train.py"
-    script.write_text("from trainers.core.rollout_process import ChildHFBackend\n"
+    script.write_text("import sys\nif __name__ == '__mp_main__':\n    sys.exit(3)\n"
+                      "from trainers.core.rollout_process import ChildHFBackend\n"
                       f"ChildHFBackend('hf:{tiny_path}', {str(tiny_path)!r})\n")
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode != 0
-    assert "PolicyBackendError" in done.stderr and '__name__ == "__main__"' in done.stderr
-    assert "EOFError" not in done.stderr
+    assert "PolicyBackendError" in done.stderr and "exited (code 3)" in done.stderr
+    assert '__name__ == "__main__"' in done.stderr and "EOFError" not in done.stderr

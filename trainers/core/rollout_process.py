@@ -92,13 +92,13 @@ class ChildHFBackend(PolicyBackend):
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
         self.spec = spec
         self.policy_version = 0
-        self._tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=_serve, args=(spec, str(tokenizer_path), child), name="clawgym-rollout-policy",
                                  daemon=True)
         self._proc.start()
         child.close()
+        self._tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)  # while the child starts up and loads the model
         try:
             kind, _, why = self._conn.recv()
         except EOFError:  # the child died before it could say why: most often a script without the main guard
@@ -211,4 +211,5 @@ class ChildHFBackend(PolicyBackend):
         await asyncio.to_thread(self._proc.join, 30)
         if self._proc.is_alive():
             self._proc.kill()
+            await asyncio.to_thread(self._proc.join, 10)  # kill only sends the signal
         self._conn.close()
