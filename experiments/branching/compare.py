@@ -1,12 +1,21 @@
-"""Tree GRPO with branching vs without, at the same generated-token budget, on the Pass@1 suite.
+"""Tree GRPO with branching vs without, at the same generated-token budget, on multi-step procgen tasks.
 
-    nice -n 10 python experiments/branching/compare.py --seeds 0,1      # results in experiments/branching/
+    OMP_NUM_THREADS=1 nice -n 15 python experiments/branching/compare.py --seeds 0,1   # -> experiments/branching/multistep/
 
-Policy: the tiny Qwen3-architecture model (``clawgym_env.models.tiny``) after a short tree SFT on
-verified expert episodes of a few ``procgen-train`` templates through the custom harness (the
-Pass@1 experiment's ``capture`` and ``sft`` stages), so that its own episodes have rewards with
-variance. (The experiment's SmolLM2-135M costs ~40 s per 600-token forward+backward and ~20 s per
-32-token call on this shared 2-core box: four RL runs of it do not fit a session.)
+Tasks: ``procgen-multistep-train`` (``clawgym_env.task.procgen_multistep``): each solution is 2-3
+shell commands where a later one uses what an earlier one printed, so an episode is 3-4 calls and
+a branch at call k >= 1 resamples a decision that changes the reward. (The Pass@1 experiment's
+one-command ``procgen-train`` tasks are 2-call episodes: every branch point is the closing "Done.",
+which is why the session-3 runs ``sft80`` / ``sft120`` on them could not show anything;
+``--suite procgen-train --tasks '[wad]*-0[1-4]' --sft_tasks '[wad]*-0[1-4]' --rl_lr 1e-3 --max_tokens 48``
+reruns them.)
+
+Policy: the tiny Qwen3-architecture model (``clawgym_env.models.tiny``, random weights) taught the
+tool-call format by a short tree SFT on verified expert episodes of the ``--sft_tasks`` variants
+through the custom harness (``trainers.tree_sft.expert``, then the Pass@1 experiment's ``sft``
+stage), then trained by RL on the ``--tasks`` variants. Not the
+Pass@1 experiment's SmolLM2-135M: it costs ~40 s per 600-token forward+backward and ~20 s per
+32-token call on this shared 2-core box, so four RL runs of it do not fit a session.
 
 Arms, same tasks, learning rate, sampling and leaves per step (``pairs_per_step`` x 4):
 - ``chain``: ``num_generations=4`` independent episodes per group, GRPO's group baseline;
@@ -35,33 +44,48 @@ ARMS = ("chain", "branching")
 class Setup:
     """What one comparison runs; every arm of every seed shares it."""
 
-    tasks: str = "[wad]*-0[1-4]"
-    """write-number, append-line, delete-file: variants 01-04 (the only templates starting w, a, d)."""
-    sft_steps: int = 80
+    suite: str = "procgen-multistep-train"
+    tasks: str = "*-0[1-4]"
+    """RL and evaluation: variants 01-04 of every template (24 tasks)."""
+    sft_tasks: str = "*-0[1-4]"
+    """The expert episodes the starting policy is taught on. The same variants: the 2-layer tiny model learns each
+    episode's commands by heart but does not copy a number it never saw from a tool output, so on unseen variants
+    it scores 0 (measured: 0/24 on 05-08 after 300 steps) and RL there would have no reward to learn from."""
+    sft_steps: int = 250
+    """Pilot, eval at T=1 on the 24 tasks: 150 steps 0.08, 300 steps 0.75; in between leaves room both ways."""
     sft_lr: float = 1e-2
-    rl_lr: float = 1e-3
+    rl_lr: float = 3e-4
+    """1e-3 unlearned the SFT policy in both arms in session 3 (``sft120``)."""
     pairs_per_step: int = 2
-    max_tokens: int = 48
+    max_tokens: int = 64
     temperature: float = 1.0
-    budget: int = 2400
-    checkpoints: int = 3
-    eval_episodes: int = 1
+    budget: int = 8000
+    checkpoints: int = 4
+    eval_episodes: int = 2
     max_steps: int = 40
 
 
-def select(pattern: str) -> list[Any]:
+def select(suite: str, pattern: str) -> list[Any]:
     from clawgym_env.task import load_suite
 
-    return load_suite("procgen-train").select(pattern)
+    return load_suite(suite).select(pattern)
 
 
 def policy(work: Path, setup: Setup) -> Path:
-    """The SFT'd tiny model (cached in ``work``)."""
-    from clawgym_env.models import tiny_model_path
-    from trainers.scripts.experiment_pass1 import Size, capture, sft
+    """The SFT'd tiny model (expert dataset and model cached in ``work``)."""
+    from transformers import AutoTokenizer
 
-    size = Size(harnesses="custom", train_tasks=setup.tasks, sft_steps=setup.sft_steps, sft_lr=setup.sft_lr)
-    dataset = capture(work, tiny_model_path(), size)
+    from clawgym_env._sync import run_sync
+    from clawgym_env.models import tiny_model_path
+    from trainers.scripts.experiment_pass1 import Size, sft
+    from trainers.tree_sft.expert import capture_experts, write_dataset
+
+    dataset = work / "expert-dataset"
+    if not (dataset / "dataset_info.json").is_file():
+        tok = AutoTokenizer.from_pretrained(tiny_model_path())
+        results = run_sync(capture_experts(select(setup.suite, setup.sft_tasks), ["custom"], tok, concurrency=4))
+        print(f"expert capture: {write_dataset(results, dataset)}", flush=True)
+    size = Size(harnesses="custom", sft_steps=setup.sft_steps, sft_lr=setup.sft_lr, sft_frozen_layers=0)
     return sft(work, tiny_model_path(), dataset, size)
 
 
@@ -70,12 +94,12 @@ def run_arm(arm: str, model: Path, setup: Setup, seed: int, out: Path) -> dict[s
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
-    tasks = select(setup.tasks)
+    tasks = select(setup.suite, setup.tasks)
     shape = {"num_generations": 4} if arm == "chain" else {"num_generations": 2, "branching": True, "branch_points": 2}
-    cfg = TreeGRPOConfig(output_dir=str(out), suite="procgen-train", harness="custom", pairs_per_step=setup.pairs_per_step,
+    cfg = TreeGRPOConfig(output_dir=str(out), suite=setup.suite, harness="custom", pairs_per_step=setup.pairs_per_step,
                          max_steps=setup.max_steps, learning_rate=setup.rl_lr, max_completion_length=setup.max_tokens,
                          temperature=setup.temperature, max_concurrent_episodes=4, seed=seed, use_cpu=True, save_steps=0,
-                         lr_scheduler_type="constant", skip_zero_variance=True, eval_suite="procgen-train",
+                         lr_scheduler_type="constant", skip_zero_variance=True, eval_suite=setup.suite,
                          eval_tasks=",".join(t.id for t in tasks), eval_episodes=setup.eval_episodes, logging_steps=1, **shape)
     trainer = TreeGRPOTrainer(cfg, model, tasks=tasks)
     rows: list[dict[str, float]] = []
@@ -106,10 +130,10 @@ def evaluate_start(model: Path, setup: Setup, seed: int, out: Path) -> dict[str,
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
-    tasks = select(setup.tasks)
-    cfg = TreeGRPOConfig(output_dir=str(out), suite="procgen-train", harness="custom", max_steps=1, seed=seed, use_cpu=True,
+    tasks = select(setup.suite, setup.tasks)
+    cfg = TreeGRPOConfig(output_dir=str(out), suite=setup.suite, harness="custom", max_steps=1, seed=seed, use_cpu=True,
                          max_completion_length=setup.max_tokens, temperature=setup.temperature, save_steps=0,
-                         max_concurrent_episodes=4, eval_suite="procgen-train", eval_tasks=",".join(t.id for t in tasks),
+                         max_concurrent_episodes=4, eval_suite=setup.suite, eval_tasks=",".join(t.id for t in tasks),
                          eval_episodes=setup.eval_episodes)
     trainer = TreeGRPOTrainer(cfg, model, tasks=tasks)
     try:
@@ -139,17 +163,18 @@ def side_by_side(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1", help="Comma-separated seeds; each runs both arms")
-    parser.add_argument("--out", type=Path, default=Path("experiments/branching"))
-    parser.add_argument("--work", type=Path, default=None, help="Captures, SFT model, run folders (default OUT/work, ignored by git)")
-    parser.add_argument("--budget", type=int, default=Setup.budget, help="Generated tokens per arm")
-    parser.add_argument("--sft_steps", type=int, default=Setup.sft_steps, help="Tree SFT steps of the starting policy")
-    parser.add_argument("--eval_episodes", type=int, default=Setup.eval_episodes, help="Episodes per task at each evaluation")
+    parser.add_argument("--out", type=Path, default=Path("experiments/branching/multistep"))
+    parser.add_argument("--work", type=Path, default=None,
+                        help="Captures, SFT model, run folders (default experiments/branching/work/<OUT name>, ignored by git)")
+    for name in ("suite", "tasks", "sft_tasks", "budget", "sft_steps", "rl_lr", "temperature", "max_tokens", "eval_episodes"):
+        default = getattr(Setup, name)
+        parser.add_argument(f"--{name}", type=type(default), default=default, help=f"Setup.{name} (default {default})")
     a = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)  # on the shared 2-core box two threads made the tiny model's steps ~17x slower
-    setup = Setup(budget=a.budget, sft_steps=a.sft_steps, eval_episodes=a.eval_episodes)
-    work = a.work or a.out / "work"
+    setup = Setup(**{k: v for k, v in vars(a).items() if k in Setup.__dataclass_fields__})
+    work = a.work or Path("experiments/branching/work") / a.out.name
     work.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
     model = policy(work, setup)
