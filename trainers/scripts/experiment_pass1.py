@@ -56,10 +56,10 @@ class Size:
     sft_packs_per_step: int = 4
     sft_frozen_layers: int = 20
     rl_frozen_layers: int = 20
-    rl_steps: int = 2
-    rl_lr: float = 2e-5
+    rl_steps: int = 6
+    rl_lr: float = 5e-5
     rl_generations: int = 4
-    rl_pairs: int = 2
+    rl_pairs: int = 4
     rl_temperature: float = 1.0
     mix_weights: str | None = None
     max_tokens: int = 64
@@ -144,9 +144,16 @@ def rl(work: Path, model: Path, size: Size) -> Path:
     tasks = _select(TRAIN_SUITE, size.train_tasks)
     trainer = Trainer(cfg, model, tasks=tasks)
     freeze_bottom(trainer.policy, size.rl_frozen_layers)  # AdamW skips them: their grad stays None
+
+    def report(m: dict[str, float]) -> None:
+        groups = int(m.get("groups_trained", 0) + m.get("groups_skipped", 0))
+        print(f"rl step {int(m.get('step', 0))}: mean reward {m.get('reward', 0.0):.3f}, groups with reward variance "
+              f"{int(m.get('groups_trained', 0))} / {groups}", flush=True)
+
     try:
-        trainer.train()
+        history = trainer.train(on_step=report)
         final = trainer.save_checkpoint(out / "final")
+        (out / "history.json").write_text(json.dumps(history, indent=1))
     finally:
         trainer.close()
     return final / "model"
