@@ -51,7 +51,7 @@ class CallRecord(BaseModel):
                 for name, factory, default in _DEFAULTS}
         record = cls.__new__(cls)
         _set(record, "__dict__", data)
-        _set(record, "__pydantic_fields_set__", _NAMES.intersection(values))
+        _set(record, "__pydantic_fields_set__", set(_NAMES.intersection(values)))  # a set: model_copy updates it
         _set(record, "__pydantic_extra__", None)
         _set(record, "__pydantic_private__", None)
         return record

@@ -30,3 +30,10 @@ def test_trusted_gives_each_record_its_own_mutable_defaults() -> None:
     a.meta["x"] = 1
     a.messages.append({"role": "user", "content": "hi"})
     assert b.meta == {} and b.messages == []
+
+
+def test_trusted_record_can_be_copied_with_updates() -> None:
+    """model_copy(update=...) adds to the fields set (the expert dataset and tree SFT copy proxy records so)."""
+    r = CallRecord.trusted({"session_id": "s", "call_index": 0, "dialect": "anthropic"})
+    c = r.model_copy(update={"messages": [], "completion_ids": [1, 2]})
+    assert c.completion_ids == [1, 2] and r.completion_ids != [1, 2] and "completion_ids" in c.model_fields_set
