@@ -16,6 +16,13 @@ to a full render; the first few windows of each template that shift the head or 
 ``verify_every``-th windowed render, are checked against a full render; and a template caught
 breaking it (one that numbers turns, or strips reasoning before the last user
 query as Qwen3's does) is rendered in full from then on, for every session of this process.
+
+A prefix with the generation prompt is its plain render (usually known already) plus the text
+``add_generation_prompt`` appends at the very end. Templates may make that text depend on the
+system prompt (SmolLM3's reasoning flag) or on the last message's role (DeepSeek's after a tool
+result), so it is learnt per (template, tools + system message, last role) from the first few real
+renders and then checked every ``verify_every``-th; a template caught varying it otherwise renders
+generation prompts for real from then on.
 """
 
 from __future__ import annotations
@@ -34,6 +41,12 @@ _UNSAFE_TEMPLATES: set[str] = set()
 _CHECKED: dict[str, int] = {}
 """Per template digest: how many windows with a shifted head or dropped tools were checked."""
 _FIRST_CHECKS = 3
+_GEN_SUFFIX: dict[tuple[str, bytes, str], str] = {}
+"""Per (template digest, key of tools + system message, last role): the text the generation prompt appends,
+as the real renders so far have all shown it."""
+_GEN_CHECKED: dict[tuple[str, bytes, str], int] = {}
+_GEN_VARIES: set[str] = set()
+"""Digests of templates whose generation prompt is not one constant suffix: rendered for real."""
 
 
 class IncrementalRenderer:
@@ -58,6 +71,7 @@ class IncrementalRenderer:
         self._cache_size = cache_size
         self.windowed = 0
         self.full = 0
+        self.gen_derived = 0
 
     def apply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
         """The chat template applied to ``messages`` from scratch."""
@@ -75,6 +89,32 @@ class IncrementalRenderer:
         is remembered for later calls. ``start`` (see ``base``) lets every render of one call window from one prefix,
         so they share one rendered head.
         """
+        if gen and j and self.incremental and self._digest not in _GEN_VARIES:
+            return self._with_generation_prompt(messages, j, tools, keys, start)
+        return self._render(messages, j, tools, gen, keys, start)
+
+    def _with_generation_prompt(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]],
+                                keys: list[bytes], start: int | None) -> str:
+        plain = self._render(messages, j, tools, False, keys, start)
+        what = (self._digest, keys[1], str(messages[j - 1].get("role")))
+        suffix = _GEN_SUFFIX.get(what)
+        checked = _GEN_CHECKED.get(what, 0)
+        self.gen_derived += 1
+        if suffix is not None and checked >= _FIRST_CHECKS \
+                and not (self.verify_every and self.gen_derived % self.verify_every == 0):
+            return plain + suffix
+        real = self._render(messages, j, tools, True, keys, start)
+        if real.startswith(plain) and suffix in (None, real[len(plain):]):
+            _GEN_SUFFIX[what] = real[len(plain):]
+            _GEN_CHECKED[what] = checked + 1
+        else:
+            _GEN_VARIES.add(self._digest)
+            log.warning("chat template %s… appends a varying generation prompt; it is rendered every time from now on",
+                        self._digest[:12])
+        return real
+
+    def _render(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool,
+                keys: list[bytes], start: int | None) -> str:
         text = None if gen else self._texts.get(keys[j])
         if text is not None:
             self._texts.move_to_end(keys[j])

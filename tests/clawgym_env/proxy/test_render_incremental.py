@@ -101,6 +101,32 @@ def test_a_context_dependent_template_is_caught_and_rendered_in_full(tiny_tokeni
     assert r.windowed == 2 and r.full == len(msgs) - 2
 
 
+@pytest.mark.parametrize("varies", [False, True])
+def test_generation_prompt_is_derived_only_while_it_is_one_constant_suffix(tiny_tokenizer, monkeypatch, varies) -> None:
+    """With the generation prompt a constant suffix, gen renders are plain renders + suffix (after a few real ones);
+    one that follows the last role is learnt per role; one that varies otherwise is caught when a render is checked
+    (here every one of them)."""
+    tok = type(tiny_tokenizer).from_pretrained(tiny_tokenizer.name_or_path)
+    gen = ("{% if messages[-1].role == 'tool' %}T:{% else %}A:{% endif %}{% if messages|length == 8 %}8{% endif %}"
+           if varies else "{% if messages[-1].role == 'tool' %}T:{% else %}A:{% endif %}")
+    tok.chat_template = ("{% for m in messages %}{{ m.role }}:{{ m.content }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}" + gen + "{% endif %}")
+    for name, value in (("_UNSAFE_TEMPLATES", set()), ("_CHECKED", {}), ("_GEN_SUFFIX", {}), ("_GEN_CHECKED", {}),
+                        ("_GEN_VARIES", set())):
+        monkeypatch.setattr(_render, name, value)
+    msgs = [{"role": "system", "content": "s"}] + [{"role": "user" if i % 3 else "tool", "content": f"m{i}"}
+                                                   for i in range(1, 10)]
+    r = IncrementalRenderer(tok, verify_every=1 if varies else 0)
+    keys = history_keys(msgs, [])[1]
+    for j in range(1, len(msgs) + 1):
+        assert r.render(msgs, j, [], True, keys) == r.apply(msgs[:j], [], True)
+        r.render(msgs, j, [], False, keys)
+    assert bool(_render._GEN_VARIES) is varies
+    if not varies:
+        assert sorted(_render._GEN_SUFFIX.values()) == ["A:", "A:", "T:"] and r.gen_derived == len(msgs)
+        assert _render._GEN_CHECKED[(r._digest, keys[1], "user")] == _render._FIRST_CHECKS  # then derived
+
+
 def test_first_turn_ids_are_shared_across_episodes_of_one_tokenizer(tiny_tokenizer) -> None:
     tools = [{"type": "function", "function": {"name": "Write", "description": "w", "parameters": {"type": "object"}}}]
     msgs = [{"role": "system", "content": "You are an agent. " * 200}, {"role": "user", "content": "go"}]
