@@ -87,7 +87,9 @@ async def bench(harness: str, a: argparse.Namespace, policy_kind: str, tok: Any,
             for _ in range(a.replays):
                 k = rng.randint(1, n - 1)
                 rb = ReplayBackend(root.calls, k, policy("fid", k))
-                r, _s = await episode(spec, harness, rb, proxy, tmp, sampling)
+                r, secs = await episode(spec, harness, rb, proxy, tmp, sampling)
+                print(f"{harness:12} [{policy_kind}]   replay: branch_at {k}, "
+                      f"{'reached' if rb.report.reached_branch else 'MISSED'}, {secs:.0f} s", flush=True)  # partial runs say something
                 reached += rb.report.reached_branch
                 ids_equal += rb.report.prompt_ids_equal
                 replayed += rb.report.replayed
