@@ -21,7 +21,8 @@ import torch
 from clawgym_env.tree import PackedTree
 from trainers.core.logprobs import head_logprobs
 
-__all__ = ["DetachedTrunkForward", "TrunkCache", "loss_token_logprobs", "rows_mask", "shared_prefix_len", "tree_logprobs"]
+__all__ = ["DetachedTrunkForward", "TrunkCache", "loss_token_logprobs", "rows_mask", "shared_prefix_len", "trunk_start",
+           "tree_logprobs"]
 
 
 def shared_prefix_len(pack: PackedTree) -> int:
@@ -30,6 +31,13 @@ def shared_prefix_len(pack: PackedTree) -> int:
     trunk = int((pack.subtree_end == n).long().cumprod(0).sum())
     need = pack.prev_index[pack.loss_mask]
     return min(trunk, int(need.min())) if len(need) else trunk
+
+
+def trunk_start(pack: PackedTree, min_prefix: int) -> int:
+    """Where the pack's branches start: its shared prefix (forwarded without gradient), or 0 when that is
+    shorter than ``min_prefix`` tokens (not worth a separate forward)."""
+    start = shared_prefix_len(pack)
+    return start if start >= min_prefix else 0
 
 
 TrunkForward = Callable[[int, int, Any], Any]
@@ -105,9 +113,7 @@ def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", devi
     dtype = next(model.parameters()).dtype
     ids = pack.input_ids[None].to(device)
     pos = pack.position_ids[None].to(device)
-    start = shared_prefix_len(pack) if detach_prefix else 0
-    if start < min_prefix:
-        start = 0
+    start = trunk_start(pack, min_prefix) if detach_prefix else 0
     cache = None
     if start:
         def forward(lo: int, hi: int, kv: Any) -> Any:

@@ -18,7 +18,7 @@ from transformers import DynamicCache
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import PackedTree
-from trainers.tree_sft.forward import TrunkCache, loss_token_logprobs, rows_mask, shared_prefix_len
+from trainers.tree_sft.forward import TrunkCache, loss_token_logprobs, rows_mask, trunk_start
 
 __all__ = ["FrozenBottomForward", "freeze_bottom"]
 
@@ -49,10 +49,6 @@ class FrozenBottomForward:
         self.min_prefix, self.chunk_size = min_prefix, chunk_size
         self.kept: dict[Any, torch.Tensor] = {}
 
-    def _start(self, pack: PackedTree) -> int:
-        start = shared_prefix_len(pack)
-        return start if start >= self.min_prefix else 0
-
     def _layers(self, layers: Any, hidden: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
                 cache: Any) -> torch.Tensor:
         emb = self.decoder.rotary_emb(hidden, position_ids=pos)
@@ -72,7 +68,7 @@ class FrozenBottomForward:
         if key not in self.kept:
             device = self.decoder.embed_tokens.weight.device
             ids, pos = pack.input_ids[None].to(device), pack.position_ids[None].to(device)
-            start, low = self._start(pack), self.decoder.layers[: self.n]
+            start, low = trunk_start(pack, self.min_prefix), self.decoder.layers[: self.n]
             with torch.no_grad():
                 h, cache = self.decoder.embed_tokens(ids), DynamicCache(config=self.model.config)
                 parts = [self._layers(low, h[:, :start], pos[:, :start], None, cache)] if start else []
@@ -86,7 +82,7 @@ class FrozenBottomForward:
         h = self.bottom(key, pack)
         device = h.device
         ids, pos = pack.input_ids[None].to(device), pack.position_ids[None].to(device)
-        start, top = self._start(pack), self.decoder.layers[self.n :]
+        start, top = trunk_start(pack, self.min_prefix), self.decoder.layers[self.n :]
         cache = None
         if start:
             cache = (trunk or TrunkCache()).get(ids, pos, start, lambda lo, hi, kv: self._chain(top, h, pos, lo, hi, kv))
