@@ -21,8 +21,18 @@ decoded together (``--rollout-max-batch 8``: the rollout side then takes a small
 so the trainer keeps one), and four optimizer passes per batch (``--num-iterations 4``, TRL's mu)
 make T comparable to R. ``--no-defaults`` runs the demo's own defaults instead.
 
+Each arm runs where it is best placed on shared CPUs (both printed): the sync arm on any CPU (its
+rollouts take every core while the trainer waits, and its trainer has the cores to itself while
+it trains); the async arm with the training thread on the first CPU and the rollout side (event
+loop with executor and proxy, policy child, sandboxes) on the others (``--trainer-cpus``,
+``--rollout-cpus``, ``trainers/core/cpus.py``): unpinned, the rollout side's processes are
+runnable beside the trainer and the scheduler shares the cores among them all, so the trainer,
+whose step is the async step, waits for a core. ``--unpinned`` adds that async arm for
+comparison.
+
     python bench/train_async.py                       # 16 steps, the settings above, sync then async
     python bench/train_async.py --rounds 2            # sync, async, sync, async: the box's load hits both
+    python bench/train_async.py --unpinned            # and async with every thread on any CPU
 """
 
 from __future__ import annotations
@@ -130,6 +140,21 @@ def run(argv: list[str]) -> dict[str, Any]:
     return out
 
 
+def arms(a: Any) -> dict[str, list[str]]:
+    """The arms' demo flags: sync on any CPU; async with the trainer and the rollout side on their own CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    stale = ["--async-rollouts", "--max-staleness", str(a.max_staleness)]
+    out = {"sync": []}
+    if len(cpus) > 1:
+        rollout = ",".join(map(str, cpus[1:]))
+        out["async"] = [*stale, "--trainer-cpus", str(cpus[0]), "--rollout-cpus", rollout]
+        if a.unpinned:
+            out["async, any CPU"] = stale
+    else:
+        out["async"] = stale
+    return out
+
+
 def main() -> None:
     import argparse
 
@@ -140,6 +165,7 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--pairs-per-step", type=int, default=2)
     p.add_argument("--rounds", type=int, default=1, help="sync, async, sync, async, ...: the shared box's load hits both")
+    p.add_argument("--unpinned", action="store_true", help="a third arm: async with every thread on any CPU")
     p.add_argument("--no-defaults", action="store_true", help=f"leave out the bench's demo flags ({' '.join(DEFAULTS)})")
     a, demo_flags = p.parse_known_args()  # the rest go to the demo (trainers/scripts/demo_cpu.py --help); they win
     a.demo_flags = ([] if a.no_defaults else DEFAULTS) + demo_flags
@@ -147,33 +173,51 @@ def main() -> None:
               "--pairs-per-step", str(a.pairs_per_step), *a.demo_flags]
     for r in range(a.rounds):
         load = os.getloadavg()[0]
-        results = {"sync": run(common), "async": run([*common, "--async-rollouts", "--max-staleness", str(a.max_staleness)])}
+        results = {}
+        for name, flags in arms(a).items():
+            results[name] = res = run([*common, *flags])
+            print(f"[round {r + 1}] {name}: {res['wall']:.2f} s/step; trainer main thread {res['main_cpu']:.2f} CPU-s, "
+                  f"{res['main_queue']:.2f} s runnable without a core; load average {os.getloadavg()[0]:.1f}", flush=True)
         report(a, results, r, (load, os.getloadavg()[0]))
+
+
+def _cpus_of(flags: list[str]) -> str:
+    if "--trainer-cpus" not in flags:
+        return "any CPU (the rollout side takes every core while the trainer waits)" if "--async-rollouts" not in flags \
+            else "any CPU"
+    get = lambda f: flags[flags.index(f) + 1]  # noqa: E731
+    return f"trainer thread on CPU {get('--trainer-cpus')}, rollout side (loop, policy child, sandboxes) on {get('--rollout-cpus')}"
 
 
 def report(a: Any, results: dict[str, dict[str, Any]], r: int, load: tuple[float, float]) -> None:
     print(f"\nround {r + 1}; demo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, "
           f"seed {a.seed}, async max_staleness {a.max_staleness}; demo flags {' '.join(a.demo_flags) or '-'}; "
           f"load average {load[0]:.1f} -> {load[1]:.1f}")
-    s, y = results["sync"], results["async"]
-    print(f"{'':30s}{'sync':>12s}{'async':>12s}")
+    for name, flags in arms(a).items():
+        print(f"  {name}: {_cpus_of(flags)}")
+    names = list(results)
+    w = max(12, *(len(n) + 2 for n in names))
+    print(f"{'':30s}" + "".join(f"{n:>{w}s}" for n in names))
+    col = lambda key, fmt: "".join(f"{fmt.format(results[n][key]):>{w}s}" for n in names)  # noqa: E731
     for key, label, fmt in ROWS:
-        print(f"{label:30s}{fmt.format(s[key]):>12s}{fmt.format(y[key]):>12s}")
+        print(f"{label:30s}{col(key, fmt)}")
     rng = "{:.2f}-{:.2f}"
-    print(f"{'  fastest-slowest step s':30s}{rng.format(*s['spread']):>12s}{rng.format(*y['spread']):>12s}")
-    print(f"{'first step s':30s}{s['first_step_s']:12.2f}{y['first_step_s']:12.2f}")
-    print(f"{'total s':30s}{s['total_s']:12.1f}{y['total_s']:12.1f}")
-    print(f"{'rollouts trained':30s}{s['trained']:12.0f}{y['trained']:12.0f}")
-    print(f"{'groups dropped as stale':30s}{s['stale']:12d}{y['stale']:12d}")
-    print(f"{'staleness of trained groups':30s}{_hist(s['hist']):>12s}{_hist(y['hist']):>12s}")
+    print(f"{'  fastest-slowest step s':30s}" + "".join(f"{rng.format(*results[n]['spread']):>{w}s}" for n in names))
+    print(f"{'first step s':30s}{col('first_step_s', '{:.2f}')}")
+    print(f"{'total s':30s}{col('total_s', '{:.1f}')}")
+    print(f"{'rollouts trained':30s}{col('trained', '{:.0f}')}")
+    print(f"{'groups dropped as stale':30s}{col('stale', '{:d}')}")
+    print(f"{'staleness of trained groups':30s}" + "".join(f"{_hist(results[n]['hist']):>{w}s}" for n in names))
     for name, res in results.items():
         k = min(5, len(res["rewards"]))
         first, last = sum(res["rewards"][:k]) / k, sum(res["rewards"][-k:]) / k
-        print(f"{name:5s} reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f}")
+        print(f"{name} reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f}")
+    s = results["sync"]
     bound = (s["wait"] + s["train"]) / max(s["wait"], s["train"])
     print(f"overlap bound from the sync arm, (R + T) / max(R, T): {bound:.2f}x "
           f"(R = {s['wait']:.2f} s waiting on rollouts, T = {s['train']:.2f} s training)")
-    print(f"async speed-up per step: {s['wall'] / y['wall']:.2f}x", flush=True)
+    for name in names[1:]:
+        print(f"{name} speed-up per step over sync: {s['wall'] / results[name]['wall']:.2f}x", flush=True)
 
 
 def _hist(h: dict[int, int]) -> str:

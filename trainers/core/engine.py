@@ -26,6 +26,7 @@ import torch
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import TREE_ATTENTION, PackedTree, pack_trees, register_tree_attention
+from trainers.core.cpus import on_cpus
 from trainers.core.distributed import (
     balance_by_tokens,
     broadcast,
@@ -384,6 +385,10 @@ class TreeTrainerBase:
         target = self.step + steps if steps is not None else self.config.max_steps
         if target <= self.step:
             raise ConfigError(f"nothing to train: step {self.step} >= max_steps {target}; set --max_steps higher")
+        with on_cpus(self.config.cpu_sets()[0]):  # --trainer_cpus: this thread trains there (trainers/core/cpus.py)
+            return self._train_until(target, on_step)
+
+    def _train_until(self, target: int, on_step: Callable[[dict[str, float]], None] | None) -> list[dict[str, float]]:
         acc = self.accelerator
         save_every, eval_every = self.every(self.config.save_steps), self.every(self.config.eval_every_steps)
         while self.step < target:

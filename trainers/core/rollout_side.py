@@ -6,7 +6,8 @@ the trainer's in-process backend shared by ``max_concurrent_episodes`` lanes; ``
 one worker per node, each with its own backend built from the spec, sandboxes and proxy), the
 groups come from a ``RolloutStream`` (``--async_rollouts``: ``max_staleness`` steps of groups sampled
 ahead of the trainer), and
-the weights move through the ``WeightSync`` the backend calls for.
+the weights move through the ``WeightSync`` the backend calls for. With ``rollout_cpus`` this side's
+threads and processes start on those CPUs (``trainers.core.cpus``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainers.core.cpus import on_cpus
 from trainers.core.weight_sync import ExecutorCopy, FixedPolicy, PolicyWeights, WeightSync, weight_sync_for
 from trainers.rollout import RolloutBatch, build_batch, group_staleness, harness_name, sample_pairs, tree_filters
 from trainers.rollout_stream import RolloutStream, local_executor, rollout_config
@@ -50,6 +52,8 @@ class TrainingRollouts:
         """Staleness (trainer version - oldest sampling version) of every group trained, over the run."""
         self.groups_stale = 0
         self._mark: tuple[float, float] | None = None
+        self.cpus = config.cpu_sets()[1]
+        """``rollout_cpus``: where this side's threads and processes are started (None: anywhere)."""
 
     # -- resources ------------------------------------------------------------------------------
 
@@ -57,20 +61,23 @@ class TrainingRollouts:
     def backend(self) -> Any:
         """The policy backend of the local executor (created on first use; Ray workers build their own)."""
         if self._backend is None:
-            c = self.config
-            if c.rollout_process:
-                from trainers.core.rollout_process import ChildHFBackend
-
-                self._backend = ChildHFBackend(c.rollout_backend or f"hf:{self.model_path}?seed={c.seed}", self.model_path)
-            elif c.rollout_backend:
-                from clawgym_env.proxy.backends.factory import backend_from_spec
-
-                self._backend = backend_from_spec(c.rollout_backend, tokenizer_path=self.model_path, option="--rollout_backend")
-            else:
-                from clawgym_env.proxy.backends.hf import HFBackend
-
-                self._backend = HFBackend(self.model_path, device=self.device, seed=c.seed)
+            with on_cpus(self.cpus):  # the child process (and its threads) start on the rollout CPUs
+                self._backend = self._make_backend()
         return self._backend
+
+    def _make_backend(self) -> Any:
+        c = self.config
+        if c.rollout_process:
+            from trainers.core.rollout_process import ChildHFBackend
+
+            return ChildHFBackend(c.rollout_backend or f"hf:{self.model_path}?seed={c.seed}", self.model_path)
+        if c.rollout_backend:
+            from clawgym_env.proxy.backends.factory import backend_from_spec
+
+            return backend_from_spec(c.rollout_backend, tokenizer_path=self.model_path, option="--rollout_backend")
+        from clawgym_env.proxy.backends.hf import HFBackend
+
+        return HFBackend(self.model_path, device=self.device, seed=c.seed)
 
     @property
     def tasks(self) -> list[Any]:
@@ -92,7 +99,8 @@ class TrainingRollouts:
         if self._loop is None:
             from clawgym_env._sync import LoopThread
 
-            self._loop = LoopThread()
+            with on_cpus(self.cpus):  # the loop thread, and the sandboxes, harnesses and threads it starts
+                self._loop = LoopThread()
         return self._loop
 
     def _sampling(self) -> dict[str, Any]:

@@ -49,6 +49,9 @@ def parser() -> argparse.ArgumentParser:
                    help="local: rollouts in this process; ray: in a Ray worker process (a local one-node cluster)")
     p.add_argument("--rollout-process", action="store_true",
                    help="the rollout policy decodes in a child process (not on the trainer's GIL)")
+    p.add_argument("--trainer-cpus", default=None, help="CPU ids the training thread runs on, e.g. 0 (default: any)")
+    p.add_argument("--rollout-cpus", default=None,
+                   help="CPU ids the rollout side (loop, policy child, sandboxes) runs on, e.g. 1 (default: any)")
     p.add_argument("--output-dir", default=None)
     return p
 
@@ -72,7 +75,7 @@ def build(a: argparse.Namespace) -> Any:
         pairs_per_step=a.pairs_per_step, max_completion_length=a.max_tokens, learning_rate=a.learning_rate,
         lr_scheduler_type="constant", loss_type=a.loss_type, max_steps=a.steps, save_steps=0, seed=a.seed,
         logging_steps=10_000, max_concurrent_episodes=a.concurrency, num_iterations=a.num_iterations, executor=a.executor,
-        rollout_process=a.rollout_process,
+        rollout_process=a.rollout_process, trainer_cpus=a.trainer_cpus, rollout_cpus=a.rollout_cpus,
         rollout_backend=f"hf:{tiny_model_path()}?max_batch={a.rollout_max_batch}&seed={a.seed}", **extra,
     )
     return Trainer(cfg, tiny_model_path())

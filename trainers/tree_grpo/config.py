@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from clawgym_env.errors import ConfigError
+from trainers.core.cpus import parse_cpus
 from trainers.core.losses import LOSS_TYPES
 from trainers.rollout import CRASHED_POLICIES
 from trainers.tree_grpo.fields import refuse_unused
@@ -68,6 +69,15 @@ class TreeGRPOConfig(GRPOConfig):
     rollout_process: bool = field(
         default=False, metadata={"help": "Run the hf rollout policy in a child process (local executor): its decoding then "
                                          "does not share the trainer's GIL (async rollouts on CPU)."}
+    )
+    trainer_cpus: str | None = field(
+        default=None, metadata={"help": "CPU ids the training thread runs on while it trains, e.g. '0' (Linux; "
+                                        "trainers/core/cpus.py); None: any. With --rollout_cpus: async rollouts on shared "
+                                        "CPUs then never take the trainer's cores."}
+    )
+    rollout_cpus: str | None = field(
+        default=None, metadata={"help": "CPU ids the rollout side runs on, e.g. '1-3': its event loop (executor, proxy), the "
+                                        "--rollout_process child, harness and sandbox processes (local executor); None: any."}
     )
     max_concurrent_episodes: int = field(default=8, metadata={"help": "Episodes run at the same time during a rollout."})
     episode_wall_time_s: float | None = field(
@@ -236,6 +246,12 @@ class TreeGRPOConfig(GRPOConfig):
         if self.rollout_process and (self.executor != "local" or not (self.rollout_backend or "hf:").startswith("hf:")):
             raise ConfigError("rollout_process runs the local executor's hf: policy in a child process; drop it for "
                               f"executor={self.executor!r}, rollout_backend={self.rollout_backend!r} (already out of process)")
+        for name in ("trainer_cpus", "rollout_cpus"):
+            if getattr(self, name) is not None:
+                parse_cpus(getattr(self, name), name)
+        if self.rollout_cpus is not None and self.executor != "local":
+            raise ConfigError(f"rollout_cpus places the local executor's rollout side; with executor={self.executor!r} the "
+                              "workers are placed by Ray (set their resources there); drop --rollout_cpus")
         if self.pairs_per_step < 1:
             raise ConfigError(f"pairs_per_step={self.pairs_per_step}: set at least 1 group per step")
         if self.max_concurrent_episodes < 1:
@@ -269,3 +285,8 @@ class TreeGRPOConfig(GRPOConfig):
             )
         if not self.suite:
             raise ConfigError("TreeGRPOConfig.suite is empty; set --suite to a suite folder or name (e.g. trainers/toy_suite)")
+
+    def cpu_sets(self) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+        """``(trainer_cpus, rollout_cpus)`` as CPU id sets (None: not pinned)."""
+        t, r = self.trainer_cpus, self.rollout_cpus
+        return None if t is None else parse_cpus(t, "trainer_cpus"), None if r is None else parse_cpus(r, "rollout_cpus")
