@@ -9,7 +9,16 @@ its install paths mapped from /opt/clawgym/... to where they are installed, agai
 over TCP: the harness's own cost. "in-project" is ``run_episode`` (bwrap sandbox, proxy over its
 socket, grading); its harness phase is the same process inside the sandbox. The two alternate, so
 they see the same machine load. Peak memory is the summed RSS of every process started under this
-one, sampled every 50 ms. Prints figures; asserts nothing.
+one, sampled every 50 ms. CPU is that of every process but this one (which serves the proxy in both):
+for native runs the reaped children's rusage; for in-project runs a cpuacct cgroup around this
+process tree, where one can be made (sandboxed processes are not reaped by us, so rusage misses
+them), else "n/a". Prints figures; asserts nothing.
+
+What the comparison holds (printed too): native is the harness process alone, with the adapter's
+own command line and flags (custom: ``python3 -I -S agent.py``, the same system python), and no
+sandbox, no workspace seeding, no grading. In-project is a whole episode: sandbox start, the
+harness in bwrap (behind the socat bridge), the sealed grading sandbox (started while the harness
+runs, used after every agent process is dead) and cleanup. The target is in-project within 1.3x of native.
 """
 
 from __future__ import annotations
@@ -59,6 +68,43 @@ class PeakRSS:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class TreeCPU:
+    """CPU seconds of every process under this one but itself, through a cpuacct (cgroup v1) group
+    this process moves into for the run; ``None`` readings where no such group can be made."""
+
+    def __init__(self) -> None:
+        self.dir: Path | None = None
+        root = Path("/sys/fs/cgroup/cpuacct")
+        if not (root / "cpuacct.usage").exists():
+            return
+        try:
+            own = next(ln.split(":", 2)[2] for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                       if "cpuacct" in ln.split(":", 2)[1].split(","))
+            self.parent = root / own.lstrip("/")
+            self.dir = self.parent / f"clawgym-bench-{os.getpid()}"
+            self.dir.mkdir()
+            (self.dir / "cgroup.procs").write_text(str(os.getpid()))
+        except (OSError, StopIteration):
+            self.close()
+
+    def now(self) -> float | None:
+        if self.dir is None:
+            return None
+        return int((self.dir / "cpuacct.usage").read_text()) / 1e9 - time.process_time()
+
+    def close(self) -> None:
+        if self.dir is not None:
+            try:
+                (self.parent / "cgroup.procs").write_text(str(os.getpid()))
+                self.dir.rmdir()
+            except OSError:
+                pass
+            self.dir = None
+
+
+CPU = TreeCPU()
 
 
 def _children_cpu() -> float:
@@ -157,6 +203,7 @@ async def side_by_side(harness: str, repeats: int) -> None:
 
     nat: list[tuple[float, int, bool, float]] = []
     proj: list[tuple[float, float, int, bool]] = []
+    proj_cpu: list[float] = []
     phases: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as d:
         async with ProxyServer(uds_path=Path(d) / "proxy.sock") as proxy:
@@ -164,10 +211,14 @@ async def side_by_side(harness: str, repeats: int) -> None:
             await native(harness, proxy, private)  # warm-up: page cache, compile cache
             for _ in range(repeats):
                 nat.append(await native(harness, proxy, private))
+                c0 = CPU.now()
                 with PeakRSS() as mem:
                     t0 = time.perf_counter()
                     r = await one(harness, proxy)
                     wall = time.perf_counter() - t0
+                c1 = CPU.now()
+                if c0 is not None and c1 is not None:
+                    proj_cpu.append(c1 - c0)
                 proj.append((wall, r.timings.get("harness", 0.0), mem.peak,
                              r.status == "completed" and r.score == 1.0))
                 phases.append(r.timings)
@@ -182,12 +233,13 @@ async def side_by_side(harness: str, repeats: int) -> None:
           f"CPU {n_cpu:.2f} s")
     print(f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.2f} s "
           f"(min {min(w for w, *_ in proj):.2f}, max {max(w for w, *_ in proj):.2f}), harness phase {p_harn:.2f} s, "
-          f"peak RSS {p_mem / 2**20:5.0f} MiB")
+          f"peak RSS {p_mem / 2**20:5.0f} MiB, CPU {f'{statistics.median(proj_cpu):.2f} s' if proj_cpu else 'n/a'}")
     split = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.2f}"
                       for k in ("sandbox", "harness", "collect", "cleanup", "verifier"))
     print(f"{harness:12} in-project phases (median s): {split}")
+    cpu_ratio = f", CPU {statistics.median(proj_cpu) / n_cpu:.2f}x" if proj_cpu and n_cpu > 0 else ""
     print(f"{harness:12} in-project / native: episode {p_wall / n_wall:.2f}x, harness phase {p_harn / n_wall:.2f}x, "
-          f"peak RSS {p_mem / max(n_mem, 1):.2f}x")
+          f"peak RSS {p_mem / max(n_mem, 1):.2f}x{cpu_ratio}")
 
 
 async def bench(harness: str, repeats: int, levels: list[int]) -> None:
@@ -227,11 +279,15 @@ def main() -> None:
     a = p.parse_args()
     print(f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
+    print("compared: native = the harness process alone on the host (the adapter's command and flags, no sandbox, "
+          "no grading); in-project = run_episode (sandbox start + harness in bwrap + sealed grading, started while "
+          "the harness runs + cleanup). Target: in-project episode wall within 1.3x of native.")
     for h in a.harness.split(","):
         asyncio.run(side_by_side(h, a.repeats))
         if a.concurrency:
             asyncio.run(bench(h, a.repeats, [int(x) for x in a.concurrency.split(",")]))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    CPU.close()
 
 
 if __name__ == "__main__":

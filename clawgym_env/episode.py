@@ -8,7 +8,9 @@ call budget exhausted) becomes a ``status``, never a leftover process: the sandb
 before returning. When the harness exits every process of the episode is killed; grading then
 runs in a fresh, sealed sandbox over the final workspace (``clawgym_env.task.grade.grade_final``:
 on bwrap its layers, stacked read-only without a copy; else a copy taken out), and the agent's
-sandbox, with nothing left running in it, is closed after.
+sandbox, with nothing left running in it, is closed after. On bwrap that grading sandbox and its
+graders' interpreters are started while the harness runs (``EarlyGrading``); they see the agent's
+work, and read it, only once every agent process is dead.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from clawgym_env.sandbox._fs import copy_tree_safely
 if TYPE_CHECKING:
     from clawgym_env.proxy import ProxyServer
     from clawgym_env.task import TaskSpec
+    from clawgym_env.task.grade import EarlyGrading
 
 __all__ = ["EpisodeResult", "EpisodeStatus", "resolve_task", "run_episode", "save_workspace", "transcript_for_verifier"]
 
@@ -71,7 +74,8 @@ class EpisodeResult:
     harness_output_tail: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds: "sandbox" (start), "harness" (process), "model" (inside the backend), "collect" (transcript
-    and capture), "verifier", "cleanup" (sandbox close), "total"."""
+    and capture), "verifier" (after the agent; the early grader's start is not in it), "cleanup" (closing
+    the agent's and the grading sandbox), "total"."""
     capture_path: Path | None = None
     transcript_path: Path | None = None
     """Folder with the harness's own transcript, next to the capture: ``stdout.log`` (Claude Code's
@@ -150,10 +154,13 @@ class _Watch:
 
 
 async def _run_harness(sb: Sandbox, cmd: list[str], env: dict[str, str], cwd: str, timeout: float,
-                       watch: _Watch, over_limit: Callable[[], bool]) -> tuple[Any, str | None]:
-    """Run the harness; stop it early on output flood or an exhausted call budget."""
+                       watch: _Watch, over_limit: Callable[[], bool],
+                       alongside: Callable[[], None]) -> tuple[Any, str | None]:
+    """Run the harness; stop it early on output flood or an exhausted call budget. ``alongside`` is called
+    once the harness's start is under way (its process is forked before anything ``alongside`` starts)."""
     proc = asyncio.ensure_future(sb.exec(cmd, env=env, cwd=cwd, timeout=timeout, on_output=watch,
                                          max_output_bytes=1024 * 1024))
+    alongside()
     stopper = asyncio.ensure_future(watch.stop.wait())
     try:
         while not proc.done():
@@ -230,6 +237,7 @@ async def run_episode(
         sess = proxy.open_session(backend, session_id=sid, capture_path=capture_path, max_calls=spec.limits.model_calls,
                                   sampling=sampling, model_name=model_name)
         sb: Sandbox | None = None
+        early: asyncio.Future[EarlyGrading | None] | None = None
         session_open = True
         final_dir = tempfile.TemporaryDirectory(prefix="clawgym-final-")  # 0700: the final workspace, host side
         try:
@@ -241,10 +249,17 @@ async def run_episode(
             hs = HarnessSession(session_id=sid, base_url=f"http://127.0.0.1:{config.proxy_port}", api_key=sess.api_key,
                                 model=model_name, workspace=spec.workspace_mount, home=HOME)
             t0 = time.perf_counter()
-            sb = create_sandbox(sandbox, config)
+            sb = started = create_sandbox(sandbox, config)
             await sb.start()
             await _write_files(sb, adapter.write_configs(hs))
             result.timings["sandbox"] = time.perf_counter() - t0
+
+            def start_grading() -> None:
+                nonlocal early
+                if workspace_out is None:  # a saved workspace is copied out and graded from the copy
+                    from clawgym_env.task.grade import EarlyGrading
+
+                    early = asyncio.ensure_future(EarlyGrading.start(spec, started))
 
             own_transcript = _own_transcript(adapter)
             if transcript_path is not None:
@@ -255,7 +270,7 @@ async def run_episode(
                 exec_result, stopped = await _run_harness(
                     sb, adapter.build_command(spec.instruction, hs),
                     {**adapter.build_env(hs), **egress_env(sess.api_key, config.proxy_port)}, spec.workspace_mount,
-                    wall_time_s or spec.limits.wall_time_s, watch, lambda: sess.over_limit,
+                    wall_time_s or spec.limits.wall_time_s, watch, lambda: sess.over_limit, start_grading,
                 )
             finally:
                 watch.close()
@@ -281,13 +296,15 @@ async def run_episode(
             final = Path(final_dir.name) / "workspace"
             t0 = time.perf_counter()
             vr, skipped = await grade_final(spec, sb, transcript_for_verifier(spec, result.calls), judge=judge,
-                                            copy_to=final if workspace_out is not None else None)
+                                            copy_to=final if workspace_out is not None else None,
+                                            early=await _settled(early))
             result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
                 shown = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
                 result.notes.append(f"final workspace: {len(skipped)} special file(s) left out (FIFO, socket, device): {shown}")
             t0 = time.perf_counter()
-            await sb.close()
+            grading = await _settled(early)
+            await asyncio.gather(sb.close(), *([grading.close()] if grading is not None else []))
             result.timings["cleanup"] = time.perf_counter() - t0
             sb = None
             result.score, result.subscores, result.verifier_output = vr.score, dict(vr.subscores), vr.output
@@ -299,6 +316,10 @@ async def run_episode(
             result.status = "error"
             result.error = f"{type(exc).__name__}: {exc}"
         finally:
+            if early is not None:
+                grading = await _settled(early)
+                if grading is not None:
+                    await grading.close()
             if session_open:
                 with contextlib.suppress(ClawGymError):
                     result.calls = await proxy.close_session(sid)
@@ -310,6 +331,17 @@ async def run_episode(
             result.timings["model"] = sum(c.backend_s for c in result.calls)
             result.timings["total"] = time.perf_counter() - t_start
     return result
+
+
+async def _settled(early: asyncio.Future[EarlyGrading | None] | None) -> EarlyGrading | None:
+    """The early grading sandbox once started; None if there is none or it could not start (then
+    ``grade_final`` starts one afresh, and says why it fails if that fails too)."""
+    if early is None:
+        return None
+    try:
+        return await asyncio.shield(early)
+    except ClawGymError:
+        return None
 
 
 def _own_transcript(adapter: Harness) -> str | None:

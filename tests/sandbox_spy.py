@@ -10,18 +10,19 @@ from typing import Any
 import pytest
 
 from clawgym_env import episode as episode_mod
+from clawgym_env.task import grade as grade_mod
 
 
 @dataclass
 class SandboxLog:
     made: list[Any] = field(default_factory=list)
-    """Every sandbox ``episode.create_sandbox`` returned, in order."""
+    """Every sandbox an episode made (the agent's and the grading ones), in order."""
     dirs: list[str] = field(default_factory=list)
-    """The host folder of each, once started (also set as ``sb.host_dir_for_test``)."""
+    """The host folder of each agent sandbox, once started (also set as ``sb.host_dir_for_test``)."""
 
 
 def spy_on_sandboxes(monkeypatch: pytest.MonkeyPatch) -> SandboxLog:
-    """Patch ``episode.create_sandbox`` so that every sandbox it makes is recorded in the returned log."""
+    """Patch ``episode.create_sandbox`` (and the grading one) so that every sandbox made is recorded in the log."""
     log = SandboxLog()
     real = episode_mod.create_sandbox
 
@@ -32,13 +33,15 @@ def spy_on_sandboxes(monkeypatch: pytest.MonkeyPatch) -> SandboxLog:
         async def recording_start() -> None:
             await start()
             sb.host_dir_for_test = str(sb.dir)  # bwrap's per-sandbox host folder
-            log.dirs.append(sb.host_dir_for_test)
+            if not config.sealed:
+                log.dirs.append(sb.host_dir_for_test)
 
         sb.start = recording_start
         log.made.append(sb)
         return sb
 
     monkeypatch.setattr(episode_mod, "create_sandbox", spy)
+    monkeypatch.setattr(grade_mod, "create_sandbox", spy)  # the grading sandboxes too (started early or late)
     return log
 
 

@@ -199,19 +199,25 @@ class SandboxCgroup:
                 pass
         return sorted(pids)
 
-    def destroy(self) -> None:
-        """Kill anything still inside, then remove the cgroup folders."""
-        # Dying processes linger a few ms (and keep rmdir busy): poll finely, for up to ~2 s each.
+    def kill_all(self) -> bool:
+        """SIGKILL everything inside until nothing is left (a process leaves ``cgroup.procs`` only once it
+        has exited, files closed); polls finely for up to ~2 s. True when the cgroup is empty."""
         for _ in range(1000):
             pids = self.pids_inside()
             if not pids:
-                break
+                return True
             for p in pids:
                 try:
                     os.kill(p, signal.SIGKILL)
                 except OSError:
                     pass
             _sleep(0.002)
+        return not self.pids_inside()
+
+    def destroy(self) -> None:
+        """Kill anything still inside, then remove the cgroup folders."""
+        # Dying processes linger a few ms (and keep rmdir busy)
+        self.kill_all()
         for d in set(self.dirs.values()):
             for _ in range(1000):
                 try:

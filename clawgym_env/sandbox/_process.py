@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox.base import ExecResult, OutputCallback
 
-__all__ = ["OutputBuffer", "run_process"]
+__all__ = ["OutputBuffer", "Running", "start_process"]
 
 _CHUNK = 65536
 
@@ -78,29 +78,89 @@ def kill_process_group(proc: asyncio.subprocess.Process) -> None:
         pass
 
 
-async def run_process(
+class Running:
+    """A started process whose stdin and deadline come later (``finish``): a grader started while
+    the episode runs waits on its stdin, so its start-up is off the episode's critical path."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, max_output_bytes: int, on_output: OutputCallback | None,
+                 kill: Callable[[asyncio.subprocess.Process], None],
+                 classify: Callable[[], Awaitable[str | None]] | None, has_stdin: bool) -> None:
+        self.proc = proc
+        self._kill = kill
+        self._classify = classify
+        self._has_stdin = has_stdin
+        self._out, self._err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
+        assert proc.stdout is not None and proc.stderr is not None
+        self._pumps = asyncio.gather(_pump(proc.stdout, "stdout", self._out, on_output),
+                                     _pump(proc.stderr, "stderr", self._err, on_output))
+        self._finished = False
+
+    @property
+    def alive(self) -> bool:
+        """Still running: not exited, not yet given its input."""
+        return self.proc.returncode is None and not self._finished
+
+    async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
+        """Feed ``stdin`` (then EOF), wait up to ``timeout`` s from now, kill the tree at the deadline."""
+        if self._finished:
+            raise SandboxExecError("this process was already finished")
+        self._finished = True
+        if stdin is not None and not self._has_stdin:
+            raise SandboxExecError("stdin given to a process started without one")
+        t0 = time.perf_counter()
+        work = asyncio.gather(self._pumps, _feed(self.proc.stdin, stdin), self.proc.wait())
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(work), timeout)
+        except TimeoutError:
+            timed_out = True
+            self._kill(self.proc)
+            await _drain_after_kill(work, self.proc)
+        except BaseException:  # cancelled: never leave the tree running
+            self._kill(self.proc)
+            await _drain_after_kill(work, self.proc)
+            raise
+        limit = "wall_time" if timed_out else (await self._classify() if self._classify is not None else None)
+        return ExecResult(
+            return_code=self.proc.returncode if self.proc.returncode is not None else -9,
+            stdout=self._out.text(),
+            stderr=self._err.text(),
+            duration_s=time.perf_counter() - t0,
+            timed_out=timed_out,
+            killed_by_limit=limit,
+        )
+
+    async def discard(self) -> None:
+        """Kill it unused (idempotent)."""
+        if self._finished:
+            return
+        self._finished = True
+        self._kill(self.proc)
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        await _drain_after_kill(asyncio.gather(self._pumps, self.proc.wait()), self.proc)
+
+
+async def start_process(
     argv: Sequence[str],
     *,
     env: Mapping[str, str] | None,
     cwd: str | None,
-    timeout: float | None,
-    stdin: bytes | None,
+    with_stdin: bool,
     on_output: OutputCallback | None,
     max_output_bytes: int,
     kill: Callable[[asyncio.subprocess.Process], None] = kill_process_group,
     on_start: Callable[[asyncio.subprocess.Process], None] | None = None,
     classify: Callable[[], Awaitable[str | None]] | None = None,
     pass_fds: Sequence[int] = (),
-) -> ExecResult:
-    """Start ``argv`` in a new session, stream and cap its output, kill it at the deadline.
-
-    ``classify`` is asked after exit which limit (if any) ended the process ("memory", "pids").
-    """
-    t0 = time.perf_counter()
+) -> Running:
+    """Start ``argv`` in a new session with its output streaming; ``Running.finish`` feeds its stdin, caps
+    what is kept of its output and kills it at the deadline. ``classify`` is asked after exit which limit
+    (if any) ended the process ("memory", "pids")."""
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if with_stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=dict(env) if env is not None else None,
@@ -112,34 +172,7 @@ async def run_process(
         raise SandboxExecError(f"cannot start {argv[0]!r}: {exc}") from exc
     if on_start is not None:
         on_start(proc)
-    out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
-    assert proc.stdout is not None and proc.stderr is not None
-    work = asyncio.gather(
-        _pump(proc.stdout, "stdout", out, on_output),
-        _pump(proc.stderr, "stderr", err, on_output),
-        _feed(proc.stdin, stdin),
-        proc.wait(),
-    )
-    timed_out = False
-    try:
-        await asyncio.wait_for(asyncio.shield(work), timeout)
-    except TimeoutError:
-        timed_out = True
-        kill(proc)
-        await _drain_after_kill(work, proc)
-    except BaseException:  # cancelled: never leave the tree running
-        kill(proc)
-        await _drain_after_kill(work, proc)
-        raise
-    limit = "wall_time" if timed_out else (await classify() if classify is not None else None)
-    return ExecResult(
-        return_code=proc.returncode if proc.returncode is not None else -9,
-        stdout=out.text(),
-        stderr=err.text(),
-        duration_s=time.perf_counter() - t0,
-        timed_out=timed_out,
-        killed_by_limit=limit,
-    )
+    return Running(proc, max_output_bytes, on_output, kill, classify, with_stdin)
 
 
 async def _drain_after_kill(work: asyncio.Future[object], proc: asyncio.subprocess.Process) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["AGENT_UID", "JAIL_ENV", "ExecResult", "FinalLayers", "Mount", "Sandbox", "SandboxConfig", "SandboxState"]
+__all__ = ["AGENT_UID", "JAIL_ENV", "ExecResult", "FinalLayers", "Mount", "Sandbox", "SandboxConfig", "SandboxState", "Spawned"]
 
 OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
 """Called with (stream name "stdout"/"stderr", chunk) as a process writes."""
@@ -102,6 +102,45 @@ class FinalLayers:
     """Special files (FIFOs, sockets, devices) removed, relative to the workspace."""
 
 
+class Spawned(abc.ABC):
+    """A command given to a sandbox ahead of its input (``Sandbox.spawn``): ``finish`` feeds stdin and
+    runs it to completion, ``discard`` drops it unused. Backends that can start it at once do so."""
+
+    @property
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """Ready for ``finish``: not exited on its own, not finished or discarded."""
+
+    @abc.abstractmethod
+    async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
+        """Give it ``stdin`` and wait up to ``timeout`` seconds from now, as ``Sandbox.exec`` does."""
+
+    @abc.abstractmethod
+    async def discard(self) -> None:
+        """Kill it without running it further (idempotent)."""
+
+
+class _Deferred(Spawned):
+    """The default ``spawn``: nothing runs until ``finish``, which is a plain ``exec``."""
+
+    def __init__(self, sandbox: Sandbox, cmd: Sequence[str], env: Mapping[str, str] | None, cwd: str | None,
+                 max_output_bytes: int) -> None:
+        self._sandbox, self._cmd, self._env, self._cwd, self._max = sandbox, list(cmd), env, cwd, max_output_bytes
+        self._done = False
+
+    @property
+    def alive(self) -> bool:
+        return not self._done
+
+    async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
+        self._done = True
+        return await self._sandbox.exec(self._cmd, env=self._env, cwd=self._cwd, timeout=timeout, stdin=stdin,
+                                        max_output_bytes=self._max)
+
+    async def discard(self) -> None:
+        self._done = True
+
+
 class SandboxState(enum.Enum):
     CREATED = "created"
     STARTED = "started"
@@ -138,6 +177,13 @@ class Sandbox(abc.ABC):
     ) -> ExecResult:
         """Run ``cmd`` inside; on timeout kill its whole process tree and return timed_out=True."""
 
+    async def spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+                    max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
+        """``cmd`` made ready now, given its stdin and deadline later (``Spawned.finish``). bwrap starts
+        the process at once (it must read nothing it is not given before its stdin arrives: a grader
+        started while the agent runs); the default defers everything to ``finish``."""
+        return _Deferred(self, cmd, env, cwd, max_output_bytes)
+
     @abc.abstractmethod
     async def reap(self) -> None:
         """Kill every process still running in the sandbox (by namespace or cgroup, whatever it did to
@@ -153,6 +199,12 @@ class Sandbox(abc.ABC):
 
         Only files, folders and symlinks staying inside come out, without setuid/setgid bits;
         returns the special files (FIFOs, sockets, devices) left out, relative to ``src``."""
+
+    def layers_ahead(self) -> FinalLayers | None:
+        """The layers ``final_layers`` will return (``skipped`` aside), known before the agent is done, for
+        a grading sandbox started early; they hold none of the agent's work until ``final_layers`` has
+        run. None where the backend shares no layers (the default)."""
+        return None
 
     async def final_layers(self) -> FinalLayers | None:
         """After ``reap``: the final workspace as layers another sandbox of this backend can stack

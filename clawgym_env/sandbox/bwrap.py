@@ -6,6 +6,8 @@ privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on a
 
     <sandbox_root()>/clawgym-bwrap-XXXX/     (/dev/shm when roomy, else the temp dir)
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
+        final/               a lower layer, empty until ``final_layers`` moves upper/'s entries in: a
+                             grading sandbox may stack it before the agent is done (``spawn``)
         empty/               overlay lower layer when the task has no workspace_src
         home/  tmp/          HOME and /tmp inside (private, persistent across exec calls)
         extra/<name>/        top-level folders created by ``upload`` (e.g. /verifier)
@@ -45,7 +47,7 @@ from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
-from clawgym_env.sandbox._process import run_process
+from clawgym_env.sandbox._process import Running, start_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag
 from clawgym_env.sandbox._bwrap_host import (
@@ -62,7 +64,16 @@ from clawgym_env.sandbox._bwrap_host import (
     sweep_once,
     system_binds,
 )
-from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, FinalLayers, OutputCallback, Sandbox, SandboxConfig, SandboxState
+from clawgym_env.sandbox.base import (
+    JAIL_ENV,
+    ExecResult,
+    FinalLayers,
+    OutputCallback,
+    Sandbox,
+    SandboxConfig,
+    SandboxState,
+    Spawned,
+)
 
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
@@ -90,6 +101,8 @@ class BwrapSandbox(Sandbox):
         self._cg: SandboxCgroup | None = None
         self._use_socat = True
         self._overlay = True
+        self._pristine = True
+        """Nothing has run inside yet: every host folder holds only what this object wrote there."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -110,7 +123,7 @@ class BwrapSandbox(Sandbox):
         sweep_once(root)
         self.dir = Path(tempfile.mkdtemp(prefix=f"clawgym-bwrap-{owner_tag()}-", dir=root))
         try:
-            for sub in ("upper", "empty", "home", "tmp", "extra"):
+            for sub in ("upper", "final", "empty", "home", "tmp", "extra"):
                 (self.dir / sub).mkdir()
             os.chmod(self.dir / "tmp", 0o1777)
             if cfg.sealed:
@@ -201,7 +214,7 @@ class BwrapSandbox(Sandbox):
     def _argv(self, cmd: Sequence[str], workdir: Path, cwd: str | None, binds: Sequence[str], proxy: bool,
               seccomp: Sequence[str] = ()) -> list[str]:
         assert self.dir is not None
-        lowers = [self.config.workspace_src or (self.dir / "empty"), *self.config.workspace_layers]
+        lowers = [self.config.workspace_src or (self.dir / "empty"), *self.config.workspace_layers, self.dir / "final"]
         a = [self._bwrap, *self._base, *seccomp]
         for top, host in sorted(self._extra.items()):
             a += ["--bind", str(host), top]
@@ -244,6 +257,18 @@ class BwrapSandbox(Sandbox):
             max_output_bytes=max_output_bytes, binds=(), proxy=self.config.proxy_socket is not None,
         )  # fmt: skip
 
+    async def spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+                    max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
+        """Start ``cmd`` now in a fresh bwrap, blocked on its stdin until ``finish`` (see ``Sandbox.spawn``).
+
+        Its mounts are made now: over the workspace it sees ``final/``, which holds nothing of the agent's
+        until ``final_layers`` moves it in, so a grader spawned while the agent runs reads its final workspace
+        only if it reads after being given its input."""
+        if not cmd:
+            raise SandboxExecError("spawn: empty command")
+        return await self._start(cmd, env=env, cwd=cwd, with_stdin=True, on_output=None,
+                                 max_output_bytes=max_output_bytes, binds=(), proxy=self.config.proxy_socket is not None)
+
     async def _run(
         self,
         cmd: Sequence[str],
@@ -257,8 +282,25 @@ class BwrapSandbox(Sandbox):
         binds: Sequence[str],
         proxy: bool,
     ) -> ExecResult:
+        started = await self._start(cmd, env=env, cwd=cwd, with_stdin=stdin is not None, on_output=on_output,
+                                    max_output_bytes=max_output_bytes, binds=binds, proxy=proxy)
+        return await started.finish(stdin, timeout)
+
+    async def _start(
+        self,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        with_stdin: bool,
+        on_output: OutputCallback | None,
+        max_output_bytes: int,
+        binds: Sequence[str],
+        proxy: bool,
+    ) -> _Started:
         if self.state is not SandboxState.STARTED or self.dir is None:
             raise SandboxExecError(f"bwrap sandbox: exec in state {self.state.value}; call start() first")
+        self._pristine = False
         workdir = self.dir / f"work-{uuid.uuid4().hex[:10]}"
         if self._overlay:
             workdir.mkdir()
@@ -274,12 +316,11 @@ class BwrapSandbox(Sandbox):
         try:
             if self.config.sealed:  # bwrap reads the filter from this descriptor at start
                 fds.append(os.open(self.dir / "seccomp.bpf", os.O_RDONLY))
-            result = await run_process(
+            running = await start_process(
                 self._argv(cmd, workdir, cwd, binds, proxy, ["--seccomp", str(fds[0])] if fds else []),
                 env=run_env,
                 cwd=None,
-                timeout=timeout if timeout is not None else self.config.wall_time_s,
-                stdin=stdin,
+                with_stdin=with_stdin,
                 on_output=on_output,
                 max_output_bytes=max_output_bytes,
                 kill=self._kill,
@@ -287,15 +328,17 @@ class BwrapSandbox(Sandbox):
                 classify=classify,
                 pass_fds=fds,
             )
-            if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
-                # command not found: 127 as from a shell (and the docker backend)
-                result = dataclasses.replace(result, return_code=127)
-            return result
-        finally:
-            for fd in fds:
-                os.close(fd)
-            self._procs = {p for p in self._procs if p.returncode is None}
-            await asyncio.to_thread(rmtree_hard, workdir)
+        except BaseException:
+            await self._release(fds, workdir)
+            raise
+        return _Started(self, running, fds, workdir)
+
+    async def _release(self, fds: list[int], workdir: Path) -> None:
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        self._procs = {p for p in self._procs if p.returncode is None}
+        await asyncio.to_thread(rmtree_hard, workdir)
 
     @staticmethod
     def _kill(proc: asyncio.subprocess.Process) -> None:
@@ -314,20 +357,40 @@ class BwrapSandbox(Sandbox):
         for p in procs:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(p.wait(), 5)
+        # The outer bwrap's death kills the namespace's processes a moment later (a signal, not a wait):
+        # with a cgroup, wait until none is left, so nothing writes the workspace once reap returns.
+        if self._cg is not None and self._cg.pids_inside():
+            await asyncio.to_thread(self._cg.kill_all)
+
+    def layers_ahead(self) -> FinalLayers | None:
+        """What ``final_layers`` will return (less ``skipped``), for a grading sandbox started early."""
+        if not self._overlay or self.dir is None:
+            return None
+        return FinalLayers(self.config.workspace_src, (*self.config.workspace_layers, self.dir / "final"))
 
     async def final_layers(self) -> FinalLayers | None:
-        """The overlay layers themselves: the upper layer is cleaned in place (it is only ours) and
-        stacked by the grading sandbox, which saves the copy-out exec of a download."""
+        """The overlay layers themselves, which saves the copy-out exec of a download: the upper layer is
+        cleaned in place (it is only ours), then its entries are moved into ``final/``, the lower layer a
+        grading sandbox stacks (and this sandbox's later execs too, under a now empty upper layer). A
+        second call after more writes returns None: download instead."""
         if not self._overlay or self.dir is None or self._procs:
             return None
-        upper = self.dir / "upper"
+        upper, final = self.dir / "upper", self.dir / "final"
 
-        def clean() -> list[str]:
+        def clean_and_move() -> list[str] | None:
             strip_escaping_symlinks(upper)
-            return sanitize_tree(upper, keep_whiteouts=True)
+            skipped = sanitize_tree(upper, keep_whiteouts=True)
+            entries = os.listdir(upper)
+            if entries and os.listdir(final):
+                return None
+            for name in entries:
+                os.rename(upper / name, final / name)
+            return skipped
 
-        skipped = await asyncio.to_thread(clean)
-        return FinalLayers(self.config.workspace_src, (*self.config.workspace_layers, upper), tuple(skipped))
+        skipped = await asyncio.to_thread(clean_and_move)
+        if skipped is None:
+            return None
+        return FinalLayers(self.config.workspace_src, (*self.config.workspace_layers, final), tuple(skipped))
 
     # ------------------------------------------------------------------ files
     def _ensure_writable(self, path: str) -> None:
@@ -358,6 +421,12 @@ class BwrapSandbox(Sandbox):
             raise SandboxExecError(f"upload: host path {src} does not exist")
         target = inside_path(dest, self.config.workspace_mount)
         self._ensure_writable(target)
+        if self._pristine and src.is_file() and (host := self._host_folder_path(target)) is not None:
+            # Nothing has run inside yet, so these folders hold only what we wrote: a host-side copy
+            # equals the in-sandbox cp and saves a bwrap start (the harness's config files).
+            host.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, host)
+            return
         staged = f"{_IO}/in"
         if src.is_dir():
             script = 'mkdir -p "$2" && cp -R --preserve=mode,timestamps "$1"/. "$2"/'
@@ -369,6 +438,23 @@ class BwrapSandbox(Sandbox):
         )  # fmt: skip
         if r.return_code != 0:
             raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
+
+    def _host_folder_path(self, target: str) -> Path | None:
+        """Where ``target`` lies on the host if it is in HOME, /tmp or an upload folder (bound as they
+        are, unlike the workspace's layers or the config mounts); None elsewhere or along a symlink."""
+        assert self.dir is not None
+        roots = {self.home: self.dir / "home", "/tmp": self.dir / "tmp", **self._extra}
+        if any(target == m.inside or target.startswith(m.inside.rstrip("/") + "/") for m in self.config.mounts):
+            return None
+        for inside, host in roots.items():
+            if target.startswith(inside.rstrip("/") + "/"):
+                path = host
+                for part in target[len(inside.rstrip("/")) + 1 :].split("/"):
+                    if part in ("", ".", "..") or path.is_symlink():
+                        return None
+                    path = path / part
+                return None if path.is_symlink() or path.is_dir() else path
+        return None
 
     async def download(self, src: str, dest: Path) -> list[str]:
         """Copy ``src`` out of the sandbox to ``dest``; symlinks leading outside it are dropped."""
@@ -415,3 +501,36 @@ class BwrapSandbox(Sandbox):
         if self.dir is not None:
             rmtree_hard(self.dir)
             self.dir = None
+
+
+class _Started(Spawned):
+    """One bwrap process of a ``BwrapSandbox``: its work dir and descriptors go when it ends."""
+
+    def __init__(self, sandbox: BwrapSandbox, running: Running, fds: list[int], workdir: Path) -> None:
+        self._sandbox, self._running, self._fds, self._workdir = sandbox, running, fds, workdir
+        self._done = False
+
+    @property
+    def alive(self) -> bool:
+        return self._running.alive
+
+    async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
+        try:
+            result = await self._running.finish(stdin, timeout if timeout is not None else self._sandbox.config.wall_time_s)
+            if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
+                # command not found: 127 as from a shell (and the docker backend)
+                result = dataclasses.replace(result, return_code=127)
+            return result
+        finally:
+            await self._release()
+
+    async def discard(self) -> None:
+        try:
+            await self._running.discard()
+        finally:
+            await self._release()
+
+    async def _release(self) -> None:
+        if not self._done:
+            self._done = True
+            await self._sandbox._release(self._fds, self._workdir)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree
-from clawgym_env.sandbox._process import kill_process_group, run_process
+from clawgym_env.sandbox._process import kill_process_group, start_process
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = ["LocalSandbox", "NoIsolationWarning"]
@@ -116,11 +116,12 @@ class LocalSandbox(Sandbox):
         if self.state is not SandboxState.STARTED:
             raise SandboxExecError(f"none sandbox: exec in state {self.state.value}; call start() first")
         full_env = {**os.environ, **self.config.env, **(env or {})}
-        result = await run_process(
+        running = await start_process(
             list(cmd), env=full_env, cwd=str(self._host_path(cwd or self.config.workspace_mount)),
-            timeout=timeout if timeout is not None else self.config.wall_time_s, stdin=stdin,
-            on_output=on_output, max_output_bytes=max_output_bytes, on_start=self._procs.add,
+            with_stdin=stdin is not None, on_output=on_output, max_output_bytes=max_output_bytes,
+            on_start=self._procs.add,
         )  # fmt: skip
+        result = await running.finish(stdin, timeout if timeout is not None else self.config.wall_time_s)
         self._procs = {p for p in self._procs if p.returncode is None}
         return result
 

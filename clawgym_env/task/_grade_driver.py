@@ -1,5 +1,7 @@
 """Runs a task's ``grade()`` in the sealed grading sandbox (python3 stdlib only; passed to ``python3 -I -c``).
 
+argv[1]: the source of ``_agent_jail``, loaded before stdin is read (it is the same for every episode, and
+the process may be started while the agent still runs: nothing here touches the workspace before stdin).
 stdin: JSON {"key" (hex), "transcript", "workspace", "file" (path inside) or null, "source" or null}.
 The verdict is one stdout line ``__CLAWGYM_GRADE__ <hmac> {"ok": true, "scores": {...}}`` (or
 ``{"ok": false, "error": ...}``), signed with the key. Code under test (the agent's, run by grade()
@@ -7,7 +9,7 @@ as a child) shares this uid and may print anything, kill us or write to our stdo
 sign: the key came over stdin, already drained, and this process is made non-dumpable first, so
 its memory and descriptors are closed to same-uid processes (the sandbox also refuses ptrace).
 Importing the agent's modules into this process is refused: code in here could sign anything.
-``grade()`` runs the agent's code through ``clawgym_grading`` (``_agent_jail``, passed as "jail"),
+``grade()`` runs the agent's code through ``clawgym_grading`` (``_agent_jail``, argv[1]),
 which keeps it away from the hidden files and from this process altogether.
 """
 
@@ -16,8 +18,8 @@ import hashlib
 import hmac
 import importlib.machinery
 import json
+import os
 import sys
-import traceback
 import types
 
 MARK = "__CLAWGYM_GRADE__ "
@@ -50,11 +52,11 @@ class _NoWorkspaceImports:
 
 def main():
     _seal()
+    jail = types.ModuleType("clawgym_grading")
+    exec(compile(sys.argv[1], "clawgym_grading", "exec"), jail.__dict__)
+    sys.modules["clawgym_grading"] = jail
     req = json.loads(sys.stdin.read())
     key = bytes.fromhex(req.pop("key"))
-    jail = types.ModuleType("clawgym_grading")
-    exec(compile(req.pop("jail"), "clawgym_grading", "exec"), jail.__dict__)
-    sys.modules["clawgym_grading"] = jail
 
     def finish(payload):
         body = json.dumps(payload)
@@ -80,6 +82,8 @@ def main():
             return
         result = grade(req["transcript"], req["workspace"])
     except BaseException:  # the grader's own failure is reported, never raised
+        import traceback
+
         finish({"ok": False, "error": traceback.format_exc(limit=5)[-4000:]})
         return
     if not isinstance(result, dict):
@@ -96,3 +100,6 @@ def main():
 
 
 main()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)  # the verdict is out: skip the interpreter's teardown

@@ -1,13 +1,13 @@
 """Runs a task's script verifier (``reward.sh``) in the sealed grading sandbox (passed to ``python3 -I -c``).
 
-stdin: JSON {"key" (hex), "argv", "cwd", "timeout"}; the script inherits the environment. The script's stdout is read from a
+argv[1]: the source of ``_agent_jail``. stdin: JSON {"key" (hex), "argv", "cwd", "timeout"}; the script inherits the environment. The script's stdout is read from a
 socket, not a pipe: a socket cannot be reopened through /proc/<pid>/fd, so code the script runs
 cannot write into it unless the script hands it the descriptor itself. When the script exits,
 anything still running is an error (a process outliving its grader could print after it) and is
 killed. The verdict, signed with the key as in ``_grade_driver``, is one stdout line
 ``__CLAWGYM_GRADE__ <hmac> {"rc", "stdout", "stray"}``; the script's stderr passes through.
 The script runs the agent's code through ``$CLAWGYM_RUN_AGENT`` (``_agent_jail``'s command line,
-its source passed as "jail"), never directly. With "jail_python" (imported ClawGym checkers, which
+its source passed as argv[1]), never directly. With "jail_python" (imported ClawGym checkers, which
 run it as plain children), every python3 the script starts loads ``jail_subprocess`` first.
 """
 
@@ -79,7 +79,7 @@ def main():
     key = bytes.fromhex(req.pop("key"))
     jail_dir = tempfile.mkdtemp(prefix="clawgym-jail-")
     with open(os.path.join(jail_dir, "agent_jail.py"), "w") as fh:
-        fh.write(req.pop("jail"))
+        fh.write(sys.argv[1])
     os.environ["CLAWGYM_RUN_AGENT"] = "python3 -I " + os.path.join(jail_dir, "agent_jail.py")
     if req.pop("jail_python", False):  # checkers that run agent code as plain children: jail their subprocesses
         with open(os.path.join(jail_dir, "sitecustomize.py"), "w") as fh:
@@ -131,3 +131,5 @@ def main():
 
 
 main()
+sys.stderr.flush()
+os._exit(0)  # the verdict is out: skip the interpreter's teardown

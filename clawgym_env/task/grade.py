@@ -34,11 +34,12 @@ from typing import Any
 from clawgym_env.errors import ConfigError, SandboxError, VerifierError
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.sandbox import FinalLayers, Mount, Sandbox, SandboxConfig, create_sandbox
+from clawgym_env.sandbox.base import Spawned
 from clawgym_env.sandbox._fs import copy_tree_safely
 from clawgym_env.task.spec import ScriptVerifier, TaskSpec
-from clawgym_env.task.verify import PAYLOAD_PATH, VerifyResult, reward_payload, run_verifiers
+from clawgym_env.task.verify import PAYLOAD_PATH, VerifyResult, reward_payload, run_verifiers, spawn_graders
 
-__all__ = ["grade_final", "grade_workspace"]
+__all__ = ["EarlyGrading", "grade_final", "grade_workspace"]
 
 _PAYLOAD_DIR = PAYLOAD_PATH.rsplit("/", 1)[0]
 
@@ -83,6 +84,7 @@ async def grade_final(
     transcript: dict[str, Any],
     judge: PolicyBackend | None = None,
     copy_to: Path | None = None,
+    early: EarlyGrading | None = None,
 ) -> tuple[VerifyResult, list[str]]:
     """Grade the episode that ran in ``sandbox`` (left open for the caller to close afterwards):
     reap it, then grade its final workspace in a fresh sealed sandbox of the same backend.
@@ -90,13 +92,17 @@ async def grade_final(
     Where the backend can share the workspace's layers (bwrap) and the hidden files do not go
     inside the workspace, they are stacked read-only under the grading sandbox, with no copy;
     otherwise, or when ``copy_to`` asks for the files too (to save them), the workspace is taken
-    out to ``copy_to`` (or a private temp folder) and graded from there. Returns the result and
-    the special files left out (relative to the workspace).
+    out to ``copy_to`` (or a private temp folder) and graded from there. ``early``: the grading
+    sandbox ``EarlyGrading.start`` made while the episode ran, used when it stacks those same
+    layers (the caller closes it). Returns the result and the special files left out (relative to
+    the workspace).
     """
     await sandbox.reap()
     if copy_to is None and not (task.hidden_dir is not None and _hidden_inside_workspace(task)):
-        shared = await sandbox.final_layers()
+        shared = await sandbox.final_layers()  # from here on nothing of the agent's runs or changes
         if shared is not None:
+            if early is not None and early.layers == (shared.src, shared.layers):
+                return await early.grading.run(transcript, judge, early.spawned), list(shared.skipped)
             return await _grade(task, shared, transcript, sandbox.name, judge), list(shared.skipped)
     with tempfile.TemporaryDirectory(prefix="clawgym-final-") as tmp:
         final = copy_to if copy_to is not None else Path(tmp) / "workspace"
@@ -107,43 +113,115 @@ async def grade_final(
         return await grade_workspace(task, final, transcript, backend=sandbox.name, judge=judge), skipped
 
 
-async def _grade(task: TaskSpec, ws: FinalLayers, transcript: dict[str, Any], backend: str,
-                 judge: PolicyBackend | None) -> VerifyResult:
-    staging = Path(tempfile.mkdtemp(prefix="clawgym-grade-"))
-    try:
+class EarlyGrading:
+    """The sealed grading sandbox of an episode, started while the agent still runs, with its graders'
+    processes up and blocked on their stdin, so the episode does not wait for their start after the agent.
+
+    It stacks the layers ``Sandbox.layers_ahead`` names, which hold none of the agent's work until
+    ``final_layers`` (in ``grade_final``, after every agent process is dead) moves it in; its graders read
+    the workspace only once given their request, after that. The agent cannot reach it: other
+    namespaces (pid, ipc, net, user, mount), no shared folder but that layer. ``start`` returns None
+    where this cannot work (no shareable layers, hidden files inside the workspace); ``close`` always.
+    """
+
+    def __init__(self, grading: _Grading, layers: tuple[Path | None, tuple[Path, ...]]) -> None:
+        self.grading = grading
+        self.layers = layers
+        self.spawned: list[Spawned | None] = []
+
+    @classmethod
+    async def start(cls, task: TaskSpec, sandbox: Sandbox) -> EarlyGrading | None:
+        ahead = sandbox.layers_ahead()
+        if ahead is None or (task.hidden_dir is not None and _hidden_inside_workspace(task)):
+            return None
+        early = cls(_Grading(task, ahead, sandbox.name), (ahead.src, ahead.layers))
+        try:
+            await early.grading.start()
+            early.spawned = await spawn_graders(task, early.grading.sandbox)
+        except BaseException:
+            await early.close()
+            raise
+        return early
+
+    async def close(self) -> None:
+        for s in self.spawned:
+            if s is not None:
+                await s.discard()
+        await self.grading.close()
+
+
+class _Grading:
+    """One sealed grading sandbox over a final workspace: hidden files and payload folder mounted."""
+
+    def __init__(self, task: TaskSpec, ws: FinalLayers, backend: str) -> None:
+        self.task, self.ws, self.backend = task, ws, backend
+        self.staging = Path(tempfile.mkdtemp(prefix="clawgym-grade-"))
+        self.payload_dir: Path | None = None
+        self.mounts: list[Mount] = []
+        self._sb: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        assert self._sb is not None, "start() first"
+        return self._sb
+
+    async def start(self) -> None:
+        task, ws = self.task, self.ws
         lower = ws.src
         rel = _hidden_inside_workspace(task) if task.hidden_dir is not None else None
         if rel and ws.layers:
             raise ConfigError(f"{task.full_id}: its hidden files go inside the workspace; grade a copy, not layers")
         if rel and lower is not None and _shadowed(lower, rel):  # the agent put something where the hidden files go
-            lower = staging / "workspace"
+            lower = self.staging / "workspace"
             copy_tree_safely(ws.src, lower)  # type: ignore[arg-type]
             victim = lower / rel.split("/")[0]
             if victim.is_symlink() or victim.is_file():
                 victim.unlink()
             else:
                 shutil.rmtree(victim)
-        mounts: list[Mount] = []
         if task.hidden_dir is not None:
-            mounts.append(Mount(host=task.hidden_dir, inside=task.hidden_mount))
+            self.mounts.append(Mount(host=task.hidden_dir, inside=task.hidden_mount))
         if any(isinstance(v, ScriptVerifier) for v in task.verifiers):
-            payload_dir = staging / "payload"
-            payload_dir.mkdir()
-            (payload_dir / PAYLOAD_PATH.rsplit("/", 1)[1]).write_text(
-                json.dumps(reward_payload(task, transcript), default=str), encoding="utf-8")
-            os.chmod(payload_dir, 0o755)
-            mounts.append(Mount(host=payload_dir, inside=_PAYLOAD_DIR))
+            self.payload_dir = self.staging / "payload"  # filled by run(): a bind shows it as it is then
+            self.payload_dir.mkdir()
+            os.chmod(self.payload_dir, 0o755)
+            self.mounts.append(Mount(host=self.payload_dir, inside=_PAYLOAD_DIR))
         config = SandboxConfig(
             workspace_mount=task.workspace_mount, workspace_src=lower, workspace_layers=ws.layers,
-            mounts=tuple(mounts), memory_mb=task.limits.memory_mb, sealed=True,
+            mounts=tuple(self.mounts), memory_mb=task.limits.memory_mb, sealed=True,
         )  # fmt: skip
         try:
-            async with create_sandbox(backend, config) as sb:
-                if backend == "none":  # no mounts there: copy in (no isolation to speak of anyway)
-                    for m in mounts:
-                        await sb.upload(m.host, m.inside)
-                return await run_verifiers(task, sb, transcript, judge)
+            self._sb = create_sandbox(self.backend, config)
+            await self._sb.start()
         except SandboxError as exc:
             raise VerifierError(f"cannot start the grading sandbox for {task.full_id}: {exc}") from exc
+
+    async def run(self, transcript: dict[str, Any], judge: PolicyBackend | None,
+                  spawned: list[Spawned | None] | None = None) -> VerifyResult:
+        if self.payload_dir is not None:
+            (self.payload_dir / PAYLOAD_PATH.rsplit("/", 1)[1]).write_text(
+                json.dumps(reward_payload(self.task, transcript), default=str), encoding="utf-8")
+        try:
+            if self.backend == "none":  # no mounts there: copy in (no isolation to speak of anyway)
+                for m in self.mounts:
+                    await self.sandbox.upload(m.host, m.inside)
+            return await run_verifiers(self.task, self.sandbox, transcript, judge, spawned)
+        except SandboxError as exc:
+            raise VerifierError(f"cannot start the grading sandbox for {self.task.full_id}: {exc}") from exc
+
+    async def close(self) -> None:
+        try:
+            if self._sb is not None:
+                await self._sb.close()
+        finally:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+
+async def _grade(task: TaskSpec, ws: FinalLayers, transcript: dict[str, Any], backend: str,
+                 judge: PolicyBackend | None) -> VerifyResult:
+    grading = _Grading(task, ws, backend)
+    try:
+        await grading.start()
+        return await grading.run(transcript, judge)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        await grading.close()

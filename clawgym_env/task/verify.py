@@ -24,7 +24,7 @@ from typing import Any
 
 from clawgym_env.errors import SandboxError, VerifierError
 from clawgym_env.proxy.backends.base import PolicyBackend
-from clawgym_env.sandbox.base import Sandbox
+from clawgym_env.sandbox.base import Sandbox, Spawned
 from clawgym_env.task.answer import extract_tagged, match_answer
 from clawgym_env.task.judge import ask_judge, build_judge_messages
 from clawgym_env.task.spec import (
@@ -35,7 +35,8 @@ from clawgym_env.task.spec import (
     TaskSpec,
 )
 
-__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "reward_payload", "run_verifiers", "verify"]
+__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "reward_payload", "run_verifiers",
+           "spawn_graders", "verify"]
 
 PAYLOAD_PATH = "/tmp/.clawgym-verify/reward_payload.json"
 """Where script verifiers find the episode (ClawGym's OPENCLAW_REWARD_PAYLOAD convention)."""
@@ -113,6 +114,60 @@ async def _exec(sandbox: Sandbox, cmd: list[str], spec: TaskSpec, timeout: float
         raise VerifierError(f"verifier for {spec.full_id} could not run in the sandbox: {exc}") from exc
 
 
+def _grader_command(v: CodeVerifier | ScriptVerifier, spec: TaskSpec) -> tuple[list[str], dict[str, str]]:
+    """The grading process of a code or script verifier (argv, env): the same whatever the episode did,
+    so it can be started before the episode ends (``spawn_graders``); its request comes on stdin."""
+    if isinstance(v, CodeVerifier):
+        # -I: the agent's files (a json.py in the workspace, a usercustomize in HOME) must not load into the grader
+        return ["python3", "-I", "-c", _CODE_DRIVER, _JAIL], dict(_SAFE_ENV)
+    env = {
+        **_SAFE_ENV,
+        **params_env(spec),
+        "CLAWGYM_WORKSPACE": spec.workspace_mount,
+        "CLAWGYM_HIDDEN": spec.hidden_mount,
+        "CLAWGYM_TASK_ID": spec.full_id,
+        "OPENCLAW_REWARD_PAYLOAD": PAYLOAD_PATH,
+    }
+    return ["python3", "-I", "-c", _SCRIPT_DRIVER, _JAIL], env
+
+
+async def _spawn(v: CodeVerifier | ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> Spawned:
+    argv, env = _grader_command(v, spec)
+    try:
+        return await sandbox.spawn(argv, env=env, cwd=spec.workspace_mount)
+    except SandboxError as exc:
+        raise VerifierError(f"verifier for {spec.full_id} could not run in the sandbox: {exc}") from exc
+
+
+async def spawn_graders(spec: TaskSpec, sandbox: Sandbox) -> list[Spawned | None]:
+    """The grading processes of ``spec``'s code and script verifiers, started now in ``sandbox`` and blocked on
+    their stdin (None for the other kinds), for ``run_verifiers(..., spawned=...)``. The drivers read nothing
+    of the workspace before their request arrives, so they may start while the agent is still running."""
+    out: list[Spawned | None] = []
+    try:
+        for v in spec.verifiers:
+            out.append(await _spawn(v, spec, sandbox) if isinstance(v, (CodeVerifier, ScriptVerifier)) else None)
+    except BaseException:
+        for s in out:
+            if s is not None:
+                await s.discard()
+        raise
+    return out
+
+
+async def _grade_in(proc: Spawned | None, v: CodeVerifier | ScriptVerifier, spec: TaskSpec, sandbox: Sandbox,
+                    stdin: bytes, timeout: float) -> Any:
+    """Run the grading process: the one spawned ahead if it is still waiting, else a fresh one."""
+    if proc is None or not proc.alive:
+        if proc is not None:
+            await proc.discard()
+        proc = await _spawn(v, spec, sandbox)
+    try:
+        return await proc.finish(stdin, timeout)
+    except SandboxError as exc:
+        raise VerifierError(f"verifier for {spec.full_id} could not run in the sandbox: {exc}") from exc
+
+
 def _signed_verdict(res: Any, key: bytes, what: str, timeout_s: float) -> tuple[dict[str, Any] | None, str | None]:
     """The driver's signed verdict, or why there is none: a grader killed, timed out or exiting
     non-zero is an error, and an unsigned marker line (anyone may print one) is ignored."""
@@ -138,20 +193,18 @@ def _driver_output(res: Any) -> str:
     return text + (("\n[stderr]\n" + res.stderr) if res.stderr.strip() else "")
 
 
-async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any]) -> _Outcome:
+async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any],
+                    proc: Spawned | None) -> _Outcome:
     inside = spec.sandbox_path_of(v.file)
     key = secrets.token_bytes(32)
     request = {
         "key": key.hex(),
-        "jail": _JAIL,
         "transcript": transcript,
         "workspace": spec.workspace_mount,
         "file": inside,
         "source": None if inside else spec.host_path(v.file).read_text(encoding="utf-8"),
     }
-    # -I: the agent's files (a json.py in the workspace, a usercustomize in HOME) must not load into the grader
-    res = await _exec(sandbox, ["python3", "-I", "-c", _CODE_DRIVER], spec, v.timeout_s,
-                      stdin=json.dumps(request, default=str).encode(), env=_SAFE_ENV)
+    res = await _grade_in(proc, v, spec, sandbox, json.dumps(request, default=str).encode(), v.timeout_s)
     output = _driver_output(res)
     payload, error = _signed_verdict(res, key, "grade()", v.timeout_s)
     if payload is None:
@@ -179,25 +232,16 @@ def reward_payload(spec: TaskSpec, transcript: dict[str, Any]) -> dict[str, Any]
     }
 
 
-async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox) -> _Outcome:
+async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox, proc: Spawned | None) -> _Outcome:
     inside = spec.sandbox_path_of(v.file)
     if inside:
         argv = ["bash", inside]
     else:
         argv = ["bash", "-c", spec.host_path(v.file).read_text(encoding="utf-8"), v.file]
-    env = {
-        **_SAFE_ENV,
-        **params_env(spec),
-        "CLAWGYM_WORKSPACE": spec.workspace_mount,
-        "CLAWGYM_HIDDEN": spec.hidden_mount,
-        "CLAWGYM_TASK_ID": spec.full_id,
-        "OPENCLAW_REWARD_PAYLOAD": PAYLOAD_PATH,
-    }
     key = secrets.token_bytes(32)
-    request = {"key": key.hex(), "jail": _JAIL, "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s,
+    request = {"key": key.hex(), "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s,
                "jail_python": spec.metadata.get("source_format") == "clawgym"}
-    res = await _exec(sandbox, ["python3", "-I", "-c", _SCRIPT_DRIVER], spec, v.timeout_s + 15,
-                      stdin=json.dumps(request).encode(), env=env)
+    res = await _grade_in(proc, v, spec, sandbox, json.dumps(request).encode(), v.timeout_s + 15)
     output = _driver_output(res)
     payload, error = _signed_verdict(res, key, "script", v.timeout_s + 15)
     if payload is not None and payload.get("rc") is None:
@@ -300,20 +344,24 @@ async def _run_answer(v: AnswerVerifier, spec: TaskSpec, sandbox: Sandbox, trans
 
 
 async def run_verifiers(
-    spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], judge: PolicyBackend | None = None
+    spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], judge: PolicyBackend | None = None,
+    spawned: list[Spawned | None] | None = None,
 ) -> VerifyResult:
     """Run every verifier in ``sandbox`` (a grading sandbox with the hidden files and payload in
-    place) and combine their scores by weight. ``grade_workspace`` is the way in."""
+    place) and combine their scores by weight. ``grade_workspace`` is the way in. ``spawned``: the
+    grading processes ``spawn_graders`` started ahead, one per verifier (each is used or discarded)."""
     total_w = sum(v.weight for v in spec.verifiers)
     subscores: dict[str, float] = {}
     infos: dict[str, Any] = {}
     outputs: list[str] = []
     score = 0.0
-    for v in spec.verifiers:
+    ahead = list(spawned) if spawned is not None else [None] * len(spec.verifiers)
+    for i, v in enumerate(spec.verifiers):
+        proc, ahead[i] = ahead[i], None
         if isinstance(v, CodeVerifier):
-            out = await _run_code(v, spec, sandbox, transcript)
+            out = await _run_code(v, spec, sandbox, transcript, proc)
         elif isinstance(v, ScriptVerifier):
-            out = await _run_script(v, spec, sandbox)
+            out = await _run_script(v, spec, sandbox, proc)
         elif isinstance(v, RubricVerifier):
             out = await _run_rubric(v, spec, sandbox, transcript, judge)
         else:
