@@ -329,16 +329,16 @@ class BwrapSandbox(Sandbox):
                 pass_fds=fds,
             )
         except BaseException:
-            await self._release(fds, workdir)
+            self._release(fds)
             raise
-        return _Started(self, running, fds, workdir)
+        return _Started(self, running, fds)
 
-    async def _release(self, fds: list[int], workdir: Path) -> None:
+    def _release(self, fds: list[int]) -> None:
+        """An exec is over: its descriptors go now; its (empty) overlay work dir with ``close``."""
         for fd in fds:
             os.close(fd)
         fds.clear()
         self._procs = {p for p in self._procs if p.returncode is None}
-        await asyncio.to_thread(rmtree_hard, workdir)
 
     @staticmethod
     def _kill(proc: asyncio.subprocess.Process) -> None:
@@ -504,10 +504,10 @@ class BwrapSandbox(Sandbox):
 
 
 class _Started(Spawned):
-    """One bwrap process of a ``BwrapSandbox``: its work dir and descriptors go when it ends."""
+    """One bwrap process of a ``BwrapSandbox``: its descriptors go when it ends."""
 
-    def __init__(self, sandbox: BwrapSandbox, running: Running, fds: list[int], workdir: Path) -> None:
-        self._sandbox, self._running, self._fds, self._workdir = sandbox, running, fds, workdir
+    def __init__(self, sandbox: BwrapSandbox, running: Running, fds: list[int]) -> None:
+        self._sandbox, self._running, self._fds = sandbox, running, fds
         self._done = False
 
     @property
@@ -533,4 +533,4 @@ class _Started(Spawned):
     async def _release(self) -> None:
         if not self._done:
             self._done = True
-            await self._sandbox._release(self._fds, self._workdir)
+            self._sandbox._release(self._fds)
