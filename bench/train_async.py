@@ -149,7 +149,7 @@ def arms(a: Any) -> dict[str, list[str]]:
         rollout = ",".join(map(str, cpus[1:]))
         out["async"] = [*stale, "--trainer-cpus", str(cpus[0]), "--rollout-cpus", rollout]
         if a.unpinned:
-            out["async, any CPU"] = stale
+            out["async unpinned"] = stale
     else:
         out["async"] = stale
     return out
