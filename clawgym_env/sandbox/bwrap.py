@@ -328,16 +328,13 @@ class BwrapSandbox(Sandbox):
                 classify=classify,
                 pass_fds=fds,
             )
-        except BaseException:
-            self._release(fds)
-            raise
-        return _Started(self, running, fds)
+        finally:  # the child has its own copy from the fork
+            for fd in fds:
+                os.close(fd)
+        return _Started(self, running)
 
-    def _release(self, fds: list[int]) -> None:
-        """An exec is over: its descriptors go now; its (empty) overlay work dir with ``close``."""
-        for fd in fds:
-            os.close(fd)
-        fds.clear()
+    def _release(self) -> None:
+        """An exec is over: forget its process (its empty overlay work dir goes with ``close``)."""
         self._procs = {p for p in self._procs if p.returncode is None}
 
     @staticmethod
@@ -504,11 +501,10 @@ class BwrapSandbox(Sandbox):
 
 
 class _Started(Spawned):
-    """One bwrap process of a ``BwrapSandbox``: its descriptors go when it ends."""
+    """One bwrap process of a ``BwrapSandbox``."""
 
-    def __init__(self, sandbox: BwrapSandbox, running: Running, fds: list[int]) -> None:
-        self._sandbox, self._running, self._fds = sandbox, running, fds
-        self._done = False
+    def __init__(self, sandbox: BwrapSandbox, running: Running) -> None:
+        self._sandbox, self._running = sandbox, running
 
     @property
     def alive(self) -> bool:
@@ -517,20 +513,15 @@ class _Started(Spawned):
     async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
         try:
             result = await self._running.finish(stdin, timeout if timeout is not None else self._sandbox.config.wall_time_s)
-            if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
-                # command not found: 127 as from a shell (and the docker backend)
-                result = dataclasses.replace(result, return_code=127)
-            return result
         finally:
-            await self._release()
+            self._sandbox._release()
+        if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
+            # command not found: 127 as from a shell (and the docker backend)
+            result = dataclasses.replace(result, return_code=127)
+        return result
 
     async def discard(self) -> None:
         try:
             await self._running.discard()
         finally:
-            await self._release()
-
-    async def _release(self) -> None:
-        if not self._done:
-            self._done = True
-            self._sandbox._release(self._fds)
+            self._sandbox._release()

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import textwrap
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +71,13 @@ def bash(cmd: str) -> dict[str, Any]:
 
 
 def grader_processes() -> list[int]:
-    """Host pids of code-driver graders (python3 -I -c <driver>)."""
+    """Host pids of this test's code-driver graders (python3 -I -c <driver>), not other runs' on the machine."""
     found = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = p.info["cmdline"] or []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:
+            continue
         if len(cmd) > 3 and cmd[0] == "python3" and cmd[2] == "-c" and DRIVER_MARK in cmd[3]:
             found.append(p.pid)
     return found
@@ -83,9 +87,10 @@ async def test_the_early_grader_sees_only_what_the_dead_agent_left(spec: Any, mo
     log = spy_on_sandboxes(monkeypatch)
     # The agent leaves a writer behind (its own session) that would fix its answer after the harness
     # exits. Its last command stamps the time; the grader's process must have started before that.
+    token = uuid.uuid4().hex  # names the writer among every process on the machine
     backend = ScriptedBackend([
         bash("echo wrong > hello.txt; "
-             "setsid sh -c 'sleep 60; echo \"hello world\" > /workspace/hello.txt; touch /workspace/late.txt' "
+             f"setsid sh -c 'sleep 60; echo \"hello world\" > /workspace/hello.txt; touch /workspace/late.txt; : {token}' "
              ">/dev/null 2>&1 </dev/null & "
              "sleep 0.5"),  # the grader's start has time to finish while the agent runs
         bash("cat /proc/uptime > /workspace/t_end"),
@@ -95,7 +100,7 @@ async def test_the_early_grader_sees_only_what_the_dead_agent_left(spec: Any, mo
     assert result.status == "completed", result.error
     assert result.subscores == {"code/started_before_the_agent_ended": 1.0, "code/final_content": 1.0,
                                 "code/no_late_file": 1.0}, result.verifier_output
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "late.txt" in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])]
     assert [sb.config.sealed for sb in log.made] == [False, True]  # one grading sandbox: the early one
     assert_sandbox_dirs_gone([sb.host_dir_for_test for sb in log.made])
     assert not grader_processes()
