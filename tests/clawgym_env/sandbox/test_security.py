@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox._cgroup import detect
 
 from .conftest import processes_with, wait_for_daemon
@@ -188,3 +190,21 @@ async def test_cancelled_exec_kills_its_process_tree(make) -> None:
     await asyncio.sleep(0.3)
     assert processes_with(marker) == []
     assert (await sb.exec(["echo", "still usable"])).stdout.strip() == "still usable"
+
+
+async def test_uploads_never_follow_links_the_agent_planted(make, tmp_path: Path) -> None:
+    """bwrap copies config files host-side only while nothing has run inside; after that, an upload
+    through a link the agent left in HOME or /tmp lands inside the sandbox, never on the host."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    src = tmp_path / "cfg.json"
+    src.write_text("CONFIG-5c1e")
+    sb = await make()
+    await sb.upload(src, "/tmp/home/.config/first.json")  # before any exec (bwrap: host-side copy)
+    r = await sb.exec(["sh", "-c", f"cat /tmp/home/.config/first.json; ln -s {victim} /tmp/home/link; "
+                                   f"ln -s {victim}/f.json /tmp/home/flink"])
+    assert r.stdout == "CONFIG-5c1e"
+    for dest in ("/tmp/home/link/f.json", "/tmp/home/flink"):
+        with contextlib.suppress(SandboxExecError):  # refused inside the sandbox is fine too
+            await sb.upload(src, dest)
+    assert list(victim.iterdir()) == []
