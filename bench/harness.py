@@ -2,6 +2,9 @@
 
     python bench/harness.py [--harness custom,claude-code,openclaw] [--repeats 3] [--concurrency 1,2,4,8]
 
+The target's figures (idle machine): ``python3 bench/harness.py --harness custom,claude-code --repeats 3``,
+then ``python3 bench/harness.py --harness openclaw --repeats 1`` (OpenClaw: ~40 s an episode idle, 4 episodes).
+
 Each episode is the h6-smoke ``hello-file`` task (2 model calls: write the file, say done) served by
 a ScriptedBackend, so the numbers are the harness + sandbox + proxy cost with a zero-latency model.
 "native" runs the adapter's own command and environment on the host, outside any sandbox, with
