@@ -9,9 +9,13 @@ import os
 import posixpath
 import shutil
 import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["copy_tree_safely", "inside_path", "move_into", "rmtree_hard", "sanitize_tree", "strip_escaping_symlinks"]
+from clawgym_env.sandbox.base import Mount
+
+__all__ = ["copy_tree_safely", "host_path_in", "inside_path", "move_into", "rmtree_hard", "sanitize_tree",
+           "strip_escaping_symlinks"]
 
 log = logging.getLogger("clawgym.sandbox")
 
@@ -41,6 +45,22 @@ def inside_path(path: str, workspace: str) -> str:
     """Absolute, normalised path inside the sandbox (relative paths are under the workspace)."""
     p = path if path.startswith("/") else posixpath.join(workspace, path)
     return posixpath.normpath(p)
+
+
+def host_path_in(target: str, roots: Mapping[str, Path], mounts: Sequence[Mount]) -> Path | None:
+    """Where the file ``target`` (inside) lies on the host if it is under one of ``roots`` (inside folder ->
+    the host folder bound there) and not under a mount; None elsewhere, along a symlink, or at a folder."""
+    if any(target == m.inside or target.startswith(m.inside.rstrip("/") + "/") for m in mounts):
+        return None
+    for inside, host in roots.items():
+        if target.startswith(inside.rstrip("/") + "/"):
+            path = host
+            for part in target[len(inside.rstrip("/")) + 1 :].split("/"):
+                if part in ("", ".", "..") or path.is_symlink():
+                    return None
+                path = path / part
+            return None if path.is_symlink() or path.is_dir() else path
+    return None
 
 
 def strip_escaping_symlinks(root: Path) -> list[Path]:

@@ -15,9 +15,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from clawgym_env.errors import SandboxExecError
-from clawgym_env.sandbox.base import ExecResult, OutputCallback
+from clawgym_env.sandbox.base import ExecResult, OutputCallback, Spawned
 
-__all__ = ["OutputBuffer", "Running", "start_process"]
+__all__ = ["OutputBuffer", "Running", "SpawnedProcess", "start_process"]
 
 _CHUNK = 65536
 
@@ -186,3 +186,29 @@ async def _drain_after_kill(work: asyncio.Future[object], proc: asyncio.subproce
             await work
         except BaseException:
             pass
+
+
+class SpawnedProcess(Spawned):
+    """A backend's ``Spawned``: a ``Running`` process, ``on_end`` called once it is over, and an optional
+    ``fix`` of its result (bwrap: a command not found exits 127, as from a shell)."""
+
+    def __init__(self, running: Running, on_end: Callable[[], None], default_timeout: float | None,
+                 fix: Callable[[ExecResult], ExecResult] | None = None) -> None:
+        self._running, self._on_end, self._default_timeout, self._fix = running, on_end, default_timeout, fix
+
+    @property
+    def alive(self) -> bool:
+        return self._running.alive
+
+    async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
+        try:
+            result = await self._running.finish(stdin, timeout if timeout is not None else self._default_timeout)
+        finally:
+            self._on_end()
+        return self._fix(result) if self._fix is not None else result
+
+    async def discard(self) -> None:
+        try:
+            await self._running.discard()
+        finally:
+            self._on_end()

@@ -46,8 +46,15 @@ from pathlib import Path
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
-from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
-from clawgym_env.sandbox._process import Running, start_process
+from clawgym_env.sandbox._fs import (
+    host_path_in,
+    inside_path,
+    move_into,
+    rmtree_hard,
+    sanitize_tree,
+    strip_escaping_symlinks,
+)
+from clawgym_env.sandbox._process import SpawnedProcess, start_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag
 from clawgym_env.sandbox._bwrap_host import (
@@ -297,7 +304,7 @@ class BwrapSandbox(Sandbox):
         max_output_bytes: int,
         binds: Sequence[str],
         proxy: bool,
-    ) -> _Started:
+    ) -> SpawnedProcess:
         if self.state is not SandboxState.STARTED or self.dir is None:
             raise SandboxExecError(f"bwrap sandbox: exec in state {self.state.value}; call start() first")
         self._pristine = False
@@ -331,7 +338,7 @@ class BwrapSandbox(Sandbox):
         finally:  # the child has its own copy from the fork
             for fd in fds:
                 os.close(fd)
-        return _Started(self, running)
+        return SpawnedProcess(running, self._release, self.config.wall_time_s, _exit_127)
 
     def _release(self) -> None:
         """An exec is over: forget its process (its empty overlay work dir goes with ``close``)."""
@@ -418,7 +425,8 @@ class BwrapSandbox(Sandbox):
             raise SandboxExecError(f"upload: host path {src} does not exist")
         target = inside_path(dest, self.config.workspace_mount)
         self._ensure_writable(target)
-        if self._pristine and src.is_file() and (host := self._host_folder_path(target)) is not None:
+        roots = {self.home: self.dir / "home", "/tmp": self.dir / "tmp", **self._extra}
+        if self._pristine and src.is_file() and (host := host_path_in(target, roots, self.config.mounts)) is not None:
             # Nothing has run inside yet, so these folders hold only what we wrote: a host-side copy
             # equals the in-sandbox cp and saves a bwrap start (the harness's config files).
             host.parent.mkdir(parents=True, exist_ok=True)
@@ -435,23 +443,6 @@ class BwrapSandbox(Sandbox):
         )  # fmt: skip
         if r.return_code != 0:
             raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
-
-    def _host_folder_path(self, target: str) -> Path | None:
-        """Where ``target`` lies on the host if it is in HOME, /tmp or an upload folder (bound as they
-        are, unlike the workspace's layers or the config mounts); None elsewhere or along a symlink."""
-        assert self.dir is not None
-        roots = {self.home: self.dir / "home", "/tmp": self.dir / "tmp", **self._extra}
-        if any(target == m.inside or target.startswith(m.inside.rstrip("/") + "/") for m in self.config.mounts):
-            return None
-        for inside, host in roots.items():
-            if target.startswith(inside.rstrip("/") + "/"):
-                path = host
-                for part in target[len(inside.rstrip("/")) + 1 :].split("/"):
-                    if part in ("", ".", "..") or path.is_symlink():
-                        return None
-                    path = path / part
-                return None if path.is_symlink() or path.is_dir() else path
-        return None
 
     async def download(self, src: str, dest: Path) -> list[str]:
         """Copy ``src`` out of the sandbox to ``dest``; symlinks leading outside it are dropped."""
@@ -500,28 +491,9 @@ class BwrapSandbox(Sandbox):
             self.dir = None
 
 
-class _Started(Spawned):
-    """One bwrap process of a ``BwrapSandbox``."""
 
-    def __init__(self, sandbox: BwrapSandbox, running: Running) -> None:
-        self._sandbox, self._running = sandbox, running
-
-    @property
-    def alive(self) -> bool:
-        return self._running.alive
-
-    async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
-        try:
-            result = await self._running.finish(stdin, timeout if timeout is not None else self._sandbox.config.wall_time_s)
-        finally:
-            self._sandbox._release()
-        if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
-            # command not found: 127 as from a shell (and the docker backend)
-            result = dataclasses.replace(result, return_code=127)
-        return result
-
-    async def discard(self) -> None:
-        try:
-            await self._running.discard()
-        finally:
-            self._sandbox._release()
+def _exit_127(result: ExecResult) -> ExecResult:
+    """bwrap's "command not found" as from a shell (and the docker backend): 127."""
+    if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
+        return dataclasses.replace(result, return_code=127)
+    return result
