@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from clawgym_env._sync import run_sync
+from clawgym_env.errors import ConfigError
 
-__all__ = ["Size", "build_model", "capture", "evaluate", "main", "rl", "run", "sft"]
+__all__ = ["Size", "build_model", "capture", "evaluate", "learnable_categories", "main", "probe", "rl", "rl_tasks", "run", "sft"]
 
 TRAIN_SUITE = "procgen-train"
 TEST_SUITE = "procgen-test"
@@ -45,7 +46,14 @@ STAGES = ("before", "after-sft", "after-rl")
 
 @dataclass
 class Size:
-    """How big a run is; ``Size.quick()`` fits CI's slow tier."""
+    """How big a run is; ``Size.quick()`` fits CI's slow tier.
+
+    ``probe_tasks``: train variants the SFT policy is sampled on (``probe_attempts`` each, at
+    ``rl_temperature``) before RL; RL then trains only on the templates it solved sometimes but not
+    always, the only groups whose rewards vary ("" = no probe: every train variant). ``val_tasks``:
+    train variants kept out of RL and evaluated greedily after SFT and after RL, the split on which
+    RL's settings are chosen (never the held-out test variants).
+    """
 
     harnesses: str = "claude-code-bash"
     train_tasks: str = "*"
@@ -61,6 +69,10 @@ class Size:
     rl_generations: int = 4
     rl_pairs: int = 4
     rl_temperature: float = 1.0
+    rl_beta: float = 0.0
+    probe_tasks: str = ""
+    probe_attempts: int = 4
+    val_tasks: str = ""
     mix_weights: str | None = None
     max_tokens: int = 64
     eval_temperature: float = 0.0
@@ -123,8 +135,49 @@ def sft(work: Path, model: Path, dataset: Path, size: Size) -> Path:
     return trainer.save(out / "final")
 
 
-def rl(work: Path, model: Path, size: Size) -> Path:
-    """Stage 4: tree GRPO on the train variants from the SFT model, mix-harness."""
+def learnable_categories(attempts: list[Any]) -> list[str]:
+    """Templates (attempt categories) whose mean score is strictly between 0 and 1: GRPO's groups there can vary."""
+    scores: dict[str, list[float]] = {}
+    for a in attempts:
+        scores.setdefault(a.category, []).append(a.score)
+    return sorted(c for c, v in scores.items() if 0.0 < sum(v) / len(v) < 1.0)
+
+
+def rl_tasks(size: Size, categories: list[str] | None) -> list[Any]:
+    """RL's train variants: ``train_tasks`` minus ``val_tasks``, only ``categories`` when a probe chose them."""
+    from fnmatch import fnmatch
+
+    tasks = [t for t in _select(TRAIN_SUITE, size.train_tasks) if not (size.val_tasks and fnmatch(t.id, size.val_tasks))]
+    if categories is not None:
+        tasks = [t for t in tasks if t.category in categories]
+    if not tasks:
+        raise ConfigError(f"experiment_pass1: no train variant left for RL (train_tasks={size.train_tasks!r}, "
+                          f"val_tasks={size.val_tasks!r}, probed categories {categories}); widen --probe-tasks or train_tasks")
+    return tasks
+
+
+def probe(work: Path, model: Path, size: Size) -> list[str] | None:
+    """Stage 3b: sample the SFT model on ``probe_tasks`` at RL's temperature; the templates RL should train on."""
+    from clawgym_env.runner import load_attempts
+
+    if not size.probe_tasks:
+        return None
+    chosen = work / "probe" / "categories.json"
+    if not chosen.is_file():
+        out = work / "probe"
+        if out.exists():
+            shutil.rmtree(out)
+        evaluate("probe", model, out, size, suite=TRAIN_SUITE, tasks=size.probe_tasks, attempts=size.probe_attempts,
+                 temperature=size.rl_temperature)
+        attempts = load_attempts(out)
+        rates = {c: [a.score for a in attempts if a.category == c] for c in sorted({a.category for a in attempts})}
+        print("probe: " + ", ".join(f"{c} {sum(v):g}/{len(v)}" for c, v in rates.items()), flush=True)
+        chosen.write_text(json.dumps(learnable_categories(attempts)))
+    return list(json.loads(chosen.read_text()))
+
+
+def rl(work: Path, model: Path, size: Size, categories: list[str] | None = None) -> Path:
+    """Stage 4: tree GRPO on the train variants (the probed ``categories`` only, if given) from the SFT model."""
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
     from trainers.tree_sft.forward import DetachedTrunkForward
@@ -140,8 +193,8 @@ def rl(work: Path, model: Path, size: Size) -> Path:
                          num_generations=size.rl_generations, pairs_per_step=size.rl_pairs, max_steps=size.rl_steps,
                          learning_rate=size.rl_lr, max_completion_length=size.max_tokens, temperature=size.rl_temperature,
                          max_concurrent_episodes=size.rl_generations * size.rl_pairs, seed=size.seed, use_cpu=True, save_steps=0,
-                         lr_scheduler_type="constant")
-    tasks = _select(TRAIN_SUITE, size.train_tasks)
+                         lr_scheduler_type="constant", beta=size.rl_beta)
+    tasks = rl_tasks(size, categories)
     trainer = Trainer(cfg, model, tasks=tasks)
     freeze_bottom(trainer.policy, size.rl_frozen_layers)  # AdamW skips them: their grad stays None
 
@@ -159,13 +212,16 @@ def rl(work: Path, model: Path, size: Size) -> Path:
     return final / "model"
 
 
-def evaluate(stage: str, model: Path, out: Path, size: Size) -> Path:
-    """Stage 5: ``clawgym bench run`` of ``model`` on the held-out variants into ``out``."""
-    # episodes in flight are decoded as one batch; the custom agent gives up on a call after 600 s
-    cmd = ["clawgym", "bench", "run", "--model", f"hf:{model}?max_batch={size.eval_concurrency}", "--harness", size.harnesses,
-           "--suite", TEST_SUITE, "--tasks", size.test_tasks, "-k", "1", "--concurrency", str(size.eval_concurrency),
-           "--max-tokens", str(size.max_tokens),
-           "--temperature", str(size.eval_temperature), "--seed", str(size.seed), "--out", str(out), "--no-progress"]
+def evaluate(stage: str, model: Path, out: Path, size: Size, *, suite: str = TEST_SUITE, tasks: str | None = None,
+             attempts: int = 1, temperature: float | None = None) -> Path:
+    """Stage 5: ``clawgym bench run`` of ``model`` on the held-out variants (or ``suite``/``tasks``) into ``out``."""
+    temperature = size.eval_temperature if temperature is None else temperature
+    # episodes in flight are decoded as one batch; the custom agent gives up on a call after 600 s. The backend's
+    # seed derives one per (session, call): `bench run --seed` would give every attempt the same samples
+    cmd = ["clawgym", "bench", "run", "--model", f"hf:{model}?max_batch={size.eval_concurrency}&seed={size.seed}",
+           "--harness", size.harnesses, "--suite", suite, "--tasks", tasks or size.test_tasks, "-k", str(attempts),
+           "--concurrency", str(size.eval_concurrency), "--max-tokens", str(size.max_tokens),
+           "--temperature", str(temperature), "--out", str(out), "--no-progress"]
     print(f"[{stage}] $ {' '.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True)
     return out
@@ -175,9 +231,9 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     """The whole pipeline; returns the per-stage timings. Stages already done in ``work`` are reused."""
     times: dict[str, float] = {}
 
-    def timed(name: str, fn: Any, *args: Any) -> Any:
+    def timed(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        value = fn(*args)
+        value = fn(*args, **kwargs)
         times[name] = round(time.perf_counter() - t0, 1)
         print(f"== {name}: {times[name]:.0f}s", flush=True)
         return value
@@ -188,13 +244,19 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     dataset = timed("capture", capture, work, model, size)
     models = {"before": model}
     models["after-sft"] = timed("sft", sft, work, model, dataset, size)
-    models["after-rl"] = timed("rl", rl, work, models["after-sft"], size)
+    categories = timed("probe", probe, work, models["after-sft"], size)
+    models["after-rl"] = timed("rl", rl, work, models["after-sft"], size, categories)
     for stage in STAGES:
         target = out / stage
         if target.exists():
             shutil.rmtree(target)
         timed(f"eval-{stage}", evaluate, stage, models[stage], target, size)
-    meta = {"size": asdict(size), "seconds": times, "total_s": round(sum(times.values()), 1),
+    for stage in STAGES[1:] if size.val_tasks else ():
+        target = out / f"val-{stage}"  # train variants RL did not see: where RL's settings are judged
+        if target.exists():
+            shutil.rmtree(target)
+        timed(f"val-{stage}", evaluate, f"val-{stage}", models[stage], target, size, suite=TRAIN_SUITE, tasks=size.val_tasks)
+    meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
             "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
     (out / "experiment.json").write_text(json.dumps(meta, indent=1))
     subprocess.run(["clawgym", "bench", "compare", str(out / "before"), str(out / "after-sft")], check=False)

@@ -143,15 +143,36 @@ class DetachedTrunkForward:
     """Mixin for a ``TreeTrainerBase`` subclass: its packs go through ``tree_logprobs`` (trunk without gradient).
 
     Only loss tokens get a logprob (the rest are 0), which is all the policy loss and the mismatch
-    metric read.
+    metric read. Each model keeps its last trunk's KV (``TrunkCache``) from pack to pack: the
+    reference model's for the whole run, the policy's until its next optimizer step (a post-step
+    hook drops it), so the packs of one step forward a harness's shared system prompt once per model.
     """
 
     mask_kind: str
     device: Any
     accelerator: Any
     config: Any
+    optimizer: Any
+    model: Any
+
+    def setup_models(self) -> None:
+        super().setup_models()  # type: ignore[misc]
+        self.trunks: dict[int, TrunkCache] = {}
+        """id(unwrapped model) -> its kept trunk."""
+        # accelerate's AcceleratedOptimizer steps the torch optimizer it wraps; its hooks fire there
+        self.optimizer.optimizer.register_step_post_hook(lambda *_: self.forget_trunk(self.model))
+
+    def forget_trunk(self, model: Any) -> None:
+        """Drop ``model``'s kept trunk: its weights changed (an optimizer step, a loaded checkpoint)."""
+        self.trunks.pop(id(self.accelerator.unwrap_model(model)), None)
+
+    def load_checkpoint(self, path: Any) -> None:
+        self.forget_trunk(self.model)
+        super().load_checkpoint(path)  # type: ignore[misc]
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
         # the branches go through the (DDP) wrapper's forward, so its gradient all-reduce runs (2-process test)
+        inner = self.accelerator.unwrap_model(model)
+        trunk = self.trunks.setdefault(id(inner), TrunkCache())
         return tree_logprobs(model, pack, device=self.device, mask_kind="bool" if self.mask_kind == "bool" else "additive",
-                             chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model))
+                             chunk_size=self.config.logprob_chunk_size, inner=inner, trunk=trunk)

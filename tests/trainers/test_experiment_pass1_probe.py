@@ -1,0 +1,35 @@
+"""The Pass@1 experiment's RL task choice: a probe's attempts pick the templates whose rewards can
+vary, and the validation variants never reach RL (the real procgen-train suite)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawgym_env.errors import ConfigError
+from clawgym_env.results import AttemptResult
+from trainers.scripts.experiment_pass1 import Size, learnable_categories, rl_tasks
+
+
+def _attempt(category: str, variant: str, k: int, score: float) -> AttemptResult:
+    return AttemptResult(task_id=f"procgen-train/{category}-{variant}", harness="claude-code-bash", attempt=k, category=category,
+                         status="passed" if score == 1.0 else "failed", score=score)
+
+
+def test_only_templates_solved_sometimes_are_learnable() -> None:
+    attempts = [_attempt("copy-file", "05", k, 1.0) for k in range(4)]  # always: every group has one reward
+    attempts += [_attempt("sum-column", "05", k, 0.0) for k in range(4)]  # never
+    attempts += [_attempt("head-lines", "05", k, float(k == 2)) for k in range(4)]
+    attempts += [_attempt("sort-numbers", v, 0, float(v == "06")) for v in ("05", "06")]  # mixed over variants
+    assert learnable_categories(attempts) == ["head-lines", "sort-numbers"]
+    assert learnable_categories([]) == []
+
+
+def test_rl_tasks_keep_the_probed_templates_and_leave_out_validation() -> None:
+    size = Size(val_tasks="*-12")
+    every = rl_tasks(size, None)
+    assert len(every) == 13 * 11 and not any(t.id.endswith("-12") for t in every)
+    chosen = rl_tasks(size, ["head-lines", "sort-numbers"])
+    assert {t.category for t in chosen} == {"head-lines", "sort-numbers"} and len(chosen) == 22
+    assert len(rl_tasks(Size(), ["head-lines"])) == 12  # no validation split: all 12 train variants
+    with pytest.raises(ConfigError, match="no train variant left for RL"):
+        rl_tasks(Size(train_tasks="*-12", val_tasks="*-12"), None)
