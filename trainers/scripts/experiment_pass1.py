@@ -16,10 +16,14 @@ Stages (each a function, so other experiments can reuse or swap one):
    (``trainers.tree_sft.expert``), kept only when the verifier scores 1.0, saved with ``datasets``.
 3. ``sft``: ``TreeSFTTrainer`` on those captures: ``sft_packs_per_step`` packs a step share one trunk
    forward, and the frozen bottom layers run once per pack (``trainers.tree_sft.frozen``).
-4. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward, the same bottom layers
-   frozen) on the train variants, mix-harness, from the SFT model, sampled at ``rl_temperature``.
-5. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
-   SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy); then ``clawgym bench compare``.
+4. ``probe``: the SFT model sampled ``probe_attempts`` times on ``probe_tasks`` at RL's temperature;
+   RL keeps the templates it solved sometimes but not always (``learnable_categories``).
+5. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward, a KL term ``rl_beta`` to the
+   SFT model, the same bottom layers frozen) on those templates' train variants minus ``val_tasks``,
+   from the SFT model, sampled at ``rl_temperature``.
+6. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
+   SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy), and on ``val_tasks`` after SFT and
+   after RL (train variants RL never saw: where RL's settings are judged); then ``clawgym bench compare``.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ class Size:
 
     harnesses: str = "claude-code-bash"
     train_tasks: str = "*"
-    test_tasks: str = "*-01"
+    test_tasks: str = "*-0[12]"
     sft_steps: int = 16
     sft_lr: float = 5e-4
     sft_branch_tokens: int = 1024
@@ -65,14 +69,14 @@ class Size:
     sft_frozen_layers: int = 20
     rl_frozen_layers: int = 20
     rl_steps: int = 6
-    rl_lr: float = 5e-5
+    rl_lr: float = 3e-5
     rl_generations: int = 4
-    rl_pairs: int = 4
+    rl_pairs: int = 8
     rl_temperature: float = 1.0
-    rl_beta: float = 0.0
-    probe_tasks: str = ""
+    rl_beta: float = 0.04
+    probe_tasks: str = "*-05"
     probe_attempts: int = 4
-    val_tasks: str = ""
+    val_tasks: str = "*-12"
     mix_weights: str | None = None
     max_tokens: int = 64
     eval_temperature: float = 0.0
@@ -82,7 +86,7 @@ class Size:
     @classmethod
     def quick(cls) -> Size:
         return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, sft_packs_per_step=1, rl_steps=1,
-                   rl_pairs=1, eval_concurrency=13)
+                   rl_lr=5e-5, rl_pairs=1, rl_beta=0.0, probe_tasks="", val_tasks="", eval_concurrency=13)
 
 
 def _select(suite: str, pattern: str) -> list[Any]:
