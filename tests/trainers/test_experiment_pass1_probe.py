@@ -30,6 +30,6 @@ def test_rl_tasks_keep_the_probed_templates_and_leave_out_validation() -> None:
     assert len(every) == 13 * 11 and not any(t.id.endswith("-12") for t in every)
     chosen = rl_tasks(size, ["head-lines", "sort-numbers"])
     assert {t.category for t in chosen} == {"head-lines", "sort-numbers"} and len(chosen) == 22
-    assert len(rl_tasks(Size(), ["head-lines"])) == 12  # no validation split: all 12 train variants
+    assert len(rl_tasks(Size(val_tasks=""), ["head-lines"])) == 12  # no validation split: all 12 train variants
     with pytest.raises(ConfigError, match="no train variant left for RL"):
         rl_tasks(Size(train_tasks="*-12", val_tasks="*-12"), None)
