@@ -115,6 +115,31 @@ def _too_deep(raw: bytes) -> bool:
     return _deeper_than_limit(raw) and _deeper_than_limit(_STRING.sub(b"", raw))
 
 
+def load_body(raw: bytes) -> Any:
+    """``orjson.loads(raw)``, refusing (CallFailed 400) a body that nests deeper than MAX_JSON_DEPTH or is not JSON.
+
+    Parsing comes first: orjson (>= 3.9.15, pinned) stops at depth 1024 by itself. A parsed body that orjson
+    encodes again nests < 255 levels (its encoder's limit), which settles a real body in one C pass (~8 us for
+    44 kB) instead of the bracket scan of ``_too_deep`` (~27 us); whatever fails to parse or to encode gets
+    that exact scan, so the answer is the scan's for every body.
+    """
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        body, error = None, f"request body is not valid JSON: {exc}"
+    else:
+        try:
+            orjson.dumps(body)
+            return body
+        except orjson.JSONEncodeError:
+            error = ""
+    if _too_deep(raw):
+        raise CallFailed(400, f"request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+    if error:
+        raise CallFailed(400, error)
+    return body
+
+
 class ProxyServer:
     """Serves every open session's model calls; ``async with ProxyServer() as s`` starts and stops it."""
 
@@ -349,13 +374,7 @@ class ProxyServer:
             chunks.append(chunk)
             if not msg.get("more_body", False):
                 break
-        raw = b"".join(chunks)
-        if _too_deep(raw):
-            raise CallFailed(400, f"request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise CallFailed(400, f"request body is not valid JSON: {exc}") from None
+        body = load_body(b"".join(chunks))
         if not isinstance(body, dict):
             raise CallFailed(400, "request body must be a JSON object")
         return body

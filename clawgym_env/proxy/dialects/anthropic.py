@@ -7,6 +7,7 @@ Streams the exact event order the SDK's accumulator expects.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -160,11 +161,21 @@ def render_response(reply: Reply) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=64)
+def _constant(kind: str, i: int = 0) -> bytes:
+    """The frames that never vary but by block index, rendered once."""
+    if kind == "text_start":
+        return sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                   "content_block_start")
+    if kind == "content_block_stop":
+        return sse({"type": "content_block_stop", "index": i}, "content_block_stop")
+    return sse({"type": kind}, kind)  # ping, message_stop
+
+
 def _block_frames(i: int, b: dict[str, Any]) -> Iterator[bytes]:
     kind = b["type"]
     if kind == "text":
-        yield sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
-                  "content_block_start")
+        yield _constant("text_start", i)
         if b["text"]:
             yield sse({"type": "content_block_delta", "index": i,
                        "delta": {"type": "text_delta", "text": b["text"]}}, "content_block_delta")
@@ -181,19 +192,19 @@ def _block_frames(i: int, b: dict[str, Any]) -> Iterator[bytes]:
         yield sse({"type": "content_block_delta", "index": i,
                    "delta": {"type": "input_json_delta", "partial_json": args_json(b["input"])}},
                   "content_block_delta")
-    yield sse({"type": "content_block_stop", "index": i}, "content_block_stop")
+    yield _constant("content_block_stop", i)
 
 
 def _start(reply: Reply) -> bytes:
     start = {"id": reply.response_id, "type": "message", "role": "assistant", "model": reply.model,
              "content": [], "stop_reason": None, "stop_sequence": None, "usage": _usage(reply, 1)}
-    return sse({"type": "message_start", "message": start}, "message_start") + sse({"type": "ping"}, "ping")
+    return sse({"type": "message_start", "message": start}, "message_start") + _constant("ping")
 
 
 def _end(reply: Reply) -> bytes:
     delta = {"stop_reason": _STOP.get(reply.finish_reason, "end_turn"), "stop_sequence": reply.stop_sequence}
     return (sse({"type": "message_delta", "delta": delta, "usage": _usage(reply, reply.completion_tokens)}, "message_delta")
-            + sse({"type": "message_stop"}, "message_stop"))
+            + _constant("message_stop"))
 
 
 def render_stream(reply: Reply) -> Iterator[bytes]:
@@ -221,7 +232,7 @@ class LiveReply:
         """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
         rest = (reply.message.get("content") or "")[len(sent):]
         frames = [self.text(rest)] if rest else []
-        frames.append(sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+        frames.append(_constant("content_block_stop"))
         others = [b for b in _blocks(reply.message) if b["type"] != "text"]
         frames += [f for i, b in enumerate(others, 1) for f in _block_frames(i, b)]
         return b"".join(frames) + _end(reply)

@@ -24,3 +24,37 @@ from clawgym_env.proxy.server import MAX_JSON_DEPTH, _too_deep
 )
 def test_nesting_bound(body: bytes, deep: bool) -> None:
     assert _too_deep(body) is deep
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,  # past orjson's own parse limit (1024)
+        b'{"a":' * (MAX_JSON_DEPTH + 1) + b"1" + b"}" * (MAX_JSON_DEPTH + 1),
+        b'{"a":' * MAX_JSON_DEPTH + b"1" + b"}" * MAX_JSON_DEPTH,  # parses, too deep for orjson to encode: exact scan
+        b"[" * 254 + b"]" * 254,  # orjson encodes it again: no scan
+        b"[" * 250 + b"[[[[[[[]]]]]]]" * 1000 + b"]" * 250,
+        b"[" * 300 + b"]" * 299,  # deep and invalid: the depth is what is reported
+        b"[" * 10 + b"]" * 9,
+        json.dumps({"text": "[" * 5000 + "{" * 5000}).encode(),
+    ],
+)
+def test_load_body_refuses_exactly_what_the_scan_finds_too_deep(body: bytes) -> None:
+    """``load_body`` parses first and scans only what orjson cannot encode again: same verdicts as the scan alone."""
+    import orjson
+
+    from clawgym_env.proxy.server import load_body
+    from clawgym_env.proxy.session import CallFailed
+
+    try:
+        expected: object = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        expected = "invalid"
+    if _too_deep(body):
+        expected = "deep"
+    try:
+        got: object = load_body(body)
+    except CallFailed as exc:
+        assert exc.status == 400
+        got = "deep" if "deeper than" in exc.message else "invalid" if "not valid JSON" in exc.message else exc.message
+    assert got == expected
