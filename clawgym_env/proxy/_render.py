@@ -17,6 +17,11 @@ to a full render; the first few windows of each template that shift the head or 
 breaking it (one that numbers turns, or strips reasoning before the last user
 query as Qwen3's does) is rendered in full from then on, for every session of this process.
 
+Windows are rendered with the compiled template directly, through transformers' own steps of
+``apply_chat_template`` (objects to dicts, None-valued keys dropped, plain JSON data, reasoning
+aliases), each message converted once per call however many windows show it; full renders, the
+reference every check compares with, still go through ``apply_chat_template``.
+
 A prefix with the generation prompt is its plain render (usually known already) plus the text
 ``add_generation_prompt`` appends at the very end. Templates may make that text depend on the
 system prompt (SmolLM3's reasoning flag) or on the last message's role (DeepSeek's after a tool
@@ -72,6 +77,21 @@ class IncrementalRenderer:
         self.windowed = 0
         self.full = 0
         self.gen_derived = 0
+        self._converted: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        """id(message) -> (message, what the template sees of it), for this call's windows (``new_call``)."""
+        self._direct: tuple[Any, dict[str, Any]] | None = None
+        self.new_call()
+
+    def new_call(self) -> None:
+        """Start a call: messages may have changed since the last one, so their conversions are made again."""
+        self._converted.clear()
+        try:
+            from transformers.utils.chat_template_utils import _compile_jinja_template, _plain_template_data
+
+            template = self.tokenizer.get_chat_template(None, None)
+            self._direct = (_compile_jinja_template(template), _plain_template_data({**self.tokenizer.special_tokens_map}))
+        except Exception:  # another transformers, or no usable template: windows go through apply_chat_template
+            self._direct = None
 
     def apply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
         """The chat template applied to ``messages`` from scratch."""
@@ -80,6 +100,28 @@ class IncrementalRenderer:
         out = self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
                                                  add_generation_prompt=gen)
         return out if isinstance(out, str) else str(out)
+
+    def _apply_window(self, messages: list[dict[str, Any]], gen: bool) -> str:
+        """``apply(messages, [], gen)``: the compiled template on transformers' conversion of each message, once a call."""
+        if self._direct is None:
+            return self.apply(messages, [], gen)
+        from transformers.utils.chat_template_utils import (
+            _alias_reasoning_fields,
+            _message_objects_to_dicts,
+            _plain_template_data,
+        )
+
+        chat = []
+        for m in messages:
+            hit = self._converted.get(id(m))
+            if hit is None or hit[0] is not m:
+                if not isinstance(m, dict):
+                    raise TypeError(f"chat messages must be dicts, not {type(m).__name__}")
+                kept = {k: v for k, v in _message_objects_to_dicts(m).items() if v is not None}
+                hit = self._converted[id(m)] = (m, _alias_reasoning_fields([_plain_template_data(kept)])[0])
+            chat.append(hit[1])
+        template, special = self._direct
+        return template.render(messages=chat, tools=None, documents=None, add_generation_prompt=gen, **special)
 
     def render(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool,
                keys: list[bytes], start: int | None = None) -> str:
@@ -150,10 +192,10 @@ class IncrementalRenderer:
         try:
             p = self._heads.get(key)
             if p is None:
-                p = self._heads[key] = self.apply(head, [], False)
+                p = self._heads[key] = self._apply_window(head, False)
                 while len(self._heads) > self._cache_size:
                     self._heads.popitem(last=False)
-            r = self.apply(head + messages[i:j], [], gen)
+            r = self._apply_window(head + messages[i:j], gen)
         except Exception:  # e.g. a template that insists on role order: the full render decides
             return None
         if not r.startswith(p):

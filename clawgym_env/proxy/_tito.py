@@ -29,6 +29,9 @@ from clawgym_env.proxy._render import IncrementalRenderer
 __all__ = ["PromptBuilder"]
 
 _SHARED_SIZE = 8
+_SHORT = 64
+"""Texts up to this long are encoded once per session (``PromptBuilder._encode``)."""
+_SHORT_KEPT = 256
 _SHARED: weakref.WeakKeyDictionary[Any, OrderedDict[bytes, tuple[array[int], str]]] = weakref.WeakKeyDictionary()
 """Per tokenizer: the exact ids of first turns (system + tools) other episodes of this process built."""
 
@@ -53,6 +56,7 @@ class PromptBuilder:
         self._last_prompt: tuple[list[int], array[int]] = ([], array("i"))
         self.renderer = IncrementalRenderer(tokenizer, incremental=incremental)
         self._keys = HistoryKeys()
+        self._short: dict[str, list[int]] = {}
         self._shared = _SHARED.setdefault(tokenizer, OrderedDict())
         from transformers import PreTrainedTokenizerFast  # here: importing the proxy must not import transformers
 
@@ -64,12 +68,23 @@ class PromptBuilder:
     def _encode(self, text: str) -> list[int]:
         if not text:
             return []
+        if len(text) <= _SHORT:  # generation prompts, turn closings: the same few texts on every call
+            ids = self._short.get(text)
+            if ids is None:
+                if len(self._short) >= _SHORT_KEPT:
+                    self._short.clear()
+                ids = self._short[text] = self._encode_text(text)
+            return ids
+        return self._encode_text(text)
+
+    def _encode_text(self, text: str) -> list[int]:
         if self._backend is not None:
             return self._backend.encode(text, add_special_tokens=False).ids
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def build(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[int], int]:
         """Prompt ids for ``messages`` (generation prompt appended) and how many ids were reused."""
+        self.renderer.new_call()
         keys, ek = self._keys(messages, tools)
         n = len(messages)
         start = self.renderer.base(ek, n) or None
@@ -159,6 +174,7 @@ class PromptBuilder:
     def remember(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], prompt_ids: list[int],
                  completion_ids: list[int], assistant: dict[str, Any]) -> None:
         """Index ``messages + [assistant]`` as prompt + sampled completion (+ the template's closing text)."""
+        self.renderer.new_call()
         full = messages + [assistant]
         keys, ek = self._keys(full, tools)
         last_key, with_gen, start = self._last_gen

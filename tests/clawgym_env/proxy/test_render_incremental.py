@@ -136,3 +136,29 @@ def test_first_turn_ids_are_shared_across_episodes_of_one_tokenizer(tiny_tokeniz
     assert first == second and second_builder.shared_hits == 1  # same ids, the system turn not tokenized again
     assert reused == 0  # another episode's tokens do not count as this episode's splices
     assert json.dumps(first) == json.dumps(PromptBuilder(tiny_tokenizer, incremental=False).build(msgs, tools)[0])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=st.lists(_message, min_size=1, max_size=6), gen=st.booleans(),
+       nones=st.lists(st.sampled_from(["content", "tool_calls", "reasoning_content", "name"]), max_size=2))
+def test_a_window_rendered_directly_equals_apply_chat_template(history, gen, nones, tiny_tokenizer) -> None:
+    """Windows skip apply_chat_template's wrapper (its conversions made once per message and call): same text,
+    None-valued keys dropped and reasoning aliased as transformers does; a message changed after new_call() is
+    converted again."""
+    history = [{**m, **dict.fromkeys(nones)} if i % 2 else m for i, m in enumerate(history)]
+    r = IncrementalRenderer(tiny_tokenizer, verify_every=0)
+    assert r._direct is not None  # this transformers offers the steps: the direct path is the one tested
+    assert r._apply_window(history, gen) == r.apply(history, [], gen)
+    assert r._apply_window(history, gen) == r.apply(history, [], gen)  # second time from the per-call conversions
+    history[-1]["content"] = "changed"
+    r.new_call()
+    assert r._apply_window(history, gen) == r.apply(history, [], gen)
+
+
+def test_short_texts_are_encoded_once_per_session(tiny_tokenizer) -> None:
+    pb = PromptBuilder(tiny_tokenizer)
+    text = "<|im_start|>assistant\n"
+    first = pb._encode(text)
+    assert first == pb._encode_text(text) and pb._encode(text) is first
+    long = "x y " * 40
+    assert pb._encode(long) == pb._encode_text(long) and long not in pb._short
