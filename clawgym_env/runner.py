@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import importlib
 import json
 import logging
@@ -134,6 +135,19 @@ class RunConfig:
         """Sampling parameters that were set (the harness's own values apply to the rest)."""
         keys = ("max_tokens", "temperature", "top_p", "seed")
         return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+
+    def attempt_sampling(self, task_id: str, harness: str, attempt: int) -> dict[str, Any]:
+        """``sampling()`` for one attempt: ``--seed`` becomes that attempt's own seed.
+
+        The run's seed sent as is with every request made every attempt of a task draw the same
+        tokens, so pass@k at T > 0 measured one sample k times; a seed derived from (run seed,
+        task, harness, attempt) keeps the run reproducible and the attempts independent.
+        """
+        s = self.sampling()
+        if "seed" in s:
+            key = f"{s['seed']}:{task_id}:{harness}:{attempt}".encode()
+            s["seed"] = int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big") & 0x7FFFFFFF
+        return s
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -588,7 +602,8 @@ class EpisodeWorker:
             ep = await asyncio.wait_for(
                 run_episode(task, self._harnesses[job.harness], backend, proxy=self._proxy,
                             sandbox=self.config.sandbox, capture_dir=capture_dir, workspace_out=workspace_dir,
-                            judge=self._judge, sampling=self.config.sampling() or None,
+                            judge=self._judge,
+                            sampling=self.config.attempt_sampling(job.task_id, job.harness, job.attempt) or None,
                             wall_time_s=self.config.wall_time_s, session_id=job.session_id or None),
                 timeout=limit + 120.0,  # run_episode enforces the task's limit; this only guards a hang
             )

@@ -40,7 +40,7 @@ def run(
                                                    f"(default: the harness's; {DEFAULT_MODEL_MAX_TOKENS} for --model default).")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     top_p: Annotated[float | None, typer.Option("--top-p")] = None,
-    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Run seed: each attempt samples with its own seed derived from it (reproducible, independent attempts).")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Backend spec for rubric verifiers.")] = None,
     save_workspaces: Annotated[bool, typer.Option("--save-workspaces", help="Keep final workspaces.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="HTML report path (default DIR/report.html).")] = None,

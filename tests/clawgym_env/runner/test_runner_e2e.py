@@ -114,3 +114,26 @@ def test_token_level_model_counts_exact_tokens(tmp_path: Path) -> None:
     assert a.model_calls == len(calls)
     assert a.prompt_tokens == sum(len(c["prompt_ids"] or []) for c in calls) > 0
     assert a.completion_tokens == sum(len(c["completion_ids"] or []) for c in calls) > 0
+
+
+def test_seeded_attempts_sample_independently_and_reproducibly(tmp_path: Path) -> None:
+    """--seed with k > 1 at T > 0: each attempt draws its own tokens (the run's seed sent as is made all k
+    attempts one sample), and the same seed gives the same tokens again."""
+    import asyncio
+
+    suite = copy_smoke_suite(tmp_path)
+
+    def first_completions(out: str) -> dict[int, list[int]]:
+        s = asyncio.run(run_benchmark(RunConfig(model="hf:tiny", harnesses=["custom"], suite=str(suite),
+                                                tasks="smoke-hello-file-p0", attempts=3, max_tokens=12,
+                                                temperature=1.0, seed=7, out=str(tmp_path / out)), progress=False))
+        assert s.manifest.sampling["seed"] == 7
+        got = {}
+        for a in s.attempts:
+            lines = (s.out_dir / "captures" / f"{a.session_id}.jsonl").read_text().splitlines()
+            got[a.attempt] = json.loads(lines[0])["completion_ids"]
+        return got
+
+    one = first_completions("one")
+    assert len({tuple(ids) for ids in one.values()}) == 3, one
+    assert first_completions("two") == one
