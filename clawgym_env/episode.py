@@ -306,7 +306,7 @@ async def run_episode(
             grading = await _settled(early)
             await asyncio.gather(sb.close(), *([grading.close()] if grading is not None else []))
             result.timings["cleanup"] = time.perf_counter() - t0
-            sb = None
+            sb = early = None
             result.score, result.subscores, result.verifier_output = vr.score, dict(vr.subscores), vr.output
             if vr.errors and result.error is None:
                 result.error = "verifier: " + json.dumps(vr.errors)[:2000]

@@ -80,11 +80,7 @@ class IncrementalRenderer:
         self._converted: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         """id(message) -> (message, what the template sees of it), for this call's windows (``new_call``)."""
         self._direct: tuple[Any, dict[str, Any]] | None = None
-        self.new_call()
-
-    def new_call(self) -> None:
-        """Start a call: messages may have changed since the last one, so their conversions are made again."""
-        self._converted.clear()
+        """The compiled template and its special tokens: fixed for the tokenizer, so made once."""
         try:
             from transformers.utils.chat_template_utils import _compile_jinja_template, _plain_template_data
 
@@ -92,6 +88,10 @@ class IncrementalRenderer:
             self._direct = (_compile_jinja_template(template), _plain_template_data({**self.tokenizer.special_tokens_map}))
         except Exception:  # another transformers, or no usable template: windows go through apply_chat_template
             self._direct = None
+
+    def new_call(self) -> None:
+        """Start a call: messages may have changed since the last one, so their conversions are made again."""
+        self._converted.clear()
 
     def apply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gen: bool) -> str:
         """The chat template applied to ``messages`` from scratch."""

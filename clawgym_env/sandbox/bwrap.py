@@ -491,7 +491,6 @@ class BwrapSandbox(Sandbox):
             self.dir = None
 
 
-
 def _exit_127(result: ExecResult) -> ExecResult:
     """bwrap's "command not found" as from a shell (and the docker backend): 127."""
     if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):

@@ -23,12 +23,18 @@ LOOK = ("cd /workspace && ls -A | tr '\\n' ' '; echo; cat kept.txt out/new.txt o
         "echo; stat -c %a out/sh; touch /workspace/graded && echo writable")
 
 
-@pytest.mark.sandbox
-async def test_final_layers_of_a_bwrap_sandbox_grade_like_a_download(tmp_path: Path) -> None:
+def agent_workspace(tmp_path: Path) -> Path:
+    """The task's workspace AGENT changes: a file it deletes and one it rewrites."""
     src = tmp_path / "ws"
     src.mkdir()
     (src / "gone.txt").write_text("the agent deletes this\n")
     (src / "kept.txt").write_text("original\n")
+    return src
+
+
+@pytest.mark.sandbox
+async def test_final_layers_of_a_bwrap_sandbox_grade_like_a_download(tmp_path: Path) -> None:
+    src = agent_workspace(tmp_path)
     async with create_sandbox("bwrap", SandboxConfig(workspace_src=src)) as agent:
         r = await agent.exec(["sh", "-c", AGENT])
         assert r.return_code == 0, r.stderr
@@ -65,10 +71,7 @@ async def test_docker_shares_no_layers(tmp_path: Path) -> None:
 
 @pytest.mark.sandbox
 async def test_a_grader_spawned_while_the_agent_runs_sees_its_work_only_after_final_layers(tmp_path: Path) -> None:
-    src = tmp_path / "ws"
-    src.mkdir()
-    (src / "gone.txt").write_text("the agent deletes this\n")
-    (src / "kept.txt").write_text("original\n")
+    src = agent_workspace(tmp_path)
     async with create_sandbox("bwrap", SandboxConfig(workspace_src=src)) as agent:
         ahead = agent.layers_ahead()
         assert ahead is not None
