@@ -1,5 +1,5 @@
 """The Pass@1 experiment's RL task choice: a probe's attempts pick the templates whose rewards can
-vary, and the validation variants never reach RL (the real procgen-train suite)."""
+vary, and the validation variants never reach RL (the real procgen-train suite); its evaluation plan."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.results import AttemptResult
-from trainers.scripts.experiment_pass1 import Size, learnable_categories, rl_tasks
+from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, rl_tasks
 
 
 def _attempt(category: str, variant: str, k: int, score: float) -> AttemptResult:
@@ -33,3 +33,19 @@ def test_rl_tasks_keep_the_probed_templates_and_leave_out_validation() -> None:
     assert len(rl_tasks(Size(val_tasks=""), ["head-lines"])) == 12  # no validation split: all 12 train variants
     with pytest.raises(ConfigError, match="no train variant left for RL"):
         rl_tasks(Size(train_tasks="*-12", val_tasks="*-12"), None)
+
+
+def test_every_stage_is_evaluated_greedily_and_sampled_at_rl_temperature() -> None:
+    """GRPO maximizes the expected reward when sampling at ``rl_temperature``: each stage's held-out
+    Pass@1 is measured that way too, beside (never instead of) greedy decoding."""
+    size = Size(eval_samples=3, rl_temperature=0.7, eval_temperature=0.0, test_tasks="*-01", val_tasks="*-12")
+    plan = {e.name: e for e in evaluations(size)}
+    assert list(plan) == [*STAGES, *(f"{s}-sampled" for s in STAGES), "val-after-sft", "val-after-rl"]
+    for stage in STAGES:
+        greedy, sampled = plan[stage], plan[f"{stage}-sampled"]
+        assert (greedy.stage, greedy.suite, greedy.tasks, greedy.attempts, greedy.temperature) == (stage, "procgen-test", "*-01", 1, 0.0)
+        assert (sampled.stage, sampled.suite, sampled.tasks, sampled.attempts, sampled.temperature) == (stage, "procgen-test", "*-01", 3, 0.7)
+    assert {(plan[n].stage, plan[n].suite, plan[n].tasks) for n in ("val-after-sft", "val-after-rl")} == {
+        ("after-sft", "procgen-train", "*-12"), ("after-rl", "procgen-train", "*-12")}
+    quick = Size.quick()  # CI's slow tier keeps its three greedy evaluations only
+    assert [e.name for e in evaluations(quick)] == list(STAGES) and quick.eval_samples == 0

@@ -22,8 +22,10 @@ Stages (each a function, so other experiments can reuse or swap one):
    SFT model, the same bottom layers frozen) on those templates' train variants minus ``val_tasks``,
    from the SFT model, sampled at ``rl_temperature``.
 6. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
-   SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy), and on ``val_tasks`` after SFT and
-   after RL (train variants RL never saw: where RL's settings are judged); then ``clawgym bench compare``.
+   SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy); again with ``eval_samples``
+   attempts at ``rl_temperature`` (``<stage>-sampled``: the sampled Pass@1 that GRPO's objective, the
+   expected reward at that temperature, is about); and on ``val_tasks`` after SFT and after RL (train
+   variants RL never saw: where RL's settings are judged); then ``clawgym bench compare``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
 
-__all__ = ["Size", "build_model", "capture", "evaluate", "learnable_categories", "main", "probe", "rl", "rl_tasks", "run", "sft"]
+__all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "probe", "rl", "rl_tasks", "run", "sft"]
 
 TRAIN_SUITE = "procgen-train"
 TEST_SUITE = "procgen-test"
@@ -56,7 +58,8 @@ class Size:
     ``rl_temperature``) before RL; RL then trains only on the templates it solved sometimes but not
     always, the only groups whose rewards vary ("" = no probe: every train variant). ``val_tasks``:
     train variants kept out of RL and evaluated greedily after SFT and after RL, the split on which
-    RL's settings are chosen (never the held-out test variants).
+    RL's settings are chosen (never the held-out test variants). ``eval_samples``: attempts per
+    held-out variant at ``rl_temperature`` after each stage, beside the greedy ones (0 = none).
     """
 
     harnesses: str = "claude-code-bash"
@@ -68,25 +71,50 @@ class Size:
     sft_packs_per_step: int = 4
     sft_frozen_layers: int = 20
     rl_frozen_layers: int = 20
-    rl_steps: int = 6
-    rl_lr: float = 3e-5
-    rl_generations: int = 4
-    rl_pairs: int = 8
+    rl_steps: int = 4
+    rl_lr: float = 5e-5
+    rl_generations: int = 6
+    rl_pairs: int = 4
     rl_temperature: float = 1.0
-    rl_beta: float = 0.04
+    rl_beta: float = 0.2
     probe_tasks: str = "*-05"
     probe_attempts: int = 4
     val_tasks: str = "*-12"
     mix_weights: str | None = None
     max_tokens: int = 64
     eval_temperature: float = 0.0
+    eval_samples: int = 2
     eval_concurrency: int = 4
     seed: int = 0
 
     @classmethod
     def quick(cls) -> Size:
         return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, sft_packs_per_step=1, rl_steps=1,
-                   rl_lr=5e-5, rl_pairs=1, rl_beta=0.0, probe_tasks="", val_tasks="", eval_concurrency=13)
+                   rl_lr=5e-5, rl_generations=4, rl_pairs=1, rl_beta=0.0, probe_tasks="", val_tasks="", eval_samples=0,
+                   eval_concurrency=13)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One ``clawgym bench run`` of a stage's model: its results folder name and how it samples."""
+
+    name: str
+    stage: str
+    suite: str
+    tasks: str
+    attempts: int
+    temperature: float
+
+
+def evaluations(size: Size) -> list[Evaluation]:
+    """Every evaluation the pipeline runs, in order: greedy held-out, sampled held-out, greedy validation."""
+    plan = [Evaluation(stage, stage, TEST_SUITE, size.test_tasks, 1, size.eval_temperature) for stage in STAGES]
+    if size.eval_samples:
+        plan += [Evaluation(f"{stage}-sampled", stage, TEST_SUITE, size.test_tasks, size.eval_samples, size.rl_temperature)
+                 for stage in STAGES]
+    if size.val_tasks:  # train variants RL did not see: where RL's settings are judged
+        plan += [Evaluation(f"val-{stage}", stage, TRAIN_SUITE, size.val_tasks, 1, size.eval_temperature) for stage in STAGES[1:]]
+    return plan
 
 
 def _select(suite: str, pattern: str) -> list[Any]:
@@ -250,21 +278,19 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     models["after-sft"] = timed("sft", sft, work, model, dataset, size)
     categories = timed("probe", probe, work, models["after-sft"], size)
     models["after-rl"] = timed("rl", rl, work, models["after-sft"], size, categories)
-    for stage in STAGES:
-        target = out / stage
+    for e in evaluations(size):
+        target = out / e.name
         if target.exists():
             shutil.rmtree(target)
-        timed(f"eval-{stage}", evaluate, stage, models[stage], target, size)
-    for stage in STAGES[1:] if size.val_tasks else ():
-        target = out / f"val-{stage}"  # train variants RL did not see: where RL's settings are judged
-        if target.exists():
-            shutil.rmtree(target)
-        timed(f"val-{stage}", evaluate, f"val-{stage}", models[stage], target, size, suite=TRAIN_SUITE, tasks=size.val_tasks)
+        timed(e.name if e.name.startswith("val-") else f"eval-{e.name}", evaluate, e.name, models[e.stage], target, size,
+              suite=e.suite, tasks=e.tasks, attempts=e.attempts, temperature=e.temperature)
     meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
             "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
     (out / "experiment.json").write_text(json.dumps(meta, indent=1))
     subprocess.run(["clawgym", "bench", "compare", str(out / "before"), str(out / "after-sft")], check=False)
     subprocess.run(["clawgym", "bench", "compare", str(out / "after-sft"), str(out / "after-rl")], check=False)
+    if size.eval_samples:
+        subprocess.run(["clawgym", "bench", "compare", str(out / "after-sft-sampled"), str(out / "after-rl-sampled")], check=False)
     return meta
 
 
