@@ -95,6 +95,6 @@ def make_executor(config: RunConfig, worker: Any | None = None) -> Executor:
 
         return RayExecutor(config)
     from clawgym_env.executors.local import LocalExecutor
-    from clawgym_env.runner import _import
+    from clawgym_env.runner import import_object
 
-    return LocalExecutor(config, worker if worker is not None else _import(config.worker)(config))
+    return LocalExecutor(config, worker if worker is not None else import_object(config.worker)(config))

@@ -35,10 +35,10 @@ class NodeWorker:
     """Body of the per-node Ray actor: a worker plus a node-local folder for its captures."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        from clawgym_env.runner import RunConfig, _import
+        from clawgym_env.runner import RunConfig, import_object
 
         self.config = RunConfig.from_dict(config)
-        self.worker = _import(self.config.worker)(self.config)
+        self.worker = import_object(self.config.worker)(self.config)
         self.tmp = Path(tempfile.mkdtemp(prefix="clawgym-ray-"))
         (self.tmp / "captures").mkdir()
 
