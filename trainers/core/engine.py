@@ -2,7 +2,8 @@
 clipped loss on sampled tokens, AdamW step, weight sync, logging, checkpoints.
 
 What is TRL: the config (``GRPOConfig`` fields and their meaning), the script parser, and the
-loss definitions re-stated in ``trainers/core/losses.py``. What is ours: everything in this file.
+loss definitions re-stated in ``trainers/core/losses.py``. What is ours: this loop, with the packing of a
+step (``trainers/core/slots.py``) and its policy update (``trainers/core/policy_step.py``).
 TRL's ``GRPOTrainer`` pads one row per completion; an agent episode is a tree of calls sharing
 prefixes, so here each group's prefix tree is packed into one sequence with a 4D tree mask and
 forwarded once (``clawgym_env.tree.PackedTree``), and every (token, rollout) pair gets its loss.
@@ -12,40 +13,31 @@ Subclasses supply the advantage of each pair (``TreeGRPOTrainer``: group baselin
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from clawgym_env.errors import ConfigError
-from clawgym_env.tree import TREE_ATTENTION, PackedTree, pack_trees, register_tree_attention
+from clawgym_env.tree import TREE_ATTENTION, PackedTree, register_tree_attention
 from trainers.core.cpus import on_cpus
 from trainers.core.distributed import (
-    balance_by_tokens,
     broadcast,
     leave_process_group,
     make_accelerator,
-    reduce_totals,
     seed_everything,
     trackers,
 )
 from trainers.core.logprobs import pack_logprobs
-from trainers.core.losses import (
-    clipped_policy_loss,
-    mismatch,
-    pair_weights,
-    truncated_is_weights,
-)
+from trainers.core.policy_step import policy_update
 from trainers.core.rollout_side import TrainingRollouts
+from trainers.core.slots import PackSlot, build_slots, mismatch_metrics, rank_share
 from trainers.core.weight_sync import PolicyWeights
-from trainers.rollout import Group, RolloutBatch
+from trainers.rollout import RolloutBatch
 from trainers.tree_grpo.config import TreeGRPOConfig
 
 __all__ = ["PackSlot", "TreeTrainerBase", "mask_kind_for"]
@@ -59,19 +51,6 @@ def mask_kind_for(model: Any) -> str:
     if impl not in _MASKS:
         raise ConfigError(f"attn_implementation={impl!r} cannot take a tree mask; load the model with one of {list(_MASKS)}")
     return _MASKS[impl]
-
-
-@dataclass
-class PackSlot:
-    """One pack of a step and its pairs mapped onto the batch's global rollout numbering."""
-
-    pack: PackedTree
-    group: Group
-    pair_token: torch.Tensor  # [P] token index in the pack
-    pair_rollout: torch.Tensor  # [P] global rollout index
-    old_logp: torch.Tensor | None = None  # [P] logprob at the first iteration (TRL's old_per_token_logps)
-    advantages: torch.Tensor | None = None  # [P]
-    extra: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class TreeTrainerBase:
@@ -205,34 +184,8 @@ class TreeTrainerBase:
         return self.rollouts.next_batch(self.policy_version, self.policy_weights())
 
     def slots(self, batch: RolloutBatch) -> tuple[list[PackSlot], list[tuple[int, str]]]:
-        """Pack every trained group's tree; number rollouts globally as (group index, session id).
-
-        A pair is (token, rollout): one per call that sampled the token, each with its rollout's
-        advantage. With ``branching`` it is one per loss token (its first sampler's rollout), and
-        ``extra`` holds the tree quantities its advantage comes from (``trainers.branching.token_values``):
-        ``node_value`` (mean reward of the leaves under the token's node) and ``step_advantage``.
-        """
-        from trainers.branching import token_values
-
-        rollouts: list[tuple[int, str]] = []
-        index: dict[tuple[int, str], int] = {}
-        out: list[PackSlot] = []
-        for gi, group in enumerate(batch.groups):
-            if group.tree is None:
-                continue
-            for ep in group.tree.episodes:
-                index[(gi, ep)] = len(rollouts)
-                rollouts.append((gi, ep))
-            for pack in pack_trees(group.tree, self.config.pack_max_tokens):
-                local = torch.tensor([index[(gi, r)] for r in pack.rollout_ids], dtype=torch.long)
-                if not self.config.branching:
-                    out.append(PackSlot(pack, group, pack.sampler_token.clone(), local[pack.sampler_rollout]))
-                    continue
-                tok = pack.loss_mask.nonzero().squeeze(1)
-                value, adv = token_values(pack, group.tree, group.rewards)
-                out.append(PackSlot(pack, group, tok, local[pack.rollout_index[tok]],
-                                    extra={"node_value": value[tok], "step_advantage": adv[tok]}))
-        return out, rollouts
+        """The step's packs and pairs, rollouts numbered globally (``trainers.core.slots.build_slots``)."""
+        return build_slots(batch, self.config.pack_max_tokens, self.config.branching)
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
         """Logprob of the pack's loss tokens under ``model`` ([N], 0 elsewhere): one forward with the tree mask."""
@@ -249,7 +202,7 @@ class TreeTrainerBase:
             return metrics
         metrics.update(self.pair_advantages(slots, batch, rollouts))
         if self.policy_enabled():
-            metrics.update(self._policy_update(slots, rollouts))
+            metrics.update(policy_update(self, slots, rollouts))
             if metrics["optimizer_step"]:
                 self.policy_version += 1
                 if self.accelerator.is_main_process:  # only the main process samples
@@ -265,109 +218,12 @@ class TreeTrainerBase:
 
     def _measure_mismatch(self, slots: list[PackSlot]) -> dict[str, float]:
         with torch.no_grad():
-            return self._mismatch_metrics([(s, self.forward_logprobs(self.model, s.pack)) for s in slots])
+            return mismatch_metrics(self.accelerator, [(s, self.forward_logprobs(self.model, s.pack)) for s in slots])
 
     def my_slots(self, slots: list[PackSlot]) -> tuple[list[PackSlot], bool]:
-        """This rank's share of the packs (balanced by tokens), and whether it is a zero-weight stand-in.
+        """This rank's share of the packs (``trainers.core.slots.rank_share``)."""
+        return rank_share(self.accelerator, slots)
 
-        A rank with no pack of its own forwards the smallest pack with weight 0, so that every rank
-        takes part in each gradient all-reduce.
-        """
-        acc = self.accelerator
-        if acc.num_processes == 1:
-            return slots, False
-        share = balance_by_tokens([len(s.pack) for s in slots], acc.num_processes)[acc.process_index]
-        if share:
-            return [slots[i] for i in share], False
-        return [min(slots, key=lambda s: len(s.pack))], True
-
-    def _mismatch_metrics(self, pairs: list[tuple[PackSlot, torch.Tensor]]) -> dict[str, float]:
-        """Mismatch and trainable tokens, overall and per harness, over every rank's packs."""
-        total: dict[str, float] = defaultdict(float)
-        for slot, lp in pairs:
-            m = slot.pack.loss_mask.to(lp.device)
-            n = float(m.sum())
-            if not n:
-                continue
-            d = mismatch(lp[m].cpu(), slot.pack.rollout_logprobs[m.cpu()]) * n
-            for key in ("mismatch", f"mismatch/{slot.group.harness}"):
-                total[key] += d
-                total["trainable_tokens" + key.removeprefix("mismatch")] += n
-        total = reduce_totals(self.accelerator, total)
-        out = {k: v / total["trainable_tokens" + k.removeprefix("mismatch")] for k, v in total.items() if k.startswith("mismatch")}
-        out.update({k: v for k, v in total.items() if k.startswith("trainable_tokens")})
-        out.setdefault("trainable_tokens", 0.0)
-        return out
-
-    def _policy_update(self, slots: list[PackSlot], rollouts: list[tuple[int, str]]) -> dict[str, float]:
-        """``num_iterations`` passes over this rank's packs; an optimizer step once gradients are synced.
-
-        The pair weights are the whole batch's (every rank holds it), so summing the ranks' losses
-        gives the single-process loss; DDP averages gradients, hence the ``num_processes`` factor.
-        """
-        c, acc = self.config, self.accelerator
-        counts = torch.zeros(len(rollouts), dtype=torch.long)
-        for s in slots:
-            counts.index_add_(0, s.pair_rollout, torch.ones_like(s.pair_rollout))
-        num_rollouts = int((counts > 0).sum())
-        mine, stand_in = self.my_slots(slots)
-        scale = 0.0 if stand_in else float(acc.num_processes)
-        agg: dict[str, float] = defaultdict(float)
-        mism: dict[str, float] = {}
-        stepped = False
-        with acc.accumulate(self.model):
-            for it in range(c.num_iterations):
-                first: list[tuple[PackSlot, torch.Tensor]] = []
-                for j, s in enumerate(mine):
-                    sync = contextlib.nullcontext() if j == len(mine) - 1 else acc.no_sync(self.model)
-                    with sync:
-                        lp = self.forward_logprobs(self.model, s.pack)
-                        if it == 0 and not stand_in:
-                            first.append((s, lp.detach()))
-                        logp = lp[s.pair_token.to(lp.device)]
-                        if s.old_logp is None:
-                            s.old_logp = logp.detach()
-                        old = s.old_logp
-                        rollout_lp = s.pack.rollout_logprobs[s.pair_token].to(lp.device)
-                        w = truncated_is_weights(old, rollout_lp, c.is_cap)
-                        ref = None
-                        if self.ref_model is not None:
-                            with torch.no_grad():
-                                ref = self.forward_logprobs(self.ref_model, s.pack)[s.pair_token.to(lp.device)]
-                        assert s.advantages is not None
-                        loss_pairs, diag = clipped_policy_loss(
-                            logp, old, s.advantages.to(lp.device), epsilon_low=c.epsilon, epsilon_high=c.epsilon_high,
-                            delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref,
-                            bias_correction_kl=c.use_bias_correction_kl,
-                        )
-                        weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts, num_rollouts=num_rollouts,
-                                               max_completion_length=int(c.max_completion_length or 1)).to(lp.device)
-                        loss = (loss_pairs * weights).sum()
-                        acc.backward(loss * scale)
-                    if it == 0 and not stand_in:
-                        agg["loss"] += float(loss.detach())
-                        agg["is_weight_sum"] += float(w.sum())
-                        agg["clip_sum"] += float(diag["clipped"].sum())
-                        agg["kl_sum"] += float(diag["kl"].sum())
-                        agg["pairs"] += float(len(logp))
-                if it == 0:
-                    mism = self._mismatch_metrics(first)
-                if acc.sync_gradients:
-                    grad_norm = acc.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
-                    self.optimizer.step()
-                    self.scheduler.step()
-                    self.optimizer.zero_grad(set_to_none=True)
-                    stepped = True
-                    if it == 0:
-                        agg["grad_norm"] = float(grad_norm)
-        agg = reduce_totals(acc, agg)
-        pairs = max(1.0, agg.pop("pairs", 0.0))
-        out = {"loss": agg.get("loss", 0.0), "grad_norm": agg.get("grad_norm", 0.0) / acc.num_processes,
-               "is_weight/mean": agg.get("is_weight_sum", 0.0) / pairs, "clip_ratio": agg.get("clip_sum", 0.0) / pairs,
-               "kl": agg.get("kl_sum", 0.0) / pairs, "learning_rate": self.scheduler.get_last_lr()[0],
-               "rollouts_trained": float(num_rollouts), "optimizer_step": float(stepped)}
-        out.update(mism)
-        return out
 
     # -- loop, logging, checkpoints ---------------------------------------------------------------
 
