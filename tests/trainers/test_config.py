@@ -85,3 +85,9 @@ def test_every_grpo_config_field_is_sorted() -> None:
     names = {f.name for f in dataclasses.fields(GRPOConfig)}
     assert names - USED - NO_EFFECT - set(INSTEAD) == set()
     assert not (USED & NO_EFFECT) and not (USED & set(INSTEAD)) and not (NO_EFFECT & set(INSTEAD))
+
+
+@pytest.mark.parametrize("groups", [3, 6, 7])
+def test_any_group_size_passes_trls_generation_batch_check(tmp_path: Path, groups: int) -> None:
+    """GRPOConfig wants its (unread) generation batch, 8 by default, to be a multiple of num_generations."""
+    assert make_config(tmp_path, num_generations=groups, pairs_per_step=4).num_generations == groups

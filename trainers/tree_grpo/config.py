@@ -155,6 +155,9 @@ class TreeGRPOConfig(GRPOConfig):
             self.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
         self._check_tree_fields()
         refuse_unused(self, _TRL_FIELDS)
+        # never read (a step is pairs_per_step groups), but GRPOConfig requires its generation batch (8 by default)
+        # to be a multiple of num_generations: make it one group, so any group size passes
+        self.per_device_train_batch_size = self.num_generations
         super().__post_init__()
 
     @property
