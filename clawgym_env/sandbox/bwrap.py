@@ -2,7 +2,9 @@
 
 Each ``exec`` is a fresh ``bwrap`` over the same per-sandbox host folders, so state persists
 between calls without a long-lived process to enter (entering namespaces with setns would need
-privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on an idle core):
+privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on an idle core). Its
+command line and environment are built in ``_bwrap_argv``; the host-side setup shared by all
+sandboxes (the binary and its probe, /etc, system binds, where folders live) is ``_bwrap_host``:
 
     <sandbox_root()>/clawgym-bwrap-XXXX/     (/dev/shm when roomy, else the temp dir)
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
@@ -31,8 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import json
 import os
 import platform
 import shutil
@@ -45,6 +45,21 @@ from pathlib import Path
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
+from clawgym_env.sandbox._bwrap_argv import (
+    UIDS,
+    exec_argv,
+    exit_127,
+    sandbox_env,
+    static_args,
+)
+from clawgym_env.sandbox._bwrap_host import (
+    RESERVED_TOP,
+    BwrapProbe,
+    find_bwrap,
+    probe_bwrap,
+    sandbox_root,
+    sweep_once,
+)
 from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
 from clawgym_env.sandbox._fs import (
     host_path_in,
@@ -57,22 +72,7 @@ from clawgym_env.sandbox._fs import (
 from clawgym_env.sandbox._process import SpawnedProcess, start_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag
-from clawgym_env.sandbox._bwrap_host import (
-    ETC_GENERATED,
-    RESERVED_TOP,
-    BwrapProbe,
-    find_bwrap,
-    jail_argv,
-    jail_binary,
-    probe_bwrap,
-    processes_of_uid,
-    sandbox_root,
-    shared_etc,
-    sweep_once,
-    system_binds,
-)
 from clawgym_env.sandbox.base import (
-    JAIL_ENV,
     ExecResult,
     FinalLayers,
     OutputCallback,
@@ -85,7 +85,6 @@ from clawgym_env.sandbox.base import (
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
 _IO = "/run/clawgym-io"
-UIDS = {"root": 0, "user": 1000}
 
 
 class BwrapSandbox(Sandbox):
@@ -146,7 +145,7 @@ class BwrapSandbox(Sandbox):
                 if not self._cg.dirs:  # no controller for the limits asked for
                     self._cg = None
             self._use_socat = _bridge.socat_path() is not None or cfg.rootfs is not None
-            self._base = self._static_args()
+            self._base = static_args(cfg, self.uid, self.home, self.dir, self._bwrap)
         except BaseException:
             self._cleanup()
             raise
@@ -167,84 +166,7 @@ class BwrapSandbox(Sandbox):
         if cfg.rootfs is not None and not (Path(cfg.rootfs) / "bin").exists():
             raise ConfigError(f"SandboxConfig.rootfs: {cfg.rootfs} has no bin/; point it at a root filesystem")
 
-    def _static_args(self) -> list[str]:
-        assert self.dir is not None
-        cfg, d = self.config, self.dir
-        a = [
-            "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--uid", str(self.uid), "--gid", str(self.uid), "--hostname", "clawgym",
-        ]  # fmt: skip
-        a += system_binds(cfg.rootfs)
-        etc = shared_etc()
-        if cfg.rootfs is None:
-            a += ["--ro-bind", str(etc), "/etc"]
-        else:  # the rootfs brings its own /etc; only our users and hosts go on top
-            for name in ETC_GENERATED:
-                a += ["--ro-bind", str(etc / name), f"/etc/{name}"]
-        a += ["--proc", "/proc", "--dev", "/dev"]
-        a += ["--bind", str(d / "tmp"), "/tmp", "--bind", str(d / "home"), self.home]
-        # no host interpreter inside (pyenv, venv): agent and verifier see the same system python
-        if cfg.proxy_socket is not None:
-            a += ["--ro-bind", str(cfg.proxy_socket), _bridge.SOCKET_INSIDE]
-        if cfg.sealed:
-            a += self._jail_binds()
-        return a
-
-    def _jail_binds(self) -> list[str]:
-        return jail_binary(self._bwrap)[0]
-
-    def _jail_env(self) -> dict[str, str]:
-        """Where and how graders run agent code (``task._agent_jail``); a host where a bwrap cannot
-        run inside a bwrap gets a jail that refuses, so such graders fail loudly, never run unjailed."""
-        if not self.config.sealed:
-            return {}
-        reason = probe_bwrap().jail
-        hide = [m.inside for m in self.config.mounts]
-        if reason:
-            return {JAIL_ENV: json.dumps({"kind": "unavailable", "why": f"no nested bwrap here: {reason}", "hide": hide})}
-        return {JAIL_ENV: json.dumps({"kind": "bwrap", "argv": jail_argv(jail_binary(self._bwrap)[1]), "hide": hide})}
-
-    def _mount_args(self) -> list[str]:
-        """Config mounts go after the workspace, so one inside it (hidden files) lies on top."""
-        return [x for m in self.config.mounts for x in ("--bind" if m.writable else "--ro-bind", str(m.host), m.inside)]
-
-    def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        user = "root" if self.uid == 0 else "user"
-        out = {"PATH": path, "HOME": self.home, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
-               "TMPDIR": "/tmp", "TERM": "dumb", **self._jail_env()}  # fmt: skip
-        out.update(self.config.env)
-        out.update(env or {})
-        return out
-
     # ------------------------------------------------------------------ exec
-    def _argv(self, cmd: Sequence[str], workdir: Path, cwd: str | None, binds: Sequence[str], proxy: bool,
-              seccomp: Sequence[str] = ()) -> list[str]:
-        assert self.dir is not None
-        lowers = [self.config.workspace_src or (self.dir / "empty"), *self.config.workspace_layers, self.dir / "final"]
-        a = [self._bwrap, *self._base, *seccomp]
-        for top, host in sorted(self._extra.items()):
-            a += ["--bind", str(host), top]
-        if self._overlay:
-            a += [x for low in lowers for x in ("--overlay-src", str(low))]  # the last one on top
-            a += ["--overlay", str(self.dir / "upper"), str(workdir)]
-            a += [self.config.workspace_mount]
-        else:
-            a += ["--bind", str(self.dir / "upper"), self.config.workspace_mount]
-        a += self._mount_args()
-        a += list(binds)
-        a += ["--remount-ro", "/", "--chdir", cwd or self.config.workspace_mount, "--"]
-        if proxy:
-            a += _bridge.prelude(self.config.proxy_port, self._use_socat)
-        a += list(cmd)
-        if self._cg is not None:
-            return self._cg.wrap_argv(a)
-        if self.config.pids and (prlimit := shutil.which("prlimit")):
-            # No cgroup: RLIMIT_NPROC as a fork-bomb safety net. It counts every process of
-            # this host uid, so allow what already runs plus the sandbox's share.
-            return [prlimit, f"--nproc={processes_of_uid(os.getuid()) + self.config.pids}", "--", *a]
-        return a
-
     async def exec(
         self,
         cmd: Sequence[str],
@@ -311,7 +233,7 @@ class BwrapSandbox(Sandbox):
         workdir = self.dir / f"work-{uuid.uuid4().hex[:10]}"
         if self._overlay:
             workdir.mkdir()
-        run_env = self._env(env)
+        run_env = sandbox_env(self.config, self.uid, self.home, self._bwrap, env)
         if proxy and not self._use_socat:
             run_env.update(_bridge.prelude_env(False))
         cg = self._cg
@@ -323,8 +245,12 @@ class BwrapSandbox(Sandbox):
         try:
             if self.config.sealed:  # bwrap reads the filter from this descriptor at start
                 fds.append(os.open(self.dir / "seccomp.bpf", os.O_RDONLY))
+            argv = exec_argv(self.config, cmd, bwrap=self._bwrap, base=self._base, d=self.dir, overlay=self._overlay,
+                             extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, proxy=proxy,
+                             use_socat=self._use_socat, seccomp=["--seccomp", str(fds[0])] if fds else [],
+                             cgroup=self._cg)
             running = await start_process(
-                self._argv(cmd, workdir, cwd, binds, proxy, ["--seccomp", str(fds[0])] if fds else []),
+                argv,
                 env=run_env,
                 cwd=None,
                 with_stdin=with_stdin,
@@ -338,7 +264,7 @@ class BwrapSandbox(Sandbox):
         finally:  # the child has its own copy from the fork
             for fd in fds:
                 os.close(fd)
-        return SpawnedProcess(running, self._release, self.config.wall_time_s, _exit_127)
+        return SpawnedProcess(running, self._release, self.config.wall_time_s, exit_127)
 
     def _release(self) -> None:
         """An exec is over: forget its process (its empty overlay work dir goes with ``close``)."""
@@ -490,9 +416,3 @@ class BwrapSandbox(Sandbox):
             rmtree_hard(self.dir)
             self.dir = None
 
-
-def _exit_127(result: ExecResult) -> ExecResult:
-    """bwrap's "command not found" as from a shell (and the docker backend): 127."""
-    if result.return_code == 1 and result.stderr.startswith("bwrap: execvp "):
-        return dataclasses.replace(result, return_code=127)
-    return result
