@@ -4,8 +4,8 @@
                             [--grading-n 20] [--only-grading]
 
 Per backend: start+stop latency (no process; with and without a cgroup for limits), start + one ``exec(["true"])`` + stop (the cost of
-one minimal episode), and the exec latency with the proxy bridge (socat, and for bwrap also the
-python fallback forwarder). Then N concurrent short episodes (start, write+read a workspace file,
+one minimal episode), and the exec latency with the proxy bridge (bwrap: the host-side listener, socat and the
+python fallback forwarder; docker: socat). Then N concurrent short episodes (start, write+read a workspace file,
 stop), all at once: wall time and failures. Then what sealed grading costs per episode, on a
 shipped code-verified and a script-verified task: ``verify`` (reap the agent's sandbox, grade its
 final workspace in a fresh sealed sandbox: on bwrap its layers stacked without a copy), the same
@@ -48,11 +48,11 @@ async def _start_stop(backend: str, cfg: SandboxConfig, n: int, run_true: bool) 
     return out
 
 
-async def _exec_latency(backend: str, cfg: SandboxConfig, n: int, socat: bool | None = None) -> list[float]:
+async def _exec_latency(backend: str, cfg: SandboxConfig, n: int, bridge: str | None = None) -> list[float]:
     out = []
     async with create_sandbox(backend, cfg) as sb:
-        if socat is not None:
-            sb._use_socat = socat  # type: ignore[attr-defined]
+        if bridge is not None:
+            sb._bridge_kind = bridge  # type: ignore[attr-defined]
         for _ in range(n):
             t0 = time.perf_counter()
             r = await sb.exec(["true"])
@@ -146,8 +146,9 @@ async def main(args: argparse.Namespace) -> None:
             print(f"  exec(true)            {_fmt(await _exec_latency(backend, cfg, args.n))}")
             pcfg = SandboxConfig(workspace_src=src, memory_mb=512, pids=128, proxy_socket=sock, proxy_port=18080)
             if backend == "bwrap":
-                print(f"  exec, socat bridge    {_fmt(await _exec_latency(backend, pcfg, args.n, True))}")
-                print(f"  exec, python bridge   {_fmt(await _exec_latency(backend, pcfg, args.n, False))}")
+                print(f"  exec, host bridge     {_fmt(await _exec_latency(backend, pcfg, args.n, 'host'))}")
+                print(f"  exec, socat bridge    {_fmt(await _exec_latency(backend, pcfg, args.n, 'socat'))}")
+                print(f"  exec, python bridge   {_fmt(await _exec_latency(backend, pcfg, args.n, 'python'))}")
             else:
                 print(f"  exec, bridge          {_fmt(await _exec_latency(backend, pcfg, args.n))}")
             n = args.concurrent if backend != "docker" else args.docker_concurrent

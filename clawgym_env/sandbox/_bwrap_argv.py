@@ -92,17 +92,17 @@ def exec_argv(
     workdir: Path,
     cwd: str | None,
     binds: Sequence[str],
-    proxy: bool,
-    use_socat: bool,
-    seccomp: Sequence[str],
+    bridge: str | None,
+    fd_args: Sequence[str],
     cgroup: SandboxCgroup | None,
 ) -> list[str]:
     """The whole command line of one exec: the workspace as an overlay (``d/final`` the top lower layer,
     ``d/upper`` the upper one) or a bind, the upload folders ``extra``, config mounts after the
-    workspace (so one inside it lies on top), ``binds``, then ``cmd`` (behind the bridge's prelude
-    with ``proxy``), all started inside the cgroup or under RLIMIT_NPROC."""
+    workspace (so one inside it lies on top), ``binds``, then ``cmd`` (behind the proxy bridge's prelude
+    when ``bridge`` is one started inside: "socat", "python"), all started inside the cgroup or under
+    RLIMIT_NPROC. ``fd_args``: options naming descriptors the caller passes (seccomp, the host bridge's)."""
     lowers = [cfg.workspace_src or (d / "empty"), *cfg.workspace_layers, d / "final"]
-    a = [bwrap, *base, *seccomp]
+    a = [bwrap, *base, *fd_args]
     for top, host in sorted(extra.items()):
         a += ["--bind", str(host), top]
     if overlay:
@@ -113,8 +113,8 @@ def exec_argv(
     a += [x for m in cfg.mounts for x in ("--bind" if m.writable else "--ro-bind", str(m.host), m.inside)]
     a += list(binds)
     a += ["--remount-ro", "/", "--chdir", cwd or cfg.workspace_mount, "--"]
-    if proxy:
-        a += _bridge.prelude(cfg.proxy_port, use_socat)
+    if bridge in ("socat", "python"):
+        a += _bridge.prelude(cfg.proxy_port, bridge == "socat")
     a += list(cmd)
     if cgroup is not None:
         return cgroup.wrap_argv(a)

@@ -9,10 +9,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from clawgym_env.errors import SandboxStartError
+from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
 
@@ -62,6 +64,9 @@ class BwrapProbe:
     detail: str
     jail: str = ""
     """Why the nested jail cannot run here ("" when it can)."""
+    netns: str = ""
+    """Why this process cannot listen inside a sandbox's network namespace ("" when it can): then the proxy
+    bridge is a forwarder started inside (``_bridge``)."""
 
 
 JAIL_BIN = "/run/clawgym-jail/_bin"
@@ -112,11 +117,49 @@ def probe_bwrap() -> BwrapProbe:
         outer = [*base, "--uid", "1000", "--gid", "1000", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *binds]
         j = _try([*outer, "--", *jail_argv(inner), "--ro-bind", "/", "/", "--dev", "/dev", "--", "/bin/true"])
         jail = "" if j.returncode == 0 else (j.stderr.strip() or f"nested bwrap exited {j.returncode}")
-        return BwrapProbe(True, bw, r.returncode == 0, detail, jail)
+        return BwrapProbe(True, bw, r.returncode == 0, detail, jail, _probe_netns(base))
     except (OSError, subprocess.SubprocessError) as exc:
         return BwrapProbe(False, bw, False, str(exc))
     finally:
         rmtree_hard(d)
+
+
+def _probe_netns(base: list[str]) -> str:
+    """Try the host-side bridge once: a bwrap held before its command, a listener made in its namespace."""
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        proc = subprocess.Popen([*base, "--info-fd", str(info_w), "--block-fd", str(block_r), "--", "/bin/true"],
+                                pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        os.close(info_w)
+        os.close(block_r)
+        info_w = block_r = -1
+        with os.fdopen(info_r, "rb", closefd=False) as f:
+            info = f.read()
+        out: list[str] = []
+
+        def attempt() -> None:  # in a thread of its own: see _bridge.listen_inside
+            try:
+                _bridge.enter_and_listen(_bridge.child_pid(info), 0).close()
+                out.append("")
+            except (OSError, ValueError, KeyError) as exc:
+                out.append(f"cannot listen inside a sandbox's network namespace: {exc}")
+
+        t = threading.Thread(target=attempt, name="clawgym-netns-probe", daemon=True)
+        t.start()
+        t.join()
+        return out[0]
+    except OSError as exc:
+        return f"cannot probe the host-side bridge: {exc}"
+    finally:
+        for fd in (info_r, info_w, block_r, block_w):
+            if fd >= 0:
+                os.close(fd)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
 
 
 ETC_GENERATED = {

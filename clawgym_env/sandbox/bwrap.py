@@ -3,8 +3,9 @@
 Each ``exec`` is a fresh ``bwrap`` over the same per-sandbox host folders, so state persists
 between calls without a long-lived process to enter (entering namespaces with setns would need
 privileges an unprivileged user lacks; a fresh bwrap measured 6.4 ms median on an idle core). Its
-command line and environment are built in ``_bwrap_argv``; the host-side setup shared by all
-sandboxes (the binary and its probe, /etc, system binds, where folders live) is ``_bwrap_host``:
+command line and environment are built in ``_bwrap_argv``, files go in and out through ``_bwrap_files``,
+and the host-side setup shared by all sandboxes (the binary and its probe, /etc, system binds, where
+folders live) is ``_bwrap_host``:
 
     <sandbox_root()>/clawgym-bwrap-XXXX/     (/dev/shm when roomy, else the temp dir)
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
@@ -20,7 +21,8 @@ refuses the ptrace family of syscalls (``_seccomp``), runs as "user", and carrie
 for the graders' agent-code jail (``CLAWGYM_JAIL``: a nested bwrap that cannot see the config
 mounts, /tmp, HOME or any process of the grader; see ``clawgym_env.task._agent_jail``). Only system folders are bound,
 read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
-(see ``_bridge``). Killing the outer bwrap kills the namespace's init, and with it every
+(see ``_bridge``: where this process may, it listens inside the exec's network namespace itself, so
+nothing is started inside for it). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
 
 Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``);
@@ -37,7 +39,6 @@ import os
 import platform
 import shutil
 import signal
-import stat
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -52,8 +53,8 @@ from clawgym_env.sandbox._bwrap_argv import (
     sandbox_env,
     static_args,
 )
+from clawgym_env.sandbox._bwrap_files import BwrapFiles
 from clawgym_env.sandbox._bwrap_host import (
-    RESERVED_TOP,
     BwrapProbe,
     find_bwrap,
     probe_bwrap,
@@ -62,9 +63,6 @@ from clawgym_env.sandbox._bwrap_host import (
 )
 from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
 from clawgym_env.sandbox._fs import (
-    host_path_in,
-    inside_path,
-    move_into,
     rmtree_hard,
     sanitize_tree,
     strip_escaping_symlinks,
@@ -76,7 +74,6 @@ from clawgym_env.sandbox.base import (
     ExecResult,
     FinalLayers,
     OutputCallback,
-    Sandbox,
     SandboxConfig,
     SandboxState,
     Spawned,
@@ -84,10 +81,9 @@ from clawgym_env.sandbox.base import (
 
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
-_IO = "/run/clawgym-io"
 
 
-class BwrapSandbox(Sandbox):
+class BwrapSandbox(BwrapFiles):
     """A bubblewrap sandbox; see the module docstring for its layout and guarantees."""
 
     name = "bwrap"
@@ -105,10 +101,10 @@ class BwrapSandbox(Sandbox):
         self._extra: dict[str, Path] = {}
         self._procs: set[asyncio.subprocess.Process] = set()
         self._cg: SandboxCgroup | None = None
-        self._use_socat = True
+        self._bridge_kind = "socat"
+        """How an exec's proxy port is served: "host", "socat" or "python" (``_bridge``)."""
         self._overlay = True
         self._pristine = True
-        """Nothing has run inside yet: every host folder holds only what this object wrote there."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -144,7 +140,7 @@ class BwrapSandbox(Sandbox):
                 self._cg = SandboxCgroup(info, cfg.memory_mb, cfg.pids, cfg.cpus)
                 if not self._cg.dirs:  # no controller for the limits asked for
                     self._cg = None
-            self._use_socat = _bridge.socat_path() is not None or cfg.rootfs is not None
+            self._bridge_kind = _bridge.choose(probe.netns, cfg.rootfs is not None)
             self._base = static_args(cfg, self.uid, self.home, self.dir, self._bwrap)
         except BaseException:
             self._cleanup()
@@ -234,21 +230,27 @@ class BwrapSandbox(Sandbox):
         if self._overlay:
             workdir.mkdir()
         run_env = sandbox_env(self.config, self.uid, self.home, self._bwrap, env)
-        if proxy and not self._use_socat:
+        bridge = self._bridge_kind if proxy else None
+        if bridge == "python":
             run_env.update(_bridge.prelude_env(False))
         cg = self._cg
 
         async def classify() -> str | None:
             return cg.limit_hit() if cg is not None else None
 
+        host = _bridge.HostBridge(self.config.proxy_port, self.config.proxy_socket) \
+            if bridge == "host" and self.config.proxy_socket is not None else None
         fds: list[int] = []
         try:
+            fd_args: list[str] = []
             if self.config.sealed:  # bwrap reads the filter from this descriptor at start
                 fds.append(os.open(self.dir / "seccomp.bpf", os.O_RDONLY))
+                fd_args += ["--seccomp", str(fds[0])]
+            if host is not None:
+                fd_args += host.bwrap_args()
             argv = exec_argv(self.config, cmd, bwrap=self._bwrap, base=self._base, d=self.dir, overlay=self._overlay,
-                             extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, proxy=proxy,
-                             use_socat=self._use_socat, seccomp=["--seccomp", str(fds[0])] if fds else [],
-                             cgroup=self._cg)
+                             extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, bridge=bridge,
+                             fd_args=fd_args, cgroup=self._cg)
             running = await start_process(
                 argv,
                 env=run_env,
@@ -259,12 +261,32 @@ class BwrapSandbox(Sandbox):
                 kill=self._kill,
                 on_start=self._procs.add,
                 classify=classify,
-                pass_fds=fds,
+                pass_fds=[*fds, *(host.child_fds() if host is not None else ())],
             )
+        except BaseException:
+            if host is not None:
+                host.close()
+            raise
         finally:  # the child has its own copy from the fork
             for fd in fds:
                 os.close(fd)
-        return SpawnedProcess(running, self._release, self.config.wall_time_s, exit_127)
+        if host is None:
+            return SpawnedProcess(running, self._release, self.config.wall_time_s, exit_127)
+        try:
+            await host.open(running)  # the command starts once its listener is up
+        except BaseException:
+            self._release()
+            raise
+
+        def ended() -> None:
+            self._release()
+            host.close()
+
+        return SpawnedProcess(running, ended, self.config.wall_time_s, exit_127)
+
+    async def _run_io(self, cmd: Sequence[str], binds: Sequence[str]) -> ExecResult:
+        return await self._run(cmd, env=None, cwd="/", timeout=600, stdin=None, on_output=None,
+                               max_output_bytes=65536, binds=binds, proxy=False)
 
     def _release(self) -> None:
         """An exec is over: forget its process (its empty overlay work dir goes with ``close``)."""
@@ -321,76 +343,6 @@ class BwrapSandbox(Sandbox):
         if skipped is None:
             return None
         return FinalLayers(self.config.workspace_src, (*self.config.workspace_layers, final), tuple(skipped))
-
-    # ------------------------------------------------------------------ files
-    def _ensure_writable(self, path: str) -> None:
-        """Make sure ``path`` lies in a writable, persistent folder; create /<top> if new."""
-        assert self.dir is not None
-        roots = [self.config.workspace_mount, self.home, "/tmp", *self._extra]
-        roots += [m.inside for m in self.config.mounts if m.writable]
-        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            return
-        top = path.split("/")[1] if path.count("/") >= 1 else ""
-        reserved = set(RESERVED_TOP)
-        if self.config.rootfs is not None:
-            reserved |= {p.name for p in Path(self.config.rootfs).iterdir()}
-        reserved |= {"root", "home", "tmp"}
-        if not top or top in reserved or any(m.inside.split("/")[1] == top for m in self.config.mounts):
-            raise SandboxExecError(
-                f"{path} is not writable in the sandbox; copy into the workspace "
-                f"({self.config.workspace_mount}), {self.home}, /tmp, or a new top-level folder such as /verifier"
-            )
-        host = self.dir / "extra" / top
-        host.mkdir(exist_ok=True)
-        self._extra[f"/{top}"] = host
-
-    async def upload(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder into the sandbox (folders merge into an existing folder)."""
-        src = Path(src)
-        if not src.exists():
-            raise SandboxExecError(f"upload: host path {src} does not exist")
-        target = inside_path(dest, self.config.workspace_mount)
-        self._ensure_writable(target)
-        roots = {self.home: self.dir / "home", "/tmp": self.dir / "tmp", **self._extra}
-        if self._pristine and src.is_file() and (host := host_path_in(target, roots, self.config.mounts)) is not None:
-            # Nothing has run inside yet, so these folders hold only what we wrote: a host-side copy
-            # equals the in-sandbox cp and saves a bwrap start (the harness's config files).
-            host.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, host)
-            return
-        staged = f"{_IO}/in"
-        if src.is_dir():
-            script = 'mkdir -p "$2" && cp -R --preserve=mode,timestamps "$1"/. "$2"/'
-        else:
-            script = 'mkdir -p "$(dirname "$2")" && cp --preserve=mode,timestamps "$1" "$2"'
-        r = await self._run(
-            ["/bin/sh", "-c", script, "upload", staged, target], env=None, cwd="/", timeout=600, stdin=None,
-            on_output=None, max_output_bytes=65536, binds=["--ro-bind", str(src), staged], proxy=False,
-        )  # fmt: skip
-        if r.return_code != 0:
-            raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
-
-    async def download(self, src: str, dest: Path) -> list[str]:
-        """Copy ``src`` out of the sandbox to ``dest``; symlinks leading outside it are dropped."""
-        assert self.dir is not None
-        source = inside_path(src, self.config.workspace_mount)
-        out = self.dir / f"out-{uuid.uuid4().hex[:10]}"
-        out.mkdir()
-        os.chmod(out, stat.S_IRWXU)
-        try:
-            r = await self._run(
-                ["cp", "-R", "--preserve=mode,timestamps", source, f"{_IO}/out/x"], env=None, cwd="/",
-                timeout=600, stdin=None, on_output=None, max_output_bytes=65536,
-                binds=["--bind", str(out), f"{_IO}/out"], proxy=False,
-            )  # fmt: skip
-            if r.return_code != 0:
-                raise SandboxExecError(f"download {source}: {r.stderr.strip() or 'cp failed'}")
-            strip_escaping_symlinks(out / "x")
-            skipped = sanitize_tree(out / "x")
-            await asyncio.to_thread(move_into, out / "x", Path(dest))
-            return skipped
-        finally:
-            rmtree_hard(out)
 
     # ------------------------------------------------------------------ close
     async def close(self) -> None:

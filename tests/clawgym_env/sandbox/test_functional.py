@@ -211,24 +211,6 @@ async def test_bwrap_with_a_chosen_rootfs(tmp_path: Path) -> None:
     assert user == "user" and prefix == "/usr"
 
 
-@pytest.mark.sandbox
-async def test_bwrap_python_forwarder_when_socat_is_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clawgym_env.sandbox import SandboxConfig, create_sandbox
-    from clawgym_env.sandbox import _bridge
-
-    monkeypatch.setattr(_bridge, "socat_path", lambda: None)
-    sock, seen = tmp_path / "proxy.sock", []
-    server = await _unix_http_server(sock, seen)
-    try:
-        async with create_sandbox("bwrap", SandboxConfig(proxy_socket=sock, proxy_port=18788)) as sb:
-            assert sb._use_socat is False  # type: ignore[attr-defined]
-            r = await sb.exec(["python3", "-c", _GET % 18788], timeout=60)
-        assert r.stdout.strip() == "pong-from-host", r.stderr
-        assert seen == [b"GET /v1/ping HTTP/1.1"]
-    finally:
-        server.close()
-
-
 async def test_missing_command_exits_127(make, tmp_path: Path) -> None:
     sb = await make()
     r = await sb.exec(["no-such-program-xyz"])
