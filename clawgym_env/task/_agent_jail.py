@@ -30,7 +30,6 @@ The jail comes from ``CLAWGYM_JAIL`` (JSON, set by the sealed sandbox):
 import json
 import os
 import signal
-import subprocess
 import sys
 
 __all__ = ["VALUES_MARK", "AgentRun", "agent_values", "jail_subprocess", "run_agent"]
@@ -43,8 +42,18 @@ _PRELUDE = (
     "    _cgs.stdout.write('\\n%s' + _cgj.dumps(value) + '\\n'); _cgs.stdout.flush()\n" % VALUES_MARK
 )
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TERM")
-_Popen = subprocess.Popen
-"""The real one, for the jail itself (``jail_subprocess`` replaces ``subprocess.Popen``)."""
+_REAL_POPEN = []
+"""The real ``subprocess.Popen``, for the jail itself (``jail_subprocess`` replaces it)."""
+
+
+def _subprocess():
+    """``subprocess``, imported when agent code first runs (most graders never run any: its import is ~3 ms of
+    every episode's grading CPU), its real Popen kept first."""
+    import subprocess
+
+    if not _REAL_POPEN:
+        _REAL_POPEN.append(subprocess.Popen)
+    return subprocess
 
 
 class AgentRun:
@@ -163,7 +172,8 @@ def run_agent(cmd, cwd, timeout=60, stdin=None, writable=()):
     cwd = os.path.abspath(cwd)
     jail, argv, opts = _jailed(cmd, cwd, writable)
     kind = jail.get("kind")
-    proc = _Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **opts)
+    subprocess = _subprocess()
+    proc = _REAL_POPEN[0](argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **opts)
     try:
         out, err = proc.communicate(None if stdin is None else stdin.encode(), timeout=timeout)
         rc, timed_out = proc.returncode, False
@@ -202,10 +212,11 @@ def jail_subprocess(writable=()):
     interpreter's temporary folder (``tempfile`` is pointed at a fresh one), nothing else."""
     import tempfile
 
+    subprocess = _subprocess()
     tempfile.tempdir = tempfile.mkdtemp(prefix="clawgym-checker-")
     roots = [*writable, tempfile.tempdir]
 
-    class JailedPopen(_Popen):
+    class JailedPopen(_REAL_POPEN[0]):
         def __init__(self, args, *pos, **kw):
             if pos:
                 raise TypeError("clawgym_grading: pass Popen options by keyword")
