@@ -10,7 +10,9 @@ seconds and how they split into waiting on rollouts, training and the weight pus
 lane time the rollout workers sat idle; and CPU seconds per process, so a wall figure can be
 read on a shared box: the trainer's main thread (its CPU, and the time it was runnable but had
 no core: the box's load or our own rollouts), the trainer process's other threads (executor,
-proxy), the rollout child (decoding) and the sandboxes (harness and verifier processes). Then
+proxy), the rollout child (decoding) and the sandboxes (harness and verifier processes: as reaped
+children, which misses what runs in a sandbox's pid namespace, and through a cpuacct group around
+the process tree, which does not), and all of the rollout side's (other threads + child + sandboxes). Then
 the staleness histogram of the groups trained, the groups dropped as stale, and the learning
 curve's first 5 vs last 5 steps.
 
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DEFAULTS = ["--rollout-process", "--rollout-max-batch", "8", "--num-iterations", "4"]
 ROWS = [  # (key, label, format)
@@ -60,6 +63,8 @@ ROWS = [  # (key, label, format)
     ("other_cpu", "CPU s: trainer other threads", "{:.2f}"),
     ("child_cpu", "CPU s: rollout child", "{:.2f}"),
     ("sandbox_cpu", "CPU s: sandboxes (reaped)", "{:.2f}"),
+    ("tree_cpu", "CPU s: sandboxes (cpuacct)", "{:.2f}"),
+    ("rollout_cpu", "CPU s: rollout side, all", "{:.2f}"),
     ("gc", "garbage collection s (trainer)", "{:.3f}"),
 ]
 
@@ -97,6 +102,8 @@ def _child_cpu(trainer: Any) -> float:
 
 
 def run(argv: list[str]) -> dict[str, Any]:
+    from harness import CPU as tree  # bench/harness.py: a cpuacct group around this process tree
+
     from trainers.scripts.demo_cpu import build, parser
 
     a = parser().parse_args(argv)
@@ -110,8 +117,10 @@ def run(argv: list[str]) -> dict[str, Any]:
     def snap() -> dict[str, float]:
         t = os.times()
         cpu, queued = _schedstat()
+        under = tree.now()
         return {"t": time.perf_counter(), "proc": t.user + t.system, "reaped": t.children_user + t.children_system,
-                "child": _child_cpu(trainer), "main": cpu, "queued": queued, "gc": gc_clock.total}
+                "child": _child_cpu(trainer), "main": cpu, "queued": queued, "gc": gc_clock.total,
+                "tree": under if under is not None else float("nan")}
 
     last = snap()
 
@@ -124,7 +133,9 @@ def run(argv: list[str]) -> dict[str, Any]:
         trained += m.get("rollouts_trained", 0.0)
         steps.append({"wall": d["t"], "wait": m["rollout_s"], "train": m["train_s"], "push": m.get("sync_s", 0.0),
                       "idle": m.get("rollout_idle_share", 0.0), "main_cpu": d["main"], "main_queue": d["queued"],
-                      "other_cpu": d["proc"] - d["main"], "child_cpu": d["child"], "sandbox_cpu": d["reaped"], "gc": d["gc"]})
+                      "other_cpu": d["proc"] - d["main"], "child_cpu": d["child"], "sandbox_cpu": d["reaped"], "gc": d["gc"],
+                      "tree_cpu": d["tree"] - d["child"],
+                      "rollout_cpu": d["proc"] - d["main"] + d["tree"]})
 
     try:
         trainer.train(on_step=on_step)
@@ -177,8 +188,12 @@ def main() -> None:
         for name, flags in arms(a).items():
             results[name] = res = run([*common, *flags])
             print(f"[round {r + 1}] {name}: {res['wall']:.2f} s/step; trainer main thread {res['main_cpu']:.2f} CPU-s, "
-                  f"{res['main_queue']:.2f} s runnable without a core; load average {os.getloadavg()[0]:.1f}", flush=True)
+                  f"{res['main_queue']:.2f} s runnable without a core; rollout side {res['rollout_cpu']:.2f} CPU-s "
+                  f"(sandboxes {res['tree_cpu']:.2f}); load average {os.getloadavg()[0]:.1f}", flush=True)
         report(a, results, r, (load, os.getloadavg()[0]))
+    from harness import CPU
+
+    CPU.close()
 
 
 def _cpus_of(flags: list[str]) -> str:
