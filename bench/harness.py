@@ -20,7 +20,7 @@ them), else "n/a". Prints figures; asserts nothing.
 What the comparison holds (printed too): native is the harness process alone, with the adapter's
 own command line and flags (custom: ``python3 -I -S agent.py``, the same system python), and no
 sandbox, no workspace seeding, no grading. In-project is a whole episode: sandbox start, the
-harness in bwrap (behind the socat bridge), the sealed grading sandbox (started while the harness
+harness in bwrap (behind the proxy bridge), the sealed grading sandbox (started while the harness
 runs, used after every agent process is dead) and cleanup. The target is in-project within 1.3x of native.
 """
 

@@ -58,8 +58,10 @@ def check_bwrap() -> list[Check]:
                 "seccomp=unconfined); kernel >= 5.11 for overlay in a user namespace",
             )
         )  # fmt: skip
-    if _bridge.socat_path():
-        rows.append(Check("bwrap", "proxy forwarder", "ok", f"socat at {_bridge.socat_path()}"))
+    if probe.ok and not probe.netns:
+        rows.append(Check("bwrap", "proxy forwarder", "ok", "host-side listener in each exec's network namespace"))
+    elif _bridge.socat_path():
+        rows.append(Check("bwrap", "proxy forwarder", "ok", f"socat at {_bridge.socat_path()} ({probe.netns})"))
     else:
         rows.append(Check("bwrap", "proxy forwarder", "warn", "no socat: python forwarder (slower to start)", "apt-get install socat"))
     from clawgym_env.sandbox.bwrap import sandbox_root
