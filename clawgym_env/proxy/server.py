@@ -4,6 +4,9 @@ A plain ASGI callable rather than a framework router: the hot path is parse JSON
 backend -> pre-framed SSE bytes, with no middleware and no per-chunk objects. Sessions are
 found by their secret key (``x-api-key`` or ``Authorization: Bearer``); a ``/s/<session_id>``
 path prefix pins a session so a key from another episode is caught and refused.
+
+Here: lifecycle, sessions and routing. A model call itself is ``_call.serve_call``; reading the
+body, ``_json_body``; the shared ASGI helpers, ``_asgi``.
 """
 
 from __future__ import annotations
@@ -12,27 +15,25 @@ import asyncio
 import contextlib
 import enum
 import gc
-import itertools
-import operator
 import os
-import re
 import socket
 import time
-import types
 from pathlib import Path
-from urllib.parse import parse_qsl
-from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import ModuleType
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 import uvicorn
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ProxyError
+from clawgym_env.proxy._asgi import Disconnected, send_json
+from clawgym_env.proxy._call import serve_call
+from clawgym_env.proxy._json_body import read_json
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.proxy.dialects import anthropic, gemini, openai_chat, openai_responses
-from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply
+from clawgym_env.proxy.dialects._common import BadRequest
 from clawgym_env.proxy.egress import TargetKeepingProtocol, egress_target, proxy_key, refuse
 from clawgym_env.proxy.session import CallFailed, ProxySession
 
@@ -48,19 +49,12 @@ _ROUTES: dict[str, ModuleType] = {
     "/v1/chat/completions": openai_chat,
     "/v1/responses": openai_responses,
 }
-_JSON = [(b"content-type", b"application/json")]
-_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-_KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: every SSE parser skips it
 
 
 class ServerState(enum.Enum):
     NEW = "new"
     RUNNING = "running"
     STOPPED = "stopped"
-
-
-class _Disconnected(Exception):
-    pass
 
 
 class _Server(uvicorn.Server):
@@ -90,54 +84,6 @@ def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> ModuleType:
     if "messages" in path or b"anthropic-version" in headers or b"x-api-key" in headers:
         return anthropic
     return openai_chat
-
-
-MAX_JSON_DEPTH = 256
-"""Deepest JSON nesting a request body may have; refused before parsing (real bodies nest < 20)."""
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_STEP = bytes(2 if c in b"[{" else 0 for c in range(256))
-_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
-
-
-def _deeper_than_limit(text: bytes) -> bool:
-    steps = text.translate(_STEP, _NOT_BRACKET)  # 2 per opening bracket, 0 per closing one
-    for peeled in range(16):  # each pass removes the innermost pairs: real bodies end empty here, in C
-        if len(steps) <= MAX_JSON_DEPTH - peeled:
-            return False
-        steps = steps.replace(b"\x02\x00", b"")
-    # exact and linear (C-level iterators): depth after i steps = (sum of the first i) - i
-    return 16 + max(map(operator.sub, itertools.accumulate(steps), itertools.count(1))) > MAX_JSON_DEPTH
-
-
-def _too_deep(raw: bytes) -> bool:
-    """True if ``raw`` nests deeper than MAX_JSON_DEPTH. Brackets alone first (they can only
-    overestimate: a string may hold some); strings are stripped only when that says "deep"."""
-    return _deeper_than_limit(raw) and _deeper_than_limit(_STRING.sub(b"", raw))
-
-
-def load_body(raw: bytes) -> Any:
-    """``orjson.loads(raw)``, refusing (CallFailed 400) a body that nests deeper than MAX_JSON_DEPTH or is not JSON.
-
-    Parsing comes first: orjson (>= 3.9.15, pinned) stops at depth 1024 by itself. A parsed body that orjson
-    encodes again nests < 255 levels (its encoder's limit), which settles a real body in one C pass (~8 us for
-    44 kB) instead of the bracket scan of ``_too_deep`` (~27 us); whatever fails to parse or to encode gets
-    that exact scan, so the answer is the scan's for every body.
-    """
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        body, error = None, f"request body is not valid JSON: {exc}"
-    else:
-        try:
-            orjson.dumps(body)
-            return body
-        except orjson.JSONEncodeError:
-            error = ""
-    if _too_deep(raw):
-        raise CallFailed(400, f"request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
-    if error:
-        raise CallFailed(400, error)
-    return body
 
 
 class ProxyServer:
@@ -283,9 +229,9 @@ class ProxyServer:
             pinned, _, tail = rest.partition("/")
             path = "/" + tail
         if path in ("/health", "/healthz"):
-            return await _send_json(send, 200, {"ok": True, "sessions": len(self._by_id)})
+            return await send_json(send, 200, {"ok": True, "sessions": len(self._by_id)})
         if path == "/v1/models" and method == "GET":
-            return await _send_json(send, 200, self._models(headers))
+            return await send_json(send, 200, self._models(headers))
         count_tokens = path == "/v1/messages/count_tokens"
         dialect = anthropic if count_tokens else _ROUTES.get(path)
         stream: bool | None = None  # set by the path, not the body (Gemini)
@@ -296,22 +242,22 @@ class ProxyServer:
         if dialect is None or method != "POST":
             d = dialect or _guess_dialect(path, headers)
             status = 405 if dialect is not None else 404
-            return await _send_json(send, status, d.error_body(status, f"{method} {path}: no such endpoint here"))
+            return await send_json(send, status, d.error_body(status, f"{method} {path}: no such endpoint here"))
         sess, why = self._authenticate(headers, pinned, scope.get("query_string", b""))
         if sess is None:
             self._refuse(pinned, dialect, path, started_at, why)
-            return await _send_json(send, 401, dialect.error_body(401, why))
+            return await send_json(send, 401, dialect.error_body(401, why))
         try:
-            body = await self._read_json(receive, headers)
-        except _Disconnected:
+            body = await read_json(receive, headers, self.max_body_bytes)
+        except Disconnected:
             return
         except CallFailed as exc:
-            return await _send_json(send, exc.status, dialect.error_body(exc.status, exc.message))
+            return await send_json(send, exc.status, dialect.error_body(exc.status, exc.message))
         if count_tokens:
             return await self._count_tokens(send, sess, dialect, body)
         if gemini_route is not None:
             body = {**body, "model": gemini_route[0], "stream": bool(stream)}
-        await self._serve_call(send, receive, sess, dialect, path, body, started_at, t0)
+        await serve_call(send, receive, sess, dialect, path, body, started_at, t0, self.stream_keepalive_s)
 
     def _models(self, headers: dict[bytes, bytes]) -> dict[str, Any]:
         sess, _ = self._authenticate(headers, None)
@@ -354,189 +300,19 @@ class ProxyServer:
         await refuse(send, sess.egress if sess else self.refused, sess.session_id if sess else "", method, target,
                      started_at)
 
-    async def _read_json(self, receive: Any, headers: dict[bytes, bytes]) -> dict[str, Any]:
-        ctype = headers.get(b"content-type", b"application/json").split(b";")[0].strip().lower()
-        if ctype != b"application/json" and not ctype.endswith(b"+json"):
-            raise CallFailed(415, f"content-type {ctype.decode('latin-1')!r} is not supported; send application/json")
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise CallFailed(413, f"request body of {int(declared)} bytes exceeds the limit of {self.max_body_bytes}")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                raise _Disconnected
-            chunk = msg.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise CallFailed(413, f"request body exceeds the limit of {self.max_body_bytes} bytes")
-            chunks.append(chunk)
-            if not msg.get("more_body", False):
-                break
-        body = load_body(b"".join(chunks))
-        if not isinstance(body, dict):
-            raise CallFailed(400, "request body must be a JSON object")
-        return body
-
     async def _count_tokens(self, send: Any, sess: ProxySession, dialect: ModuleType, body: dict[str, Any]) -> None:
         """Anthropic ``count_tokens`` and Gemini ``countTokens``: no model call, not recorded."""
         try:
             parsed = dialect.parse_request(body, sess.ids)
         except BadRequest as exc:
-            return await _send_json(send, 400, dialect.error_body(400, str(exc)))
+            return await send_json(send, 400, dialect.error_body(400, str(exc)))
         tok = sess.backend.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
             try:
                 text = tok.apply_chat_template(parsed.messages, tools=parsed.tools or None, tokenize=False)
             except Exception as exc:  # the template rejects these messages
-                return await _send_json(send, 400, dialect.error_body(400, f"chat template failed: {exc}"))
+                return await send_json(send, 400, dialect.error_body(400, f"chat template failed: {exc}"))
             n = len(tok(text, add_special_tokens=False)["input_ids"])
         else:  # message-level backend: an estimate (~4 bytes per token)
             n = len(orjson.dumps(parsed.messages)) // 4 + len(orjson.dumps(parsed.tools)) // 4
-        await _send_json(send, 200, {"totalTokens": n} if dialect is gemini else {"input_tokens": n})
-
-    async def _serve_call(self, send: Any, receive: Any, sess: ProxySession, dialect: ModuleType, path: str,
-                          body: dict[str, Any], started_at: float, t0: float) -> None:
-        rec: dict[str, Any] = {"session_id": sess.session_id, "call_index": sess.next_index(),
-                               "dialect": dialect.NAME, "path": path, "started_at": started_at,
-                               "stream": bool(body.get("stream")), "model": str(body.get("model", ""))}
-        status = 200
-        opened: list[bool] = []  # non-empty once SSE headers went out (slow policy, keep-alive sent)
-        parsed: ParsedRequest | None = None
-        try:
-            try:
-                parsed = dialect.parse_request(body, sess.ids)
-            except BadRequest as exc:
-                raise CallFailed(400, str(exc)) from None
-            sess.share(parsed)
-            rec["messages"] = parsed.messages
-            rec["tools"] = parsed.tools
-            digest = sess.history.system_hash(parsed.messages)
-            if digest is not None:  # which agent prompt this call ran under (subagents and side calls differ)
-                rec["meta"] = {"system_hash": digest}
-            async def keepalive() -> None:  # a slow policy: open the stream, keep it from idling out
-                if not opened:
-                    opened.append(True)
-                    await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-                # google-genai parses every non-blank line as JSON, an SSE comment too: it gets a blank line
-                await send({"type": "http.response.body", "body": b"\n" if dialect is gemini else _KEEPALIVE, "more_body": True})
-
-            extra = (parsed.include_usage,) if dialect is openai_chat else ()
-            streamed: list[Any] = []  # [LiveReply, text sent] once live text went out
-
-            async def live(head: Reply, text: str) -> None:  # content text while the policy decodes
-                if not streamed:
-                    streamed[:] = [dialect.LiveReply(head, *extra), ""]
-                    if not opened:
-                        opened.append(True)
-                        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-                    await send({"type": "http.response.body", "body": streamed[0].start(), "more_body": True})
-                streamed[1] += text
-                await send({"type": "http.response.body", "body": streamed[0].text(text), "more_body": True})
-
-            reply = await _until_disconnect(sess.complete(dialect, parsed, rec, body, live if parsed.stream else None),
-                                            receive, self.stream_keepalive_s if parsed.stream else None,
-                                            keepalive if parsed.stream else None)
-            if streamed:
-                if not (reply.message.get("content") or "").startswith(streamed[1]):  # see _live: should not happen
-                    rec["meta"] = {**(rec.get("meta") or {}), "live_text_mismatch": True}
-                await send({"type": "http.response.body", "body": streamed[0].finish(reply, streamed[1]), "more_body": False})
-            elif parsed.stream:
-                frames = b"".join(dialect.render_stream(reply, *extra))
-                if not opened:  # the whole stream is ready: a content-length saves chunked framing
-                    headers = [*_SSE, (b"content-length", str(len(frames)).encode())]
-                    await send({"type": "http.response.start", "status": 200, "headers": headers})
-                await send({"type": "http.response.body", "body": frames, "more_body": False})
-            else:
-                await _send_json(send, 200, dialect.render_response(reply))
-        except CallFailed as exc:
-            status = exc.status
-            rec.update(status=status, error=exc.message, finish_reason="error")
-            if opened:  # headers are out: the error travels as the dialect's stream error event
-                await send({"type": "http.response.body", "body": dialect.stream_error(status, exc.message),
-                            "more_body": False})
-            else:
-                await _send_json(send, status, dialect.error_body(status, exc.message))
-        except _Disconnected:
-            rec.update(status=499, error="client disconnected before the reply was sent", finish_reason="error")
-        except Exception as exc:  # a proxy bug must still answer in the dialect's shape and be recorded
-            status = 500
-            msg = f"proxy internal error: {type(exc).__name__}: {exc}"
-            rec.update(status=status, error=msg, finish_reason="error")
-            with contextlib.suppress(Exception):
-                if opened:
-                    await send({"type": "http.response.body", "body": dialect.stream_error(status, msg),
-                                "more_body": False})
-                else:
-                    await _send_json(send, status, dialect.error_body(status, msg))
-        finally:
-            rec.setdefault("status", status)
-            rec["latency_s"] = time.perf_counter() - t0
-            if rec.get("token_source") is None:
-                rec["token_source"] = "none"
-            sess.record(rec, parsed)
-
-
-async def _until_disconnect(coro: Coroutine[Any, Any, Any], receive: Any, idle_s: float | None = None,
-                            on_idle: Callable[[], Awaitable[None]] | None = None) -> Any:
-    """Await ``coro`` unless the client hangs up first (then cancel it and raise _Disconnected).
-
-    ``on_idle`` runs every ``idle_s`` seconds while waiting (SSE keep-alives). ``coro`` first runs
-    right here up to its first suspension: a backend with the reply at hand (scripted, replay) is
-    done then, with no task, no watcher, no timer and no loop turn.
-    """
-    try:
-        pending = coro.send(None)
-    except StopIteration as done:
-        return done.value
-    work = asyncio.ensure_future(_resume(coro, pending))
-    watch = asyncio.ensure_future(receive())
-    try:
-        while True:
-            done, _ = await asyncio.wait({work, watch}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
-            if work in done:
-                return work.result()
-            if watch in done:
-                if watch.result().get("type") == "http.disconnect":
-                    work.cancel()
-                    with contextlib.suppress(BaseException):
-                        await work
-                    raise _Disconnected
-                watch = asyncio.ensure_future(receive())
-            elif on_idle is not None:
-                await on_idle()
-    finally:
-        if not watch.done():
-            watch.cancel()
-        if not work.done():
-            work.cancel()
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
-    """The rest of a coroutine that already ran to its first suspension (``pending``: the future it waits on),
-    as an awaitable a Task can drive: each result or exception the task passes in goes on to ``coro``."""
-    while True:
-        try:
-            sent = yield pending
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # the task's cancellation, or an exception thrown in
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as done:
-                return done.value
-        else:
-            try:
-                pending = coro.send(sent)
-            except StopIteration as done:
-                return done.value
-
-
-async def _send_json(send: Any, status: int, payload: dict[str, Any]) -> None:
-    body = orjson.dumps(payload)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*_JSON, (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+        await send_json(send, 200, {"totalTokens": n} if dialect is gemini else {"input_tokens": n})

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clawgym_env.proxy.server import MAX_JSON_DEPTH, _too_deep
+from clawgym_env.proxy._json_body import MAX_JSON_DEPTH, _too_deep
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_load_body_refuses_exactly_what_the_scan_finds_too_deep(body: bytes) -> 
     """``load_body`` parses first and scans only what orjson cannot encode again: same verdicts as the scan alone."""
     import orjson
 
-    from clawgym_env.proxy.server import load_body
+    from clawgym_env.proxy._json_body import load_body
     from clawgym_env.proxy.session import CallFailed
 
     try:
