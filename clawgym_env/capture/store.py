@@ -36,6 +36,8 @@ __all__ = ["FSYNC_INTERVAL_S", "JSON_OPTIONS", "CaptureWriter", "read_capture"]
 JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 """How a capture line is encoded; a value spliced into a line as ``orjson.Fragment`` must be encoded so too."""
 
+_LINE_OPTIONS = JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
+
 FSYNC_INTERVAL_S = 1.0
 """How long a written line may wait for its fsync: every queued writer is synced once per interval."""
 
@@ -98,7 +100,7 @@ class CaptureWriter:
     def write(self, record: CallRecord | dict[str, Any]) -> None:
         """Append one record and hand it to the OS (survives a crash of this process)."""
         data = record if isinstance(record, dict) else record.__dict__
-        line = orjson.dumps(data, option=JSON_OPTIONS) + b"\n"
+        line = orjson.dumps(data, option=_LINE_OPTIONS)  # the newline appended by orjson: no copy of the line
         with self._lock:
             if self._closed:
                 raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")

@@ -7,44 +7,63 @@ whole history on every call. When a message (or the tool list) serialises to the
 the one the previous call had at the same place, the earlier object is used instead (bytes, not
 ``==``: ``1 == 1.0 == True``), so the record, the capture line and the prompt are byte-identical
 to the unshared ones, and the capture line splices the JSON in rather than encoding it again.
+Each message's JSON is kept as an ``orjson.Fragment``: the capture encodes the list of them as the
+same bytes as one joined array, without joining (and copying) the whole history first.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from clawgym_env.capture.store import JSON_OPTIONS
 
-__all__ = ["SharedHistory"]
+__all__ = ["SharedHistory", "SharedRequest"]
 
 Json = bytes
+
+
+class SharedRequest(NamedTuple):
+    """What ``SharedHistory.share`` gives back."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    messages_json: list[orjson.Fragment]
+    """Each message's JSON: ``orjson.dumps(messages_json) == orjson.dumps(messages)``."""
+    tools_json: orjson.Fragment
+    json_size: int
+    """``len(orjson.dumps(messages)) + len(orjson.dumps(tools))``."""
 
 
 class SharedHistory:
     """One session's last request in neutral form, each message with its JSON (``orjson.dumps``)."""
 
     def __init__(self) -> None:
-        self._messages: list[tuple[dict[str, Any], Json]] = []
-        self._tools: tuple[list[dict[str, Any]], Json] = ([], b"[]")
+        self._messages: list[tuple[dict[str, Any], Json, orjson.Fragment]] = []
+        self._tools: tuple[list[dict[str, Any]], Json, orjson.Fragment] = ([], b"[]", orjson.Fragment(b"[]"))
         self._system: tuple[dict[str, Any] | None, str] = (None, "")
 
-    def share(self, messages: list[dict[str, Any]],
-              tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Json, Json]:
-        """``messages`` and ``tools`` with earlier equal objects substituted, and their JSON arrays."""
+    def share(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> SharedRequest:
+        """``messages`` and ``tools`` with earlier equal objects substituted, and their JSON."""
         prev = self._messages
-        out: list[tuple[dict[str, Any], Json]] = []
+        n_prev = len(prev)
+        out: list[tuple[dict[str, Any], Json, orjson.Fragment]] = []
+        size = 2 + max(len(messages) - 1, 0)  # the array's brackets and commas
         for i, m in enumerate(messages):
             j = _dumps(m)
-            out.append(prev[i] if i < len(prev) and prev[i][1] == j else (m, j))
+            size += len(j)
+            if i < n_prev and prev[i][1] == j:
+                out.append(prev[i])
+            else:
+                out.append((m, j, orjson.Fragment(j)))
         self._messages = out
         tj = _dumps(tools)
         if tj != self._tools[1]:
-            self._tools = (tools, tj)
-        shared = [m for m, _ in out]
-        return shared, self._tools[0], b"[" + b",".join(j for _, j in out) + b"]", self._tools[1]
+            self._tools = (tools, tj, orjson.Fragment(tj))
+        return SharedRequest([e[0] for e in out], self._tools[0], [e[2] for e in out], self._tools[2],
+                             size + len(tj))
 
     def system_hash(self, messages: list[dict[str, Any]]) -> str | None:
         """Short digest of the system prompt (which agent prompt a call ran under), once per system message."""

@@ -112,8 +112,8 @@ class ProxySession:
 
     def share(self, parsed: ParsedRequest) -> None:
         """Swap in the last call's equal message/tool objects and attach their JSON (``SharedHistory``)."""
-        parsed.messages, parsed.tools, parsed.messages_json, parsed.tools_json = self.history.share(
-            parsed.messages, parsed.tools)
+        parsed.messages, parsed.tools, parsed.messages_json, parsed.tools_json, parsed.json_size = \
+            self.history.share(parsed.messages, parsed.tools)
 
     def _sampling(self, parsed: ParsedRequest) -> dict[str, Any]:
         s: dict[str, Any] = {"max_tokens": parsed.max_tokens or 1024, "temperature": parsed.temperature,
@@ -232,8 +232,7 @@ class ProxySession:
             data: CallRecord | dict[str, Any] = record
             if parsed is not None and parsed.messages_json is not None and parsed.tools_json is not None \
                     and record.messages is parsed.messages and record.tools is parsed.tools:
-                data = {**record.__dict__, "messages": orjson.Fragment(parsed.messages_json),
-                        "tools": orjson.Fragment(parsed.tools_json)}
+                data = {**record.__dict__, "messages": parsed.messages_json, "tools": parsed.tools_json}
             self._writer.write(data)
             self._writer.sync_soon()
         return record
@@ -250,5 +249,5 @@ class ProxySession:
 def _estimate(parsed: ParsedRequest) -> int:
     """Prompt size for backends that report none (~4 bytes per token); harnesses budget context by it."""
     if parsed.messages_json is not None and parsed.tools_json is not None:
-        return (len(parsed.messages_json) + len(parsed.tools_json)) // 4
+        return parsed.json_size // 4
     return (len(orjson.dumps(parsed.messages)) + len(orjson.dumps(parsed.tools))) // 4

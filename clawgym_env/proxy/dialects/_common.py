@@ -33,9 +33,12 @@ class ParsedRequest:
     seed: int | None = None
     include_usage: bool = False
     """OpenAI Chat ``stream_options.include_usage``."""
-    messages_json: bytes | None = None
-    tools_json: bytes | None = None
-    """``messages``/``tools`` as the capture encodes them, once the session has shared them with its last call."""
+    messages_json: list[orjson.Fragment] | None = None
+    tools_json: orjson.Fragment | None = None
+    """``messages`` (one fragment per message) and ``tools`` as the capture encodes them, once the session has
+    shared them with its last call (``SharedHistory``)."""
+    json_size: int = 0
+    """Bytes of both encoded, once shared."""
 
 
 @dataclass

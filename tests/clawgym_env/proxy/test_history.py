@@ -48,9 +48,10 @@ def test_share_compares_bytes_not_values() -> None:
     h = SharedHistory()
     first = [{"role": "system", "content": "s"}, {"role": "user", "content": "x", "n": 1}]
     h.share(first, [])
-    again, _, mj, tj = h.share([{"role": "system", "content": "s"}, {"role": "user", "content": "x", "n": True}], [])
+    again, _, mj, tj, size = h.share([{"role": "system", "content": "s"}, {"role": "user", "content": "x", "n": True}], [])
     assert again[0] is first[0] and again[1] is not first[1] and again[1]["n"] is True
-    assert mj == orjson.dumps(again) and tj == b"[]"
+    assert orjson.dumps(mj) == orjson.dumps(again) and orjson.dumps(tj) == b"[]"
+    assert size == len(orjson.dumps(again)) + len(b"[]")
 
 
 @settings(max_examples=300, deadline=None)
