@@ -25,14 +25,11 @@ grader's hidden files, payload) are copies only root may read (0700).
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
-import posixpath
 import shutil
 import socket
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -42,9 +39,10 @@ from typing import Any
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import limit_counters, limit_fired
-from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
+from clawgym_env.sandbox._docker_files import RO_TMPFS, DockerFiles
+from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._process import OutputBuffer
-from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
+from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCallback, SandboxConfig, SandboxState
 
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 
@@ -62,8 +60,6 @@ _WRAP = (
 )
 """Runs the command; then, if no other exec is still running (the last one out reaps), kills whatever
 is left in the container's pid namespace but its own processes; keeps the command's exit code."""
-_RO_TMPFS = ("/tmp", "/var/tmp", "/run")
-"""Writable folders of a container whose root filesystem is read-only (tmpfs, size-limited)."""
 
 
 def _client() -> Any:
@@ -82,7 +78,7 @@ def _client() -> Any:
     return client
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(DockerFiles):
     """A docker container; see the module docstring."""
 
     name = "docker"
@@ -158,7 +154,7 @@ class DockerSandbox(Sandbox):
         if cfg.cpus:
             limits["nano_cpus"] = int(cfg.cpus * 1e9)
         size = f",size={cfg.disk_mb}m" if cfg.disk_mb else ""
-        tmpfs = {d: f"rw,nosuid,nodev,mode=1777{size}" for d in _RO_TMPFS}
+        tmpfs = {d: f"rw,nosuid,nodev,mode=1777{size}" for d in RO_TMPFS}
         tmpfs[self.home] = f"rw,nosuid,nodev,mode=0755{size}"
         security = ["no-new-privileges"]
         caps = ["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"]
@@ -384,80 +380,6 @@ class DockerSandbox(Sandbox):
         except Exception as exc:  # the container is gone or dockerd failed: nothing left to reap there
             raise SandboxExecError(f"docker sandbox: cannot reap its processes: {exc}") from exc
 
-    # ------------------------------------------------------------------ files
-    def _check_target(self, path: str) -> None:
-        roots = [self.home, *_RO_TMPFS, *(m.inside for m in self.config.mounts if m.writable)]
-        if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            raise SandboxExecError(
-                f"{path} is not writable in the sandbox (its root filesystem is read-only); copy into the "
-                f"workspace ({self.config.workspace_mount}), {self.home} or /tmp"
-            )
-
-    async def upload(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder in (``put_archive``); folders merge into an existing folder."""
-        src = Path(src)
-        if not src.exists():
-            raise SandboxExecError(f"upload: host path {src} does not exist")
-        target = inside_path(dest, self.config.workspace_mount)
-        if not target.startswith(self.config.workspace_mount):
-            self._check_target(target)
-        parent, name = posixpath.split(target)
-        mk = await self._exec_raw(["mkdir", "-p", parent], user="0")
-        if mk.return_code != 0:
-            raise SandboxExecError(f"upload: cannot create {parent}: {mk.stderr.strip()}")
-
-        def build() -> bytes:
-            buf = io.BytesIO()
-            with tarfile.open(fileobj=buf, mode="w") as tar:
-
-                def owner(ti: tarfile.TarInfo) -> tarfile.TarInfo:
-                    ti.uid = ti.gid = self.uid
-                    ti.uname = ti.gname = ""
-                    return ti
-
-                tar.add(src, arcname=name, filter=owner)
-            return buf.getvalue()
-
-        data = await asyncio.to_thread(build)
-        # tar on stdin, not put_archive: docker refuses put_archive on a read-only root filesystem
-        r = await self._exec_raw(["tar", "-x", "-f", "-", "-C", parent], user="0", stdin=data, cwd="/")
-        if r.return_code != 0:
-            raise SandboxExecError(f"upload {src} -> {target} failed: {r.stderr.strip()}")
-
-    async def download(self, src: str, dest: Path) -> list[str]:
-        """Copy ``src`` out (``tar`` inside, streamed: ``get_archive`` cannot see tmpfs mounts);
-        symlinks leading outside it are dropped."""
-        source = inside_path(src, self.config.workspace_mount)
-        assert self.dir is not None
-        out = Path(tempfile.mkdtemp(dir=self.dir, prefix="out-"))
-        tar_path = out / "a.tar"
-        skipped: list[str] = []
-        try:
-            with open(tar_path, "wb") as sink:
-                r = await self._exec_raw(
-                    ["tar", "-c", "-f", "-", "-C", posixpath.dirname(source) or "/", posixpath.basename(source)],
-                    cwd="/", on_output=lambda stream, chunk: sink.write(chunk) if stream == "stdout" else None,
-                    max_output_bytes=65536,
-                )  # fmt: skip
-            if r.return_code != 0:
-                raise SandboxExecError(f"download {source}: {r.stderr.strip() or f'tar exited {r.return_code}'}")
-
-            def extract() -> Path:
-                with tarfile.open(tar_path) as tar:
-                    members = tar.getmembers()
-                    plain = [m for m in members if m.isreg() or m.isdir() or m.issym() or m.islnk()]
-                    skipped.extend(m.name.split("/", 1)[1] if "/" in m.name else m.name for m in members if m not in plain)
-                    tar.extractall(out / "x", members=plain, filter=_safe_filter)
-                return out / "x" / posixpath.basename(source)
-
-            top = await asyncio.to_thread(extract)
-            strip_escaping_symlinks(top)
-            skipped.extend(sanitize_tree(top))
-            await asyncio.to_thread(move_into, top, Path(dest))
-            return sorted(skipped)
-        finally:
-            rmtree_hard(out)
-
     # ------------------------------------------------------------------ close
     async def close(self) -> None:
         """Remove the container (killing everything in it) and the host copy; idempotent."""
@@ -480,12 +402,3 @@ class DockerSandbox(Sandbox):
             rmtree_hard(self.dir)
             self.dir = None
 
-
-def _safe_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-    """tarfile's "data" filter, but links pointing out are skipped instead of failing the copy."""
-    try:
-        return tarfile.data_filter(member, path)
-    except tarfile.FilterError:
-        if member.issym() or member.islnk():
-            return None
-        raise
