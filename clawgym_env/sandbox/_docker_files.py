@@ -9,12 +9,12 @@ import io
 import posixpath
 import tarfile
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
-from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox
+from clawgym_env.sandbox.base import ExecResult, Sandbox
 
 __all__ = ["RO_TMPFS", "DockerFiles"]
 
@@ -29,20 +29,8 @@ class DockerFiles(Sandbox):
     home: str
     uid: int
 
-    async def _exec_raw(
-        self,
-        argv: Sequence[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        on_output: OutputCallback | None = None,
-        max_output_bytes: int = 16 * 1024 * 1024,
-        user: str | None = None,
-        stdin: bytes | None = None,
-    ) -> ExecResult:
-        """One ``docker exec`` of ``argv``: ``DockerSandbox`` provides it."""
-        raise NotImplementedError
+    _exec_raw: Callable[..., Awaitable[ExecResult]]
+    """One ``docker exec`` of an argv (keywords: cwd, user, stdin, on_output, max_output_bytes): ``DockerSandbox._exec_raw``."""
 
     def _check_target(self, path: str) -> None:
         roots = [self.home, *RO_TMPFS, *(m.inside for m in self.config.mounts if m.writable)]
