@@ -1,6 +1,9 @@
 """Files in and out of a docker sandbox: ``upload`` (a tar streamed into ``tar -x`` inside: docker refuses
 ``put_archive`` on a read-only root filesystem) and ``download`` (``tar -c`` inside, streamed out, then
-cleaned: no symlink leading out, no special file). ``docker.DockerSandbox`` holds the state used here."""
+cleaned: no symlink leading out, no special file). The whole workspace, once every agent process is reaped,
+is read host-side instead: a ``tar`` inside would run in the container's memory cgroup, which an agent can
+fill with workspace files (tmpfs pages are charged to it), and the copy would be killed; the agent would
+turn its failed episode into an infrastructure error. ``docker.DockerSandbox`` holds the state used here."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from clawgym_env.errors import SandboxExecError
-from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
+from clawgym_env.sandbox._fs import copy_tree_safely, inside_path, move_into, rmtree_hard, sanitize_tree, strip_escaping_symlinks
 from clawgym_env.sandbox.base import ExecResult, Sandbox
 
 __all__ = ["RO_TMPFS", "DockerFiles"]
@@ -28,6 +31,10 @@ class DockerFiles(Sandbox):
     dir: Path | None
     home: str
     uid: int
+
+    _reaped: bool
+    """Every process the agent started is dead and nothing has run since (``reap``): nothing can swap
+    a workspace file for a link while the host reads it."""
 
     _exec_raw: Callable[..., Awaitable[ExecResult]]
     """One ``docker exec`` of an argv (keywords: cwd, user, stdin, on_output, max_output_bytes): ``DockerSandbox._exec_raw``."""
@@ -76,6 +83,8 @@ class DockerFiles(Sandbox):
         symlinks leading outside it are dropped."""
         source = inside_path(src, self.config.workspace_mount)
         assert self.dir is not None
+        if self._reaped and source == self.config.workspace_mount:
+            return await asyncio.to_thread(self._download_workspace, Path(dest))
         out = Path(tempfile.mkdtemp(dir=self.dir, prefix="out-"))
         tar_path = out / "a.tar"
         skipped: list[str] = []
@@ -101,6 +110,19 @@ class DockerFiles(Sandbox):
             strip_escaping_symlinks(top)
             skipped.extend(sanitize_tree(top))
             await asyncio.to_thread(move_into, top, Path(dest))
+            return sorted(skipped)
+        finally:
+            rmtree_hard(out)
+
+
+    def _download_workspace(self, dest: Path) -> list[str]:
+        """The reaped workspace, copied from the host side of its mount (files, folders, links only)."""
+        assert self.dir is not None
+        out = Path(tempfile.mkdtemp(dir=self.dir, prefix="out-"))
+        try:
+            skipped = copy_tree_safely(self.dir / "workspace", out / "x")
+            strip_escaping_symlinks(out / "x")
+            move_into(out / "x", dest)
             return sorted(skipped)
         finally:
             rmtree_hard(out)

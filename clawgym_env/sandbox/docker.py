@@ -40,6 +40,7 @@ from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import limit_counters, limit_fired
 from clawgym_env.sandbox._docker_files import RO_TMPFS, DockerFiles
+from clawgym_env.sandbox._docker_procs import REAPER, WRAP, host_reap
 from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._process import OutputBuffer
 from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCallback, SandboxConfig, SandboxState
@@ -47,21 +48,6 @@ from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCall
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 
 DEFAULT_IMAGE = "clawgym-base:latest"
-_KILL_OTHERS = (
-    'for _ in 1 2 3; do for p in /proc/[0-9]*; do pid="${p#/proc/}"; '
-    'case " $keep $$ " in *" $pid "*) continue;; esac; kill -9 "$pid" 2>/dev/null; done; done'
-)
-_REAPER = 'keep="$1"; ' + _KILL_OTHERS + "; true"
-"""Kills every process in the container but its own (init, sleep, forwarder: pids in $1)."""
-_WRAP = (
-    ': clawgym-exec; keep="$1"; shift; "$@"; rc=$?; last=1; for p in /proc/[0-9]*; do '
-    '[ "${p#/proc/}" = "$$" ] && continue; case "$(tr "\\0" " " < "$p/cmdline" 2>/dev/null)" in '
-    '"sh -c : clawgym-exec;"*) last=0;; esac; done; [ "$last" = 1 ] && { ' + _KILL_OTHERS + "; }; exit $rc"
-)
-"""Runs the command; then, if no other exec is still running (the last one out reaps), kills whatever
-is left in the container's pid namespace but its own processes; keeps the command's exit code."""
-
-
 def _client() -> Any:
     try:
         import docker
@@ -95,6 +81,7 @@ class DockerSandbox(DockerFiles):
         self._cg_paths: dict[str, Path] = {}
         self._baseline: dict[str, int] = {}
         self._tmpfs: Path | None = None
+        self._reaped = False
         self._own = ""
         """Pids (inside) of the container's own processes (init, sleep, forwarder): never reaped."""
 
@@ -269,6 +256,7 @@ class DockerSandbox(DockerFiles):
         """Run ``cmd`` with ``docker exec``; see ``Sandbox.exec``."""
         if not cmd:
             raise SandboxExecError("exec: empty command")
+        self._reaped = False
         return await self._exec_raw(
             list(cmd), env=env, cwd=cwd, timeout=timeout if timeout is not None else self.config.wall_time_s,
             on_output=on_output, max_output_bytes=max_output_bytes, stdin=stdin,
@@ -293,7 +281,7 @@ class DockerSandbox(DockerFiles):
         t0 = time.perf_counter()
         try:
             handle = await asyncio.to_thread(
-                api.exec_create, self._container.id, ["sh", "-c", _WRAP, "clawgym-exec", self._own, *argv],
+                api.exec_create, self._container.id, ["sh", "-c", WRAP, "clawgym-exec", self._own, *argv],
                 environment=full_env, workdir=cwd or self.config.workspace_mount,
                 user=user or f"{self.uid}:{self.uid}", stdin=stdin is not None,
             )  # fmt: skip
@@ -372,13 +360,30 @@ class DockerSandbox(DockerFiles):
         )  # fmt: skip
 
     async def reap(self) -> None:
-        """SIGKILL every process of the container but its own (by pid namespace, not by marker)."""
+        """SIGKILL every process of the container but its own (by pid namespace, not by marker) and wait
+        until they are gone. From the host, through the container's cgroup, where it is known: an agent can
+        fill its memory limit with workspace files (tmpfs), and then a reaper run inside is killed itself.
+        A container that has stopped (even its init killed) has nothing left to reap."""
         if self._container is None:
             return
+        cg = self._cg_paths.get("pids") or self._cg_paths.get("memory")
+        done = None if cg is None else await asyncio.to_thread(host_reap, cg, set(self._own.split()), self._stopped)
+        if done is None:
+            try:
+                r = await asyncio.to_thread(self._container.exec_run, ["sh", "-c", REAPER, "reaper", self._own], user="0")
+                done = r.exit_code == 0
+            except Exception as exc:
+                if not await asyncio.to_thread(self._stopped):
+                    raise SandboxExecError(f"docker sandbox: cannot reap its processes: {exc}") from exc
+                done = True
+        self._reaped = done
+
+    def _stopped(self) -> bool:
         try:
-            await asyncio.to_thread(self._container.exec_run, ["sh", "-c", _REAPER, "reaper", self._own], user="0")
-        except Exception as exc:  # the container is gone or dockerd failed: nothing left to reap there
-            raise SandboxExecError(f"docker sandbox: cannot reap its processes: {exc}") from exc
+            self._container.reload()
+        except Exception:  # dockerd failed: say nothing about the container
+            return False
+        return bool(self._container.status in ("exited", "dead"))
 
     # ------------------------------------------------------------------ close
     async def close(self) -> None:

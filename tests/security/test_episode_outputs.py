@@ -34,13 +34,21 @@ async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, a
 @pytest.mark.sandbox
 @pytest.mark.docker
 async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:
+    """A 3 GiB write is stopped inside (tmpfs pages count against the 1 GiB memory limit; which process the
+    kernel then kills varies), and the episode still ends graded, its final workspace taken out."""
     flood = ("dd if=/dev/zero of=big bs=1M count=3072 2>dd.err; echo rc=$? > dd.txt; "
              "du -m big | cut -f1 >> dd.txt; rm -f big; cat dd.txt")
     summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(flood)], "docker", save=True)
-    assert summary.ran == 1 and rec.score == 0.0
-    lines = (saved_workspace(summary) / "dd.txt").read_text().split()
-    written = int(lines[1]) if len(lines) > 1 else 0
-    assert lines[0] != "rc=0" and written < 3072, (lines, rec.error)
+    assert summary.ran == 1 and rec.score == 0.0 and "verifier" not in (rec.error or ""), rec.error
+    ws = saved_workspace(summary)
+    big = ws / "big"
+    assert not big.exists() or big.stat().st_size < 3072 << 20
+    if (ws / "dd.txt").exists():
+        lines = (ws / "dd.txt").read_text().split()
+        written = int(lines[1]) if len(lines) > 1 else 0
+        assert lines[0] != "rc=0" and written < 3072, (lines, rec.error)
+    else:  # the shell went first
+        assert "memory limit" in (rec.error or ""), rec.error
 
 
 SEE = ("for c in python python3 pip; do command -v $c; done; python3 -I -c 'import sys; print(sys.executable, sys.prefix)'; "
