@@ -82,6 +82,9 @@ class EpisodeResult:
     stream-json, OpenClaw's --json envelope) and the harness's state files (OpenClaw: its sqlite)."""
     splice_hit_rate: float = 0.0
     egress_attempts: list[str] = field(default_factory=list)
+    limit_hit: str | None = None
+    """"memory", "pids" or "output" when the sandbox stopped a "crashed" harness at one of its limits: the
+    agent's own doing (a flood of files or output), so trainers take the verdict of what it left."""
     """Network targets the harness (or the agent's commands) tried to reach besides the proxy, e.g.
     ``"CONNECT play.googleapis.com:443"``; each was refused (see ``clawgym_env.proxy.egress``)."""
     notes: list[str] = field(default_factory=list)
@@ -356,12 +359,14 @@ def _classify(result: EpisodeResult, r: Any, stopped: str | None, over_limit: bo
         result.harness_exit_code = r.return_code
     if stopped == "output_flood":
         result.status, result.error = "crashed", f"harness flooded its output (> {FLOOD_BYTES} bytes); killed"
+        result.limit_hit = "output"
     elif over_limit or stopped == "over_limit":
         result.status, result.error = "truncated", "model-call budget of the task exhausted; harness stopped"
     elif r.timed_out:
         result.status, result.error = "timeout", f"harness exceeded the wall-time limit ({r.duration_s:.0f} s); killed"
     elif r.killed_by_limit:
         result.status, result.error = "crashed", f"harness killed by the sandbox's {r.killed_by_limit} limit"
+        result.limit_hit = r.killed_by_limit
     elif r.return_code != 0:
         failed = [c for c in calls if c.status >= 500 and c.error]
         if failed:  # the harness gave up because the policy backend failed: not the harness's fault

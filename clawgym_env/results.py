@@ -58,6 +58,8 @@ class AttemptResult(BaseModel):
     error: str | None = None
     episode_status: str = Field(default="", description="How the episode itself ended (completed, crashed, ...); "
                                                         "'crashed' is stored as status 'error' but trainers tell them apart.")
+    limit_hit: str | None = Field(default=None, description="memory, pids or output: the sandbox limit that stopped a "
+                                                             "crashed episode (trainers take its verdict, not a mask).")
     session_id: str = ""
     model_calls: int = 0
     prompt_tokens: int = 0

@@ -105,10 +105,12 @@ def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "mask", crashed_r
     when every call stopped on length) is left out under ``crashed="mask"`` (the default: a crash
     of the harness process is not a verdict on the answer), or trains with ``crashed_reward``
     under ``crashed="penalize"`` (to push the policy away from what makes the harness crash).
+    A harness the sandbox stopped at a limit (``limit_hit``: memory, pids, output) trains on its
+    verdict, as a timeout does: the agent caused it, and a mask would let it dodge a failing grade.
     """
     if ep.status == "error":
         return None
-    if ep.status == "crashed":
+    if ep.status == "crashed" and ep.limit_hit is None:
         if crashed not in CRASHED_POLICIES:
             raise ConfigError(f"crashed_episodes={crashed!r}: use one of {list(CRASHED_POLICIES)}")
         return None if crashed == "mask" else float(crashed_reward)

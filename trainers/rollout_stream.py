@@ -45,7 +45,8 @@ def episode_from_attempt(result: AttemptResult, capture: Path) -> EpisodeResult:
     calls = read_capture(capture) if capture.is_file() else []
     return EpisodeResult(session_id=result.session_id, task_id=result.task_id, harness=result.harness,
                          status=result.episode_status or _STATUS.get(result.status, result.status),  # type: ignore[arg-type]
-                         score=result.score, error=result.error, calls=calls, timings=dict(result.timings))
+                         score=result.score, error=result.error, calls=calls, timings=dict(result.timings),
+                         limit_hit=result.limit_hit)
 
 
 @dataclass

@@ -176,6 +176,7 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         verifier_output=str(ep.verifier_output or "")[-20000:],
         error=error,
         episode_status=str(ep.status),
+        limit_hit=ep.limit_hit,
         session_id=ep.session_id,
         model_calls=len(calls),
         prompt_tokens=sum(len(c.prompt_ids or []) for c in calls),

@@ -90,9 +90,23 @@ async def test_output_flood_kills_the_harness(spec: Any, sandboxes: list[Any], t
     backend = ScriptedBackend([bash("head -c 100000000 /dev/zero > /proc/$PPID/fd/1; sleep 60")], default="done")
     result = await run_episode(spec, "custom", backend, wall_time_s=120)
     assert result.status == "crashed"
-    assert "flooded" in (result.error or "")
+    assert "flooded" in (result.error or "") and result.limit_hit == "output"
     assert result.timings["harness"] < 60
     assert len(result.harness_output_tail) <= 4000
+    assert_no_leftovers(sandboxes)
+
+
+async def test_filling_the_memory_limit_is_a_graded_crash_not_a_dodge(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
+    """Workspace files count against the memory limit (tmpfs). An agent that fills it ends "crashed" at that
+    limit, still graded, and a trainer takes that verdict: under the default mask an agent about to fail
+    could otherwise crash on purpose and leave the group instead of taking its zero."""
+    from trainers.rollout import episode_reward
+
+    backend = ScriptedBackend([bash("echo hello world > hello.txt; head -c 3000M /dev/zero > big; sleep 30")], default="done")
+    result = await run_episode(spec, "custom", backend, wall_time_s=120)
+    assert result.status == "crashed" and result.limit_hit == "memory", (result.status, result.error)
+    assert result.subscores, result.verifier_output  # the verifier ran on what it left
+    assert episode_reward(result) == result.score
     assert_no_leftovers(sandboxes)
 
 

@@ -71,6 +71,14 @@ def test_crashed_episodes_are_masked_by_default_and_counted() -> None:
     assert m["reward"] == 0.5
 
 
+def test_a_harness_stopped_at_a_sandbox_limit_trains_on_its_verdict() -> None:
+    """Memory, pids, output floods are the agent's doing: masked, they would be a way out of a failing grade."""
+    stopped = episode("c", 0.0, status="crashed", completion=(5, 6))
+    stopped.limit_hit = "memory"
+    g = make_group("toy/t", "custom", [episode("a", 1.0), stopped], filters=FILTERS)
+    assert g.rewards == {"a": 1.0, "c": 0.0} and "crashed" not in g.dropped
+
+
 def test_crashed_episodes_can_be_penalised_instead() -> None:
     eps = [episode("a", 1.0), episode("c", 0.7, status="crashed", completion=(5, 6))]
     g = make_group("toy/t", "custom", eps, filters=FILTERS, crashed="penalize",
@@ -88,6 +96,8 @@ def test_a_crashed_episode_stays_crashed_through_the_attempt_record(tmp_path) ->
 
     for status, stored in (("crashed", "error"), ("error", "error"), ("completed", "passed")):
         ep = episode("c", 1.0, status=status)
+        ep.limit_hit = "pids" if status == "crashed" else None
         rec = episode_to_attempt(AttemptJob(task_id="toy/t", harness="custom", attempt=0), ep, 0.5, started="", elapsed=1.0)
         assert rec.status == stored
-        assert episode_from_attempt(rec, tmp_path / "none.jsonl").status == status
+        back = episode_from_attempt(rec, tmp_path / "none.jsonl")
+        assert back.status == status and back.limit_hit == ep.limit_hit

@@ -112,7 +112,8 @@ class TreeGRPOConfig(GRPOConfig):
     crashed_episodes: str = field(
         default="mask", metadata={"help": "Episodes whose harness crashed (status 'crashed', e.g. Claude Code exit 1): 'mask' "
                                           "leaves them out of baseline and loss (counted as crashed_masked), 'penalize' "
-                                          "trains them with reward crashed_reward."}
+                                          "trains them with reward crashed_reward. A harness stopped at a sandbox limit (memory, "
+                                          "pids, output flood) is never masked: it trains on its verdict."}
     )
     crashed_reward: float = field(default=0.0, metadata={"help": "Reward of a crashed episode under crashed_episodes='penalize'."})
     logprob_chunk_size: int = field(

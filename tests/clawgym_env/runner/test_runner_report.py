@@ -106,6 +106,7 @@ class FakeEpisodeResult:
     calls: list[CallRecord] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     egress_attempts: list[str] = field(default_factory=list)
+    limit_hit: str | None = None
 
 
 @pytest.mark.parametrize(("status", "score", "want"), [
