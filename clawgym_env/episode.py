@@ -304,7 +304,8 @@ async def run_episode(
             result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
                 shown = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
-                result.notes.append(f"final workspace: {len(skipped)} special file(s) left out (FIFO, socket, device): {shown}")
+                result.notes.append(f"final workspace: {len(skipped)} file(s) left out (FIFO, socket, device, over the disk "
+                                    f"limit): {shown}")
             t0 = time.perf_counter()
             grading = await _settled(early)
             await asyncio.gather(sb.close(), *([grading.close()] if grading is not None else []))

@@ -100,7 +100,7 @@ class BwrapFiles(Sandbox):
             if r.return_code != 0:
                 raise SandboxExecError(f"download {source}: {r.stderr.strip() or 'cp failed'}")
             strip_escaping_symlinks(out / "x")
-            skipped = sanitize_tree(out / "x")
+            skipped = sanitize_tree(out / "x", max_bytes=self.config.disk_bytes)
             await asyncio.to_thread(move_into, out / "x", Path(dest))
             return skipped
         finally:

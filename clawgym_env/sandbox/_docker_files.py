@@ -91,7 +91,7 @@ class DockerFiles(Sandbox):
         try:
             with open(tar_path, "wb") as sink:
                 r = await self._exec_raw(
-                    ["tar", "-c", "-f", "-", "-C", posixpath.dirname(source) or "/", posixpath.basename(source)],
+                    ["tar", "-c", "-S", "-f", "-", "-C", posixpath.dirname(source) or "/", posixpath.basename(source)],
                     cwd="/", on_output=lambda stream, chunk: sink.write(chunk) if stream == "stdout" else None,
                     max_output_bytes=65536,
                 )  # fmt: skip
@@ -108,7 +108,7 @@ class DockerFiles(Sandbox):
 
             top = await asyncio.to_thread(extract)
             strip_escaping_symlinks(top)
-            skipped.extend(sanitize_tree(top))
+            skipped.extend(sanitize_tree(top, max_bytes=self.config.disk_bytes))
             await asyncio.to_thread(move_into, top, Path(dest))
             return sorted(skipped)
         finally:
@@ -120,7 +120,7 @@ class DockerFiles(Sandbox):
         assert self.dir is not None
         out = Path(tempfile.mkdtemp(dir=self.dir, prefix="out-"))
         try:
-            skipped = copy_tree_safely(self.dir / "workspace", out / "x")
+            skipped = copy_tree_safely(self.dir / "workspace", out / "x", max_bytes=self.config.disk_bytes)
             strip_escaping_symlinks(out / "x")
             move_into(out / "x", dest)
             return sorted(skipped)

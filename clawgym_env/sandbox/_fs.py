@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["copy_tree_safely", "host_path_in", "inside_path", "move_into", "rmtree_hard", "sanitize_tree",
+__all__ = ["OVER_LIMIT", "copy_tree_safely", "host_path_in", "inside_path", "move_into", "rmtree_hard", "sanitize_tree",
            "strip_escaping_symlinks"]
 
 log = logging.getLogger("clawgym.sandbox")
@@ -104,15 +104,34 @@ def move_into(src: Path, dest: Path) -> None:
 
 
 _DROP_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+OVER_LIMIT = " (over the disk limit)"
+"""Suffix of a left-out file's name: it did not fit in what a folder out of a sandbox may hold."""
 
 
-def sanitize_tree(root: Path, *, keep_whiteouts: bool = False) -> list[str]:
+class _Budget:
+    """The bytes (apparent sizes) a folder taken out of a sandbox may hold, its disk limit: a sparse file
+    costs nothing inside (``truncate -s 1T``) but its full size in any copy, so files past it stay behind."""
+
+    def __init__(self, max_bytes: int | None) -> None:
+        self.left = max_bytes
+
+    def take(self, size: int) -> bool:
+        if self.left is None:
+            return True
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def sanitize_tree(root: Path, *, keep_whiteouts: bool = False, max_bytes: int | None = None) -> list[str]:
     """Make a folder taken out of a sandbox safe to keep: remove FIFOs, sockets and device files
     (they hang or crash copies and archives) and drop setuid/setgid/sticky bits (a setuid-root file
     made inside must not become one on the host). Returns the removed entries, relative to ``root``.
 
     ``keep_whiteouts``: ``root`` is an overlay upper layer; its whiteouts (character devices 0/0,
-    files the agent deleted) stay, or the deleted files would come back from the layer below."""
+    files the agent deleted) stay, or the deleted files would come back from the layer below.
+    ``max_bytes``: regular files past that many bytes in all (in path order) are removed too."""
     removed: list[str] = []
     entries = [root] if not root.is_dir() or root.is_symlink() else []
     if not entries:
@@ -135,17 +154,29 @@ def sanitize_tree(root: Path, *, keep_whiteouts: bool = False) -> list[str]:
             os.chmod(p, stat.S_IMODE(st.st_mode) & ~_DROP_BITS)
     if removed:
         log.warning("removed %d special file(s) (FIFO, socket, device) from %s", len(removed), root)
+    if max_bytes is not None:
+        budget = _Budget(max_bytes)
+        for p in sorted(entries):
+            try:
+                st = p.lstat()
+            except OSError:  # removed above
+                continue
+            if stat.S_ISREG(st.st_mode) and not budget.take(st.st_size):
+                p.unlink()
+                removed.append((p.relative_to(root).as_posix() if p != root else p.name) + OVER_LIMIT)
     return sorted(removed)
 
 
-def copy_tree_safely(src: Path, dst: Path, *, private: bool = False) -> list[str]:
+def copy_tree_safely(src: Path, dst: Path, *, private: bool = False, max_bytes: int | None = None) -> list[str]:
     """Copy folder ``src`` to ``dst`` (created): regular files, folders and symlinks (as links) only.
 
     Special files are skipped and returned (relative paths); setuid/setgid/sticky bits are dropped;
-    ``private`` also drops every group and other permission (saved workspaces under ``runs/``).
+    ``private`` also drops every group and other permission (saved workspaces under ``runs/``);
+    regular files past ``max_bytes`` in all (in path order) are skipped too (name + ``OVER_LIMIT``).
     """
     mask = 0o700 if private else 0o777
     skipped: list[str] = []
+    budget = _Budget(max_bytes)
     dirs: list[tuple[Path, int]] = []
 
     def walk(s: Path, d: Path) -> None:
@@ -158,6 +189,8 @@ def copy_tree_safely(src: Path, dst: Path, *, private: bool = False) -> list[str
                 os.symlink(os.readlink(e.path), target)
             elif stat.S_ISDIR(st.st_mode):
                 walk(Path(e.path), target)
+            elif stat.S_ISREG(st.st_mode) and not budget.take(st.st_size):
+                skipped.append(target.relative_to(dst).as_posix() + OVER_LIMIT)
             elif stat.S_ISREG(st.st_mode):
                 shutil.copyfile(e.path, target, follow_symlinks=False)
                 os.chmod(target, stat.S_IMODE(st.st_mode) & ~_DROP_BITS & mask)

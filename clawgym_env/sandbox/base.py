@@ -71,7 +71,12 @@ class SandboxConfig:
     the jail needs (setuid/setgid/chown/dac_override/fowner). See ``clawgym_env.task.grade``."""
     disk_mb: int | None = 8192
     """Docker: size of the workspace and of every writable folder (tmpfs), so a flood cannot fill
-    the host disk. bwrap keeps its folders on tmpfs, charged to the memory limit."""
+    the host disk. bwrap keeps its folders on tmpfs, charged to the memory limit. Both: what a
+    download takes out holds at most this much (apparent sizes; a sparse file is counted whole)."""
+
+    @property
+    def disk_bytes(self) -> int | None:
+        return self.disk_mb << 20 if self.disk_mb else None
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,25 @@ async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, a
     ws = saved_workspace(summary)
     names = {p.name for p in ws.iterdir()}
     assert {"suid-sh", "sgid-sh", "mine.txt", "open"} <= names and not {"pipe", "sock"} & names
-    assert any("pipe" in n and "sock" in n and "special file" in n for n in rec.notes), rec.notes
+    assert any("pipe" in n and "sock" in n and "left out" in n for n in rec.notes), rec.notes
     for p in [ws, *ws.rglob("*")]:
         mode = p.lstat().st_mode
         assert not mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX), p
         if not stat.S_ISLNK(mode):
             assert not mode & 0o077, f"{p} is readable by others: {oct(mode)}"
+
+
+async def test_a_sparse_terabyte_stays_inside(backend: str, attack: Attack) -> None:
+    """``truncate -s 1T`` costs nothing inside, but its full size in any copy out (the saved workspace, the
+    copy docker grades): the file stays behind, noted, and the rest of the workspace comes out graded."""
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash("echo hi > small; truncate -s 1T big; mkdir d; "
+                                                                       "truncate -s 100M d/a; truncate -s 8G d/b")],
+                                backend, save=True)
+    assert rec.score == 0.0 and "verifier" not in (rec.error or ""), rec.error
+    ws = saved_workspace(summary)
+    assert (ws / "small").read_text() == "hi\n" and not (ws / "big").exists()
+    assert (ws / "d" / "a").stat().st_size == 100 << 20 and not (ws / "d" / "b").exists()  # 8 GiB in all, path order
+    assert any("big (over the disk limit)" in n and "d/b" in n for n in rec.notes), rec.notes
 
 
 @pytest.mark.sandbox
