@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import orjson
+
 WRITE_SCHEMA = {"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}}
 
 
@@ -31,17 +33,18 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 # ---------------------------------------------------------------------------- server process
+def _echo(request):  # zero latency: answer with the marker of the last user message
+    marker = request.messages[-1]["content"].split("MARK[", 1)[1].split("]", 1)[0]
+    if marker.endswith(":tool"):
+        return {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": marker, "content": "x"}}]}
+    return {"text": f"ok MARK[{marker}]"}
+
+
 async def _serve(n_sessions: int, capture_dir: str) -> None:
     from clawgym_env.proxy import ProxyServer, ScriptedBackend
 
-    def echo(request):  # zero latency: answer with the marker of the last user message
-        marker = request.messages[-1]["content"].split("MARK[", 1)[1].split("]", 1)[0]
-        if marker.endswith(":tool"):
-            return {"text": "", "tool_calls": [{"name": "Write", "arguments": {"file_path": marker, "content": "x"}}]}
-        return {"text": f"ok MARK[{marker}]"}
-
     async with ProxyServer(uds_path=Path(capture_dir) / "proxy.sock") as server:
-        sessions = [server.open_session(ScriptedBackend(echo), session_id=f"s{i}",
+        sessions = [server.open_session(ScriptedBackend(_echo), session_id=f"s{i}",
                                         capture_path=Path(capture_dir) / f"s{i}.jsonl") for i in range(n_sessions)]
         print(json.dumps({"url": server.url, "keys": [s.api_key for s in sessions]}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
@@ -56,42 +59,43 @@ async def _serve(n_sessions: int, capture_dir: str) -> None:
         print(json.dumps(report), flush=True)
 
 
+async def bare_app(scope, receive, send):
+    """The floor any proxy pays: read + parse the JSON body, answer a pre-framed Anthropic SSE reply
+    carrying the marker. No dialect translation, no capture. Served by ``_serve_bare``."""
+    if scope["type"] != "http":
+        return
+    chunks = []
+    while True:
+        msg = await receive()
+        chunks.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            break
+    body = orjson.loads(b"".join(chunks))
+    last = body["messages"][-1]["content"]
+    text = last if isinstance(last, str) else last[0]["text"]
+    marker = text.split("MARK[", 1)[1].split("]", 1)[0]
+    delta = orjson.dumps({"type": "content_block_delta", "index": 0,
+                          "delta": {"type": "text_delta", "text": f"ok MARK[{marker}]"}})
+    frames = (b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n"
+              b"event: content_block_delta\ndata: " + delta + b"\n\n"
+              b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"content-length", str(len(frames)).encode())]})
+    await send({"type": "http.response.body", "body": frames})
+
+
 async def _serve_bare(capture_dir: str) -> None:
-    """The floor any proxy pays: uvicorn (same HTTP parser), read + parse the JSON body, answer a
-    pre-framed Anthropic SSE reply carrying the marker. No dialect translation, no capture."""
+    """``bare_app`` on uvicorn with the proxy's HTTP parser and settings."""
+    import socket
+
     import uvicorn
 
     from clawgym_env.proxy.server import HTTP_IMPL
 
-    import orjson
-
-    async def app(scope, receive, send):
-        if scope["type"] != "http":
-            return
-        chunks = []
-        while True:
-            msg = await receive()
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
-        body = orjson.loads(b"".join(chunks))
-        last = body["messages"][-1]["content"]
-        text = last if isinstance(last, str) else last[0]["text"]
-        marker = text.split("MARK[", 1)[1].split("]", 1)[0]
-        delta = orjson.dumps({"type": "content_block_delta", "index": 0,
-                              "delta": {"type": "text_delta", "text": f"ok MARK[{marker}]"}})
-        frames = (b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n"
-                  b"event: content_block_delta\ndata: " + delta + b"\n\n"
-                  b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream"), (b"content-length", str(len(frames)).encode())]})
-        await send({"type": "http.response.body", "body": frames})
-
-    import socket
     sock = socket.create_server(("127.0.0.1", 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     # the proxy's uvicorn settings (no X-Forwarded-* middleware), so both pay the same server stack
-    cfg = uvicorn.Config(app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
+    cfg = uvicorn.Config(bare_app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
                          backlog=2048)
     server = uvicorn.Server(cfg)
     task = asyncio.create_task(server.serve(sockets=[sock]))
