@@ -5,8 +5,9 @@ Parsing yields fresh objects each time; keeping them in every call record made e
 O(history) objects for the cyclic GC to scan again and again, and the capture line re-encoded the
 whole history on every call. When a message (or the tool list) serialises to the same bytes as
 the one the previous call had at the same place, the earlier object is used instead (bytes, not
-``==``: ``1 == 1.0 == True``), so the record, the capture line and the prompt are byte-identical
-to the unshared ones, and the capture line splices the JSON in rather than encoding it again.
+``==``: ``1 == 1.0 == True``; only a message whose values are all str is compared without encoding
+it), so the record, the capture line and the prompt are byte-identical to the unshared ones, and
+the capture line splices the JSON in rather than encoding it again.
 Each message's JSON is kept as an ``orjson.Fragment``: the capture encodes the list of them as the
 same bytes as one joined array, without joining (and copying) the whole history first.
 """
@@ -52,12 +53,13 @@ class SharedHistory:
         out: list[tuple[dict[str, Any], Json, orjson.Fragment]] = []
         size = 2 + max(len(messages) - 1, 0)  # the array's brackets and commas
         for i, m in enumerate(messages):
-            j = _dumps(m)
-            size += len(j)
-            if i < n_prev and prev[i][1] == j:
-                out.append(prev[i])
+            if i < n_prev and _same_text_message(m, prev[i][0]):
+                entry = prev[i]
             else:
-                out.append((m, j, orjson.Fragment(j)))
+                j = _dumps(m)
+                entry = prev[i] if i < n_prev and prev[i][1] == j else (m, j, orjson.Fragment(j))
+            size += len(entry[1])
+            out.append(entry)
         self._messages = out
         tj = _dumps(tools)
         if tj != self._tools[1]:
@@ -73,6 +75,18 @@ class SharedHistory:
             digest = hashlib.blake2b(messages[0]["content"].encode(), digest_size=6).hexdigest()
             self._system = (messages[0], digest)
         return self._system[1]
+
+
+def _same_text_message(m: dict[str, Any], old: dict[str, Any]) -> bool:
+    """True when ``m`` encodes to ``old``'s JSON, known without encoding it: the same keys in the same order with
+    equal values, each of them a str (for str, ``==`` is equality of the encoded bytes; for numbers it is not). Most
+    of a resent history is such messages (system, user, tool results), the largest ones (the system prompt) too."""
+    if m != old or list(m) != list(old):
+        return False
+    for v in m.values():
+        if type(v) is not str:
+            return False
+    return True
 
 
 def _dumps(value: Any) -> Json:

@@ -66,3 +66,35 @@ def test_history_json_is_the_capture_encoding(value: object) -> None:
 def test_history_json_falls_back_for_what_only_the_capture_encoding_takes() -> None:
     value = {"logprobs": numpy.array([-0.5, -1.25]), 3: numpy.float32(0.5)}
     assert _dumps(value) == orjson.dumps(value, option=JSON_OPTIONS) == b'{"logprobs":[-0.5,-1.25],"3":0.5}'
+
+
+def test_a_text_message_is_shared_only_with_the_same_key_order() -> None:
+    """A message of str values is compared without encoding it; equal dicts in another key order encode differently."""
+    h = SharedHistory()
+    first = [{"role": "system", "content": "s" * 5000}, {"role": "user", "content": "x"}]
+    h.share(first, [])
+    again, _, mj, _, size = h.share([{"role": "system", "content": "s" * 5000}, {"content": "x", "role": "user"}], [])
+    assert again[0] is first[0] and again[1] is not first[1]
+    assert orjson.dumps(mj) == orjson.dumps(again) and b'{"content":"x","role":"user"}' in orjson.dumps(mj)
+    assert size == len(orjson.dumps(again)) + len(b"[]")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.sampled_from(["a", "b"]),
+                     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), inner,
+                                                                                  max_size=2), max_leaves=6)
+_MESSAGE = st.dictionaries(st.sampled_from(["role", "content", "name"]), _JSON | st.sampled_from(["a", "b"]),
+                           min_size=1, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_MESSAGE, max_size=4), st.lists(_MESSAGE, max_size=4))
+def test_shared_history_encodes_as_the_new_messages_whatever_was_shared(first: list, second: list) -> None:
+    """Whatever the previous call held (equal values of other types, other key orders), the shared list encodes to
+    the new messages' bytes, and an earlier object stands in only where it encodes to the same bytes."""
+    h = SharedHistory()
+    h.share(first, [])
+    again, _, mj, _, size = h.share(second, [])
+    assert orjson.dumps(mj) == orjson.dumps(second) == orjson.dumps(again)
+    assert size == len(orjson.dumps(second)) + len(b"[]")
+    for i, m in enumerate(again):
+        assert m is second[i] or (m is first[i] and orjson.dumps(m) == orjson.dumps(second[i]))
