@@ -47,16 +47,23 @@ class CallRecord(BaseModel):
         its cost: no validation, defaults filled in field order, ``model_fields_set`` the given keys. CallRecord has
         no aliases, private attributes or post-init, which is what lets pydantic's per-field walk be skipped
         (tests/clawgym_env/capture/test_records.py holds it to model_construct)."""
-        data = {name: values[name] if name in values else (factory() if factory is not None else default)
-                for name, factory, default in _DEFAULTS}
+        data = _PLAIN.copy()  # every field in field order: update() keeps that order
+        data.update(values)
+        if len(data) != len(_PLAIN):  # keys that are no field: dropped, as model_construct drops them
+            for name in values.keys() - _NAMES:
+                del data[name]
+        for name, factory in _FACTORIES:
+            if name not in values:
+                data[name] = factory()
         record = cls.__new__(cls)
         _set(record, "__dict__", data)
-        _set(record, "__pydantic_fields_set__", set(_NAMES.intersection(values)))  # a set: model_copy updates it
+        _set(record, "__pydantic_fields_set__", values.keys() & _NAMES)  # a set: model_copy updates it
         _set(record, "__pydantic_extra__", None)
         _set(record, "__pydantic_private__", None)
         return record
 
 
 _set = object.__setattr__
-_DEFAULTS = tuple((name, f.default_factory, f.default) for name, f in CallRecord.model_fields.items())
+_PLAIN = {name: None if f.default_factory is not None else f.default for name, f in CallRecord.model_fields.items()}
+_FACTORIES = tuple((name, f.default_factory) for name, f in CallRecord.model_fields.items() if f.default_factory is not None)
 _NAMES = frozenset(CallRecord.model_fields)
