@@ -303,9 +303,9 @@ async def run_episode(
                                             early=await _settled(early))
             result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
-                shown = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
-                result.notes.append(f"final workspace: {len(skipped)} file(s) left out (FIFO, socket, device, over the disk "
-                                    f"limit): {shown}")
+                shown = ", ".join(s if len(s) < 160 else "..." + s[-150:] for s in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+                result.notes.append(f"final workspace: {len(skipped)} left out (special files, past the disk limit, nested "
+                                    f"too deep): {shown}")
             t0 = time.perf_counter()
             grading = await _settled(early)
             await asyncio.gather(sb.close(), *([grading.close()] if grading is not None else []))

@@ -15,6 +15,8 @@ from pathlib import Path
 from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox._bwrap_host import RESERVED_TOP
 from clawgym_env.sandbox._fs import (
+    DEEPER,
+    MAX_DEPTH,
     host_path_in,
     inside_path,
     move_into,
@@ -27,6 +29,12 @@ from clawgym_env.sandbox.base import ExecResult, Sandbox
 __all__ = ["BwrapFiles"]
 
 _IO = "/run/clawgym-io"
+_COPY_OUT = (
+    'find "$1" -mindepth %d -type d -prune -printf "%%P\\0" -execdir rm -rf {} + ; '
+    'exec cp -R --preserve=mode,timestamps "$1" "$2"' % (MAX_DEPTH + 1)
+)
+"""The copy made inside for ``download``: folders deeper than ``MAX_DEPTH`` are removed first (their
+paths printed), as cp cannot name what lies past PATH_MAX and the host's tree walks fail on them."""
 
 
 class BwrapFiles(Sandbox):
@@ -95,12 +103,13 @@ class BwrapFiles(Sandbox):
         out.mkdir()
         os.chmod(out, stat.S_IRWXU)
         try:
-            r = await self._run_io(["cp", "-R", "--preserve=mode,timestamps", source, f"{_IO}/out/x"],
+            r = await self._run_io(["/bin/sh", "-c", _COPY_OUT, "download", source, f"{_IO}/out/x"],
                                    ["--bind", str(out), f"{_IO}/out"])
             if r.return_code != 0:
                 raise SandboxExecError(f"download {source}: {r.stderr.strip() or 'cp failed'}")
+            deep = [p + DEEPER for p in r.stdout.split("\0") if p]
             strip_escaping_symlinks(out / "x")
-            skipped = sanitize_tree(out / "x", max_bytes=self.config.disk_bytes)
+            skipped = sorted(deep + sanitize_tree(out / "x", max_bytes=self.config.disk_bytes))
             await asyncio.to_thread(move_into, out / "x", Path(dest))
             return skipped
         finally:

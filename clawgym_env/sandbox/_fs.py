@@ -9,15 +9,46 @@ import os
 import posixpath
 import shutil
 import stat
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["OVER_LIMIT", "copy_tree_safely", "host_path_in", "inside_path", "move_into", "rmtree_hard", "sanitize_tree",
-           "strip_escaping_symlinks"]
+__all__ = ["DEEPER", "MAX_DEPTH", "OVER_LIMIT", "copy_tree_safely", "host_path_in", "inside_path", "move_into", "rmtree_hard",
+           "sanitize_tree", "strip_escaping_symlinks"]
 
 log = logging.getLogger("clawgym.sandbox")
+
+MAX_DEPTH = 256
+"""Folders nested deeper than this in a folder taken out of a sandbox stay behind: Python's tree walks
+(shutil, and os.walk on 3.11) recurse once a level and fail past ~1,000, and an agent can nest 10,000,
+which made every episode an internal error (left out of training) and, left on disk, every later one."""
+DEEPER = f" (deeper than {MAX_DEPTH} folders)"
+"""Suffix of a left-out folder's name."""
+
+
+def _tree(root: Path) -> tuple[list[Path], list[Path]]:
+    """Every entry under folder ``root`` (iteratively, no link followed) but what lies inside folders
+    deeper than ``MAX_DEPTH``; and those folders, which are not entered."""
+    entries: list[Path] = []
+    deep: list[Path] = []
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            found = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in found:
+            p = Path(e.path)
+            if e.is_dir(follow_symlinks=False):
+                if depth >= MAX_DEPTH:
+                    deep.append(p)
+                    continue
+                stack.append((p, depth + 1))
+            entries.append(p)
+    return entries, deep
 
 
 def rmtree_hard(path: Path) -> None:
@@ -38,7 +69,10 @@ def rmtree_hard(path: Path) -> None:
             pass
 
     if path.exists() or path.is_symlink():
-        shutil.rmtree(path, onerror=lambda f, p, e: _fix(f, p, e[1]))
+        try:
+            shutil.rmtree(path, onerror=lambda f, p, e: _fix(f, p, e[1]))
+        except RecursionError:  # nested past Python's recursion limit (an agent's folders): rm walks it
+            subprocess.run(["rm", "-rf", "--", str(path)], capture_output=True)
 
 
 def inside_path(path: str, workspace: str) -> str:
@@ -67,17 +101,14 @@ def strip_escaping_symlinks(root: Path) -> list[Path]:
     """Delete symlinks under ``root`` that are absolute or resolve outside it; return them.
 
     A sandbox controls what it hands back: a link to ``/etc/shadow`` in a downloaded workspace
-    must not become a way to read host files later.
+    must not become a way to read host files later. Folders deeper than ``MAX_DEPTH`` are not
+    entered: ``sanitize_tree``, which every caller runs next, removes them.
     """
     removed: list[Path] = []
     root_real = root.resolve()
     candidates = [root] if root.is_symlink() else []
     if root.is_dir() and not root.is_symlink():
-        for dirpath, dirnames, filenames in os.walk(root):
-            for name in dirnames + filenames:
-                p = Path(dirpath) / name
-                if p.is_symlink():
-                    candidates.append(p)
+        candidates += [p for p in _tree(root)[0] if p.is_symlink()]
     for p in candidates:
         target = os.readlink(p)
         resolved = (p.parent / target).resolve()
@@ -131,13 +162,16 @@ def sanitize_tree(root: Path, *, keep_whiteouts: bool = False, max_bytes: int | 
 
     ``keep_whiteouts``: ``root`` is an overlay upper layer; its whiteouts (character devices 0/0,
     files the agent deleted) stay, or the deleted files would come back from the layer below.
-    ``max_bytes``: regular files past that many bytes in all (in path order) are removed too."""
+    ``max_bytes``: regular files past that many bytes in all (in path order) are removed too, as are
+    folders deeper than ``MAX_DEPTH``."""
     removed: list[str] = []
     entries = [root] if not root.is_dir() or root.is_symlink() else []
     if not entries:
-        for dirpath, dirnames, filenames in os.walk(root):
-            entries += [Path(dirpath) / n for n in dirnames + filenames]
+        entries, deep = _tree(root)
         entries.append(root)
+        for p in deep:
+            rmtree_hard(p)
+            removed.append(p.relative_to(root).as_posix() + DEEPER)
     for p in entries:
         try:
             st = p.lstat()
@@ -172,23 +206,28 @@ def copy_tree_safely(src: Path, dst: Path, *, private: bool = False, max_bytes: 
 
     Special files are skipped and returned (relative paths); setuid/setgid/sticky bits are dropped;
     ``private`` also drops every group and other permission (saved workspaces under ``runs/``);
-    regular files past ``max_bytes`` in all (in path order) are skipped too (name + ``OVER_LIMIT``).
+    regular files past ``max_bytes`` in all are skipped too (name + ``OVER_LIMIT``), and so are folders
+    deeper than ``MAX_DEPTH`` (name + ``DEEPER``).
     """
     mask = 0o700 if private else 0o777
     skipped: list[str] = []
     budget = _Budget(max_bytes)
     dirs: list[tuple[Path, int]] = []
-
-    def walk(s: Path, d: Path) -> None:
+    stack = [(Path(src), Path(dst), 0)]
+    while stack:  # depth first, in path order, without recursion
+        s, d, depth = stack.pop()
         d.mkdir(parents=True, exist_ok=False)
         dirs.append((d, stat.S_IMODE(s.lstat().st_mode)))
+        below: list[tuple[Path, Path, int]] = []
         for e in sorted(os.scandir(s), key=lambda e: e.name):
             st = e.stat(follow_symlinks=False)
             target = d / e.name
             if stat.S_ISLNK(st.st_mode):
                 os.symlink(os.readlink(e.path), target)
+            elif stat.S_ISDIR(st.st_mode) and depth >= MAX_DEPTH:
+                skipped.append(target.relative_to(dst).as_posix() + DEEPER)
             elif stat.S_ISDIR(st.st_mode):
-                walk(Path(e.path), target)
+                below.append((Path(e.path), target, depth + 1))
             elif stat.S_ISREG(st.st_mode) and not budget.take(st.st_size):
                 skipped.append(target.relative_to(dst).as_posix() + OVER_LIMIT)
             elif stat.S_ISREG(st.st_mode):
@@ -196,8 +235,7 @@ def copy_tree_safely(src: Path, dst: Path, *, private: bool = False, max_bytes: 
                 os.chmod(target, stat.S_IMODE(st.st_mode) & ~_DROP_BITS & mask)
             else:
                 skipped.append(target.relative_to(dst).as_posix())
-
-    walk(Path(src), Path(dst))
+        stack += reversed(below)
     for d, mode in reversed(dirs):
         os.chmod(d, (mode | stat.S_IRWXU) & ~_DROP_BITS & mask)
     return skipped

@@ -44,6 +44,23 @@ async def test_a_sparse_terabyte_stays_inside(backend: str, attack: Attack) -> N
     assert any("big (over the disk limit)" in n and "d/b" in n for n in rec.notes), rec.notes
 
 
+@pytest.mark.parametrize("save", [False, True], ids=["graded-in-place", "saved"])
+async def test_folders_nested_past_pythons_recursion_limit_are_left_out(backend: str, attack: Attack, save: bool) -> None:
+    """3,000 nested folders made every tree walk of ours (shutil, os.walk) raise RecursionError: the episode
+    was an internal error, left out of training, and its folders, left on disk, broke every later sandbox
+    start (the sweep of dead sandboxes walked them). Now they stay behind, noted, and the episode is graded."""
+    nest = "python3 -c \"import os\nfor i in range(3000):\n    os.mkdir('a'); os.chdir('a')\nopen('x', 'w').write('x')\""
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(f"echo hi > small; {nest}")], backend, save=save)
+    assert rec.status == "failed" and rec.error is None, (rec.status, rec.error)
+    assert any("(deeper than 256 folders)" in n for n in rec.notes), rec.notes
+    if save:
+        ws = saved_workspace(summary)
+        kept = ws.joinpath(*["a"] * 256)
+        assert (ws / "small").read_text() == "hi\n" and kept.is_dir() and not (kept / "a").exists()
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash("echo hello world > hello.txt")], backend)
+    assert rec.status == "passed", rec.error  # nothing left behind breaks the next episode
+
+
 @pytest.mark.sandbox
 @pytest.mark.docker
 async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:

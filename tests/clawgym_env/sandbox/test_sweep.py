@@ -31,6 +31,19 @@ def test_sweep_folders_removes_only_dead_owners(tmp_path: Path) -> None:
     assert not dead.exists() and live.exists() and untagged.exists()
 
 
+def test_sweep_removes_folders_nested_past_pythons_recursion_limit(tmp_path: Path) -> None:
+    """A dead sandbox's folder holding 3,000 nested folders (an agent's) goes too; it raised RecursionError,
+    which failed every later sandbox start."""
+    dead = tmp_path / f"clawgym-bwrap-{_dead_tag()}-abc"
+    (dead / "upper").mkdir(parents=True)
+    nest = "import os, sys\nos.chdir(sys.argv[1])\nfor _ in range(3000):\n    os.mkdir('a'); os.chdir('a')"
+    try:
+        subprocess.run([sys.executable, "-c", nest, str(dead / "upper")], check=True)
+        assert sweep_folders(tmp_path) == 1 and not dead.exists()
+    finally:  # pytest's own clean-up of old tmp_paths walks them recursively too
+        subprocess.run(["rm", "-rf", str(dead)])
+
+
 def test_sweep_cgroups_removes_only_dead_owners() -> None:
     info = detect()
     parents = sorted(set(info.parents.values())) if info is not None else []
