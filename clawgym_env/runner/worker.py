@@ -153,6 +153,12 @@ def _error_result(job: AttemptJob, status: str, error: str, started: str, t0: fl
     )
 
 
+def _utf8(text: str) -> str:
+    """``text`` with any lone surrogate written out (``\\udcff``): file names an agent made are decoded
+    with surrogateescape, and one in a note made the record unwritable, which stopped the whole run."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 _STATUS = {"completed": None, "truncated": "truncated", "timeout": "timeout", "error": "error", "crashed": "error"}
 
 
@@ -173,8 +179,8 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         status=status,  # type: ignore[arg-type]
         score=score,
         subscores={k: float(v) for k, v in (ep.subscores or {}).items()},
-        verifier_output=str(ep.verifier_output or "")[-20000:],
-        error=error,
+        verifier_output=_utf8(str(ep.verifier_output or "")[-20000:]),
+        error=None if error is None else _utf8(error),
         episode_status=str(ep.status),
         limit_hit=ep.limit_hit,
         session_id=ep.session_id,
@@ -182,8 +188,8 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         prompt_tokens=sum(len(c.prompt_ids or []) for c in calls),
         completion_tokens=sum(len(c.completion_ids or []) for c in calls),
         timings=timings,
-        egress_attempts=list(ep.egress_attempts),
+        egress_attempts=[_utf8(e) for e in ep.egress_attempts],
         started_at=started,
         finished_at=_now(),
-        notes=list(getattr(ep, "notes", None) or []),
+        notes=[_utf8(n) for n in getattr(ep, "notes", None) or []],
     )

@@ -3,6 +3,7 @@ and the system the verifier sees (the same as the agent's, no host interpreter).
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -59,6 +60,15 @@ async def test_folders_nested_past_pythons_recursion_limit_are_left_out(backend:
         assert (ws / "small").read_text() == "hi\n" and kept.is_dir() and not (kept / "a").exists()
     summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash("echo hello world > hello.txt")], backend)
     assert rec.status == "passed", rec.error  # nothing left behind breaks the next episode
+
+
+async def test_names_that_are_not_utf8_do_not_stop_the_run(backend: str, attack: Attack) -> None:
+    """A FIFO named b'p\\xff' went into the attempt's notes as a lone surrogate; the record could not be
+    written as JSON and the whole run (bench or training) stopped on it."""
+    made = "python3 -c \"import os; os.mkfifo(b'p\\xff'); open(b'f\\xfe', 'w').write('x')\""
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(made)], backend, save=True)
+    assert rec.status == "failed" and any("p\\udcff" in n for n in rec.notes), rec.notes
+    assert (saved_workspace(summary) / os.fsdecode(b"f\xfe")).read_text() == "x"
 
 
 @pytest.mark.sandbox
