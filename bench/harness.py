@@ -17,17 +17,20 @@ for native runs the reaped children's rusage; for in-project runs a cpuacct cgro
 process tree, where one can be made (sandboxed processes are not reaped by us, so rusage misses
 them), else "n/a". Prints figures; asserts nothing.
 
-What the comparison holds (printed too): native is the harness process alone, with the adapter's
-own command line and flags (custom: ``python3 -I -S agent.py``, the same system python), and no
-sandbox, no workspace seeding, no grading. In-project is a whole episode: sandbox start, the
-harness in bwrap (behind the proxy bridge), the sealed grading sandbox (started while the harness
-runs, used after every agent process is dead) and cleanup. The target is in-project within 1.3x of native.
+What the comparison holds (printed too): native is the harness process, with the adapter's own
+command line and flags (custom: ``python3 -I -S agent.py``, the same system python), then its proxy
+session closed and the task's ``grade()`` called in this process (``grade_natively``): no sandbox,
+no workspace seeding, no grading process. In-project is a whole episode: sandbox start, the harness
+in bwrap (behind the proxy bridge), the proxy session closed, the sealed grading sandbox (started
+while the harness runs, used after every agent process is dead) and cleanup. The task is loaded once,
+outside both timers. The target is in-project within 1.3x of native.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import resource
 import statistics
@@ -129,10 +132,30 @@ def backend(harness: str, workspace: str = "/workspace") -> Any:
     return ScriptedBackend([{"tool_calls": [{"name": tool, "arguments": args}]}], default="Done.")
 
 
+@functools.cache
 def _spec() -> Any:
+    """The task, loaded once (its YAML read and validated outside both sides' timers)."""
     from clawgym_env.task import load_suite
 
     return load_suite(SUITE).get("hello-file")
+
+
+def grade_natively(spec: Any, workspace: Path, transcript: dict[str, Any]) -> float:
+    """The task's code verifiers called in this process over the native workspace: what grading costs with no
+    sandbox and no grading process (the in-project side runs the same ``grade()`` sealed, in its own process)."""
+    from clawgym_env.task.spec import CodeVerifier
+
+    total = weights = 0.0
+    for v in spec.verifiers:
+        if not isinstance(v, CodeVerifier):
+            raise ValueError(f"native grading: {v.kind} verifiers are not supported here")
+        path = spec.host_path(v.file)
+        module: dict[str, Any] = {"__file__": str(path), "__name__": "clawgym_native_grade"}
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module)
+        scores = module["grade"](transcript, str(workspace))
+        total += v.weight * sum(float(x) for x in scores.values()) / len(scores)
+        weights += v.weight
+    return total / weights
 
 
 async def one(harness: str, proxy: Any) -> Any:
@@ -143,13 +166,16 @@ async def one(harness: str, proxy: Any) -> Any:
 
 
 async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, int, bool, float]:
-    """The adapter's command run on the host (no sandbox): wall seconds, peak RSS bytes, file written, CPU seconds.
+    """The adapter's command run on the host (no sandbox), then its proxy session closed and the episode graded
+    in this process (``grade_natively``), as ``run_episode`` closes and grades in-project: wall seconds, peak RSS
+    bytes, scored 1.0, CPU seconds.
 
     ``compile_cache`` stands in for OpenClaw's read-only warm cache: natively Node could write to it, and its
     entries are keyed by the host paths, so the native runs warm a private one (the warm-up run) instead.
     """
     import tempfile
 
+    from clawgym_env.episode import transcript_for_verifier
     from clawgym_env.harness import HarnessSession
     from clawgym_env.harness_install import cache_root
     from clawgym_env.harness_registry import load_harness
@@ -192,10 +218,10 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
                 if proc.returncode is None:
                     os.killpg(proc.pid, 9)  # its own session: the harness's children go too
                     await proc.wait()
+            calls = await proxy.close_session(sess.session_id)
+            score = grade_natively(_spec(), ws, transcript_for_verifier(_spec(), calls))
             wall = time.perf_counter() - t0
-        await proxy.close_session(sess.session_id)
-        ok = (ws / "hello.txt").is_file() and (ws / "hello.txt").read_text().strip() == "hello world"
-        return wall, mem.peak, ok, _children_cpu() - cpu0
+        return wall, mem.peak, score == 1.0, _children_cpu() - cpu0
 
 
 async def side_by_side(harness: str, repeats: int) -> None:
@@ -234,13 +260,13 @@ async def side_by_side(harness: str, repeats: int) -> None:
     p_wall = statistics.median(w for w, _, _, _ in proj)
     p_harn = statistics.median(h for _, h, _, _ in proj)
     p_mem = statistics.median(m for _, _, m, _ in proj)
-    print(f"{harness:12} native     {sum(ok for _, _, ok, _ in nat)}/{repeats} ok: wall median {n_wall:6.2f} s "
-          f"(min {min(w for w, *_ in nat):.2f}, max {max(w for w, *_ in nat):.2f}), peak RSS {n_mem / 2**20:5.0f} MiB, "
+    print(f"{harness:12} native     {sum(ok for _, _, ok, _ in nat)}/{repeats} ok: wall median {n_wall:6.3f} s "
+          f"(min {min(w for w, *_ in nat):.3f}, max {max(w for w, *_ in nat):.3f}), peak RSS {n_mem / 2**20:5.0f} MiB, "
           f"CPU {n_cpu:.2f} s")
-    print(f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.2f} s "
-          f"(min {min(w for w, *_ in proj):.2f}, max {max(w for w, *_ in proj):.2f}), harness phase {p_harn:.2f} s, "
+    print(f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.3f} s "
+          f"(min {min(w for w, *_ in proj):.3f}, max {max(w for w, *_ in proj):.3f}), harness phase {p_harn:.3f} s, "
           f"peak RSS {p_mem / 2**20:5.0f} MiB, CPU {f'{statistics.median(proj_cpu):.2f} s' if proj_cpu else 'n/a'}")
-    split = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.2f}"
+    split = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.3f}"
                       for k in ("sandbox", "harness", "verifier", "collect", "cleanup"))
     print(f"{harness:12} in-project phases (median s): {split}")
     print(f"{harness:12} first in-project episode of this process (warm-up, not in the medians): {first_wall:.2f} s, "
@@ -287,10 +313,10 @@ def main() -> None:
     a = p.parse_args()
     print(f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
-    print("compared: native = the harness process alone on the host (the adapter's command and flags, no sandbox, "
-          "no grading); in-project = run_episode (sandbox start + harness in bwrap + sealed grading, started while "
-          "the harness runs + cleanup). Both are warmed up once first; medians are of the runs after. "
-          "Target: in-project episode wall within 1.3x of native.")
+    print("compared: native = the harness process on the host (the adapter's command and flags, no sandbox), its "
+          "proxy session closed and the task's grade() called in this process; in-project = run_episode (sandbox "
+          "start + harness in bwrap + sealed grading, started while the harness runs + cleanup). Both are warmed up "
+          "once first; medians are of the runs after. Target: in-project episode wall within 1.3x of native.")
     for h in a.harness.split(","):
         asyncio.run(side_by_side(h, a.repeats))
         if a.concurrency:
