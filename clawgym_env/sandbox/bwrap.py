@@ -183,15 +183,16 @@ class BwrapSandbox(BwrapFiles):
         )  # fmt: skip
 
     async def spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
-        """Start ``cmd`` now in a fresh bwrap, blocked on its stdin until ``finish`` (see ``Sandbox.spawn``).
+                    on_output: OutputCallback | None = None, max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
+        """Start ``cmd`` now in a fresh bwrap, blocked on its stdin until ``finish`` (see ``Sandbox.spawn``);
+        it returns once the command itself runs (behind the proxy bridge: once its listener is up).
 
         Its mounts are made now: over the workspace it sees ``final/``, which holds nothing of the agent's
         until ``final_layers`` moves it in, so a grader spawned while the agent runs reads its final workspace
         only if it reads after being given its input."""
         if not cmd:
             raise SandboxExecError("spawn: empty command")
-        return await self._start(cmd, env=env, cwd=cwd, with_stdin=True, on_output=None,
+        return await self._start(cmd, env=env, cwd=cwd, with_stdin=True, on_output=on_output,
                                  max_output_bytes=max_output_bytes, binds=(), proxy=self.config.proxy_socket is not None)
 
     async def _run(

@@ -33,11 +33,24 @@ from typing import Any
 
 from clawgym_env.errors import ConfigError, SandboxError, VerifierError
 from clawgym_env.proxy.backends.base import PolicyBackend
-from clawgym_env.sandbox import FinalLayers, Mount, Sandbox, SandboxConfig, create_sandbox
-from clawgym_env.sandbox.base import Spawned
+from clawgym_env.sandbox import (
+    FinalLayers,
+    Mount,
+    Sandbox,
+    SandboxConfig,
+    create_sandbox,
+)
+from clawgym_env.sandbox._bwrap_host import scratch_dir
 from clawgym_env.sandbox._fs import copy_tree_safely
+from clawgym_env.sandbox.base import Spawned
 from clawgym_env.task.spec import ScriptVerifier, TaskSpec
-from clawgym_env.task.verify import PAYLOAD_PATH, VerifyResult, reward_payload, run_verifiers, spawn_graders
+from clawgym_env.task.verify import (
+    PAYLOAD_PATH,
+    VerifyResult,
+    reward_payload,
+    run_verifiers,
+    spawn_graders,
+)
 
 __all__ = ["EarlyGrading", "grade_final", "grade_workspace"]
 
@@ -155,7 +168,7 @@ class _Grading:
 
     def __init__(self, task: TaskSpec, ws: FinalLayers, backend: str) -> None:
         self.task, self.ws, self.backend = task, ws, backend
-        self.staging = Path(tempfile.mkdtemp(prefix="clawgym-grade-"))
+        self.staging = scratch_dir("grade")  # 0700; tmpfs where there is one (an ext4 temp dir cost ~8 ms an episode)
         self.payload_dir: Path | None = None
         self.mounts: list[Mount] = []
         self._sb: Sandbox | None = None
