@@ -27,10 +27,11 @@ if TYPE_CHECKING:
     from clawgym_env.task import TaskSpec
 
 __all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "episode_reward", "group_staleness",
-           "harness_name", "make_group", "rollout_metrics", "sample_pairs", "tree_filters"]
+           "harness_name", "make_group", "rollout_metrics", "sample_pairs", "StratifiedTasks", "TASK_SAMPLING", "tree_filters"]
 
 CrashedPolicy = Literal["mask", "penalize"]
 CRASHED_POLICIES: tuple[str, ...] = ("mask", "penalize")
+TASK_SAMPLING: tuple[str, ...] = ("uniform", "stratified")
 
 
 @dataclass
@@ -87,15 +88,47 @@ def harness_name(harness: str | Harness) -> str:
     return harness if isinstance(harness, str) else harness.name
 
 
+class StratifiedTasks:
+    """Task draws in rounds: each round of ``len(categories)`` draws covers every task category (template) once,
+    in a shuffled order, with the variant drawn uniformly within it.
+
+    Uniform draws over a few steps leave some templates unseen, so a shortcut that one template pays
+    (``echo N > file``) meets no counter-signal from the templates it breaks. With ``pairs_per_step`` a
+    multiple of the category count, every synchronous step trains on every template. A resumed run
+    starts a fresh round.
+    """
+
+    def __init__(self, tasks: Sequence[TaskSpec]) -> None:
+        if not tasks:
+            raise ConfigError("StratifiedTasks: no task to sample; check --suite and --tasks")
+        by_category: dict[str, list[TaskSpec]] = defaultdict(list)
+        for t in tasks:
+            by_category[t.category].append(t)
+        self.by_category = dict(sorted(by_category.items()))
+        self._round: list[str] = []
+
+    def draw(self, rng: random.Random) -> TaskSpec:
+        if not self._round:
+            self._round = list(self.by_category)
+            rng.shuffle(self._round)
+        return rng.choice(self.by_category[self._round.pop()])
+
+
 def sample_pairs(
-    tasks: Sequence[TaskSpec], harnesses: Sequence[str | Harness], weights: Sequence[float], k: int, rng: random.Random
+    tasks: Sequence[TaskSpec], harnesses: Sequence[str | Harness], weights: Sequence[float], k: int, rng: random.Random,
+    strata: StratifiedTasks | None = None,
 ) -> list[tuple[TaskSpec, str | Harness]]:
-    """Draw ``k`` (task, harness) pairs: the harness by ``weights``, the task uniformly."""
+    """Draw ``k`` (task, harness) pairs: the harness by ``weights``, the task uniformly (or in ``strata``'s rounds)."""
     if not tasks:
         raise ConfigError("sample_pairs: no task to sample; check --suite and --tasks")
     if len(harnesses) != len(weights):
         raise ConfigError(f"sample_pairs: {len(weights)} weights for {len(harnesses)} harnesses; set one weight per harness")
-    return [(rng.choice(list(tasks)), rng.choices(list(harnesses), weights=list(weights))[0]) for _ in range(k)]
+    pool = list(tasks)
+
+    def task() -> TaskSpec:
+        return strata.draw(rng) if strata is not None else rng.choice(pool)
+
+    return [(task(), rng.choices(list(harnesses), weights=list(weights))[0]) for _ in range(k)]
 
 
 def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0) -> float | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainers.core.cpus import on_cpus
 from trainers.core.weight_sync import ExecutorCopy, FixedPolicy, PolicyWeights, WeightSync, weight_sync_for
-from trainers.rollout import RolloutBatch, build_batch, group_staleness, harness_name, sample_pairs, tree_filters
+from trainers.rollout import RolloutBatch, StratifiedTasks, build_batch, group_staleness, harness_name, sample_pairs, tree_filters
 from trainers.rollout_stream import RolloutStream, local_executor, rollout_config
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class TrainingRollouts:
         self.rng = rng
         self._backend = backend
         self._tasks = tasks
+        self._strata: StratifiedTasks | None = None
         self.harness_adapters = dict(harness_adapters or {})
         self._loop: LoopThread | None = None
         self._executor: Executor | None = None
@@ -138,7 +139,9 @@ class TrainingRollouts:
 
     def _next_pair(self) -> tuple[Any, Any]:
         c = self.config
-        return sample_pairs(self.tasks, self.harnesses, c.harness_weights, 1, self.rng)[0]
+        if c.task_sampling == "stratified" and self._strata is None:
+            self._strata = StratifiedTasks(self.tasks)
+        return sample_pairs(self.tasks, self.harnesses, c.harness_weights, 1, self.rng, self._strata)[0]
 
     # -- weights --------------------------------------------------------------------------------
 

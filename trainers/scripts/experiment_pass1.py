@@ -20,7 +20,9 @@ Stages (each a function, so other experiments can reuse or swap one):
    RL keeps the templates it solved sometimes but not always (``learnable_categories``).
 5. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward, a KL term ``rl_beta`` to the
    SFT model, the same bottom layers frozen) on those templates' train variants minus ``val_tasks``,
-   from the SFT model, sampled at ``rl_temperature``.
+   from the SFT model, sampled at ``rl_temperature``; with ``rl_task_sampling="stratified"`` every step
+   has one group per template. ``select_rl_step``: every step's checkpoint greedily on ``val_tasks``;
+   the best (ties: the later) is the after-RL model.
 6. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
    SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy); again with ``eval_samples``
    attempts at ``rl_temperature`` (``<stage>-sampled``: the sampled Pass@1 that GRPO's objective, the
@@ -43,7 +45,8 @@ from typing import Any
 from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
 
-__all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "probe", "rl", "rl_tasks", "run", "sft"]
+__all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "probe", "rl",
+           "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
 
 TRAIN_SUITE = "procgen-train"
 TEST_SUITE = "procgen-test"
@@ -60,6 +63,9 @@ class Size:
     train variants kept out of RL and evaluated greedily after SFT and after RL, the split on which
     RL's settings are chosen (never the held-out test variants). ``eval_samples``: attempts per
     held-out variant at ``rl_temperature`` after each stage, beside the greedy ones (0 = none).
+    ``rl_pairs``: groups per RL step (0 = one per template of the RL mix). ``rl_task_sampling``:
+    TreeGRPOConfig.task_sampling ("stratified": every step covers each template). ``rl_select``: keep
+    every RL step's checkpoint and take the one best on ``val_tasks`` (greedy) as the after-RL model.
     """
 
     harnesses: str = "claude-code-bash"
@@ -71,10 +77,12 @@ class Size:
     sft_packs_per_step: int = 4
     sft_frozen_layers: int = 20
     rl_frozen_layers: int = 20
-    rl_steps: int = 4
+    rl_steps: int = 3
     rl_lr: float = 5e-5
-    rl_generations: int = 6
-    rl_pairs: int = 4
+    rl_generations: int = 4
+    rl_pairs: int = 0
+    rl_task_sampling: str = "stratified"
+    rl_select: bool = True
     rl_temperature: float = 1.0
     rl_beta: float = 0.2
     probe_tasks: str = "*-05"
@@ -90,7 +98,8 @@ class Size:
     @classmethod
     def quick(cls) -> Size:
         return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, sft_packs_per_step=1, rl_steps=1,
-                   rl_lr=5e-5, rl_generations=4, rl_pairs=1, rl_beta=0.0, probe_tasks="", val_tasks="", eval_samples=0,
+                   rl_lr=5e-5, rl_generations=4, rl_pairs=1, rl_task_sampling="uniform", rl_select=False,
+                   rl_beta=0.0, probe_tasks="", val_tasks="", eval_samples=0,
                    eval_concurrency=13)
 
 
@@ -221,12 +230,13 @@ def rl(work: Path, model: Path, size: Size, categories: list[str] | None = None)
     out = work / "rl"
     if (out / "final" / "model" / "config.json").is_file():
         return out / "final" / "model"
-    cfg = TreeGRPOConfig(output_dir=str(out), suite=TRAIN_SUITE, harness=size.harnesses, mix_weights=size.mix_weights,
-                         num_generations=size.rl_generations, pairs_per_step=size.rl_pairs, max_steps=size.rl_steps,
-                         learning_rate=size.rl_lr, max_completion_length=size.max_tokens, temperature=size.rl_temperature,
-                         max_concurrent_episodes=size.rl_generations * size.rl_pairs, seed=size.seed, use_cpu=True, save_steps=0,
-                         lr_scheduler_type="constant", beta=size.rl_beta)
     tasks = rl_tasks(size, categories)
+    pairs = size.rl_pairs or len({t.category for t in tasks})
+    cfg = TreeGRPOConfig(output_dir=str(out), suite=TRAIN_SUITE, harness=size.harnesses, mix_weights=size.mix_weights,
+                         num_generations=size.rl_generations, pairs_per_step=pairs, task_sampling=size.rl_task_sampling,
+                         max_steps=size.rl_steps, learning_rate=size.rl_lr, max_completion_length=size.max_tokens,
+                         temperature=size.rl_temperature, max_concurrent_episodes=size.rl_generations * pairs, seed=size.seed,
+                         use_cpu=True, save_steps=1 if _selects(size) else 0, lr_scheduler_type="constant", beta=size.rl_beta)
     trainer = Trainer(cfg, model, tasks=tasks)
     freeze_bottom(trainer.policy, size.rl_frozen_layers)  # AdamW skips them: their grad stays None
 
@@ -242,6 +252,45 @@ def rl(work: Path, model: Path, size: Size, categories: list[str] | None = None)
     finally:
         trainer.close()
     return final / "model"
+
+
+def _selects(size: Size) -> bool:
+    return size.rl_select and bool(size.val_tasks)
+
+
+def best_step(scores: dict[int, float]) -> int:
+    """The step with the highest validation score; of equal scores the later (more RL, same validation)."""
+    return max(scores, key=lambda k: (scores[k], k))
+
+
+def select_rl_step(work: Path, final: Path, size: Size) -> Path:
+    """Stage 4b: each RL step's checkpoint greedily on ``val_tasks``; the best step's model (ties: the later).
+
+    Judged on train variants RL never saw, never on the held-out ones; written to ``rl/selection.json``.
+    Without ``rl_select`` (or a validation split) the final model is the after-RL model.
+    """
+    from clawgym_env.runner import load_attempts
+
+    if not _selects(size):
+        return final
+    chosen = work / "rl" / "selection.json"
+    if not chosen.is_file():
+        scores: dict[int, float] = {}
+        for step in sorted(int(p.name.split("-")[1]) for p in (work / "rl").glob("checkpoint-*") if p.name.split("-")[1].isdigit()):
+            out = work / "rl" / f"val-step-{step}"
+            if out.exists():
+                shutil.rmtree(out)
+            evaluate(out.name, work / "rl" / f"checkpoint-{step}" / "model", out, size, suite=TRAIN_SUITE, tasks=size.val_tasks)
+            attempts = load_attempts(out)
+            scores[step] = sum(a.score for a in attempts) / max(1, len(attempts))
+        if not scores:
+            raise ConfigError(f"select_rl_step: no checkpoint-<step> under {work / 'rl'}; the RL stage saves one a step with rl_select")
+        best = best_step(scores)
+        print("rl selection on " + size.val_tasks + ": " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items())
+              + f" -> step {best}", flush=True)
+        chosen.write_text(json.dumps({"val_tasks": size.val_tasks, "scores": scores, "step": best}, indent=1))
+    step = json.loads(chosen.read_text())["step"]
+    return work / "rl" / f"checkpoint-{step}" / "model"
 
 
 def evaluate(stage: str, model: Path, out: Path, size: Size, *, suite: str = TEST_SUITE, tasks: str | None = None,
@@ -277,14 +326,17 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     models = {"before": model}
     models["after-sft"] = timed("sft", sft, work, model, dataset, size)
     categories = timed("probe", probe, work, models["after-sft"], size)
-    models["after-rl"] = timed("rl", rl, work, models["after-sft"], size, categories)
+    final = timed("rl", rl, work, models["after-sft"], size, categories)
+    models["after-rl"] = timed("select_rl_step", select_rl_step, work, final, size)
     for e in evaluations(size):
         target = out / e.name
         if target.exists():
             shutil.rmtree(target)
         timed(e.name if e.name.startswith("val-") else f"eval-{e.name}", evaluate, e.name, models[e.stage], target, size,
               suite=e.suite, tasks=e.tasks, attempts=e.attempts, temperature=e.temperature)
+    selection = work / "rl" / "selection.json"
     meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
+            "rl_selection": json.loads(selection.read_text()) if selection.is_file() else None,
             "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
     (out / "experiment.json").write_text(json.dumps(meta, indent=1))
     subprocess.run(["clawgym", "bench", "compare", str(out / "before"), str(out / "after-sft")], check=False)
@@ -296,7 +348,8 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
     parser.add_argument("--seed", type=int, default=None, help="Seed of packing, sampling and evaluation (default 0)")
     parser.add_argument("--out", type=Path, default=Path("experiments/pass1-claude-code-bash"), help="Results folders land here")
     parser.add_argument("--work", type=Path, default=None, help="Models, captures, checkpoints (default OUT/work, not committed)")

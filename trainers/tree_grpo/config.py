@@ -19,7 +19,7 @@ from trl import GRPOConfig
 from clawgym_env.errors import ConfigError
 from trainers.core.cpus import parse_cpus
 from trainers.core.losses import LOSS_TYPES
-from trainers.rollout import CRASHED_POLICIES
+from trainers.rollout import CRASHED_POLICIES, TASK_SAMPLING
 from trainers.tree_grpo.fields import refuse_unused
 
 __all__ = ["TreeGRPOConfig"]
@@ -47,6 +47,11 @@ class TreeGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Comma-separated sampling weights, one per harness (default: equal)."}
     )
     pairs_per_step: int = field(default=2, metadata={"help": "(task, harness) groups sampled per training step."})
+    task_sampling: str = field(
+        default="uniform", metadata={"help": "'uniform': each group's task drawn uniformly; 'stratified': in rounds that cover "
+                                             "every task category once (pairs_per_step = the category count: every step trains "
+                                             "on every template)."}
+    )
     rollout_backend: str | None = field(
         default=None,
         metadata={"help": "Policy backend spec for rollouts, e.g. 'vllm:http://gpu:8000#policy' (weights reloaded from a "
@@ -256,6 +261,8 @@ class TreeGRPOConfig(GRPOConfig):
         if self.rollout_cpus is not None and self.executor != "local":
             raise ConfigError(f"rollout_cpus places the local executor's rollout side; with executor={self.executor!r} the "
                               "workers are placed by Ray (set their resources there); drop --rollout_cpus")
+        if self.task_sampling not in TASK_SAMPLING:
+            raise ConfigError(f"task_sampling={self.task_sampling!r}: set one of {list(TASK_SAMPLING)}")
         if self.pairs_per_step < 1:
             raise ConfigError(f"pairs_per_step={self.pairs_per_step}: set at least 1 group per step")
         if self.max_concurrent_episodes < 1:
