@@ -3,12 +3,12 @@
 Two ways to put a listener on ``127.0.0.1:PORT`` inside:
 
 * **From the host** (bwrap, where this process may enter a sandbox's network namespace: root with
-  CAP_SYS_ADMIN; ``probe_bwrap().netns`` says): bwrap reports its namespace's pid (``--info-fd``) and
-  waits (``--block-fd``) before it runs the command; ``listen_inside`` makes the listening socket in
-  that namespace from a fresh thread, and ``Relay`` copies each connection to the proxy's socket on
-  this process's event loop. Nothing starts inside and nothing waits for a forwarder to come up:
-  measured (bench/episode_cpu.py), an exec with the socat bridge cost 18.5 ms CPU and 179 ms wall
-  against 8.6 ms and 95 ms without a bridge (load 5.6).
+  CAP_SYS_ADMIN; ``probe_bwrap().netns`` says): while bwrap holds the exec before its command
+  (``_bwrap_hold``), ``listen_inside`` makes the listening socket in that namespace from a fresh thread,
+  and ``Relay`` copies each connection to the proxy's socket on this process's event loop. Nothing
+  starts inside and nothing waits for a forwarder to come up: measured (bench/episode_cpu.py), an exec
+  with the socat bridge cost 18.5 ms CPU and 179 ms wall against 8.6 ms and 95 ms without a bridge
+  (load 5.6).
 * **From inside** (docker; bwrap elsewhere): ``prelude``, a shell script that starts a forwarder
   (socat; the stdlib python forwarder where socat is absent), waits until the port is LISTENing
   (read from /proc/net/tcp, so no client probe is needed), then execs the real command. socat is
@@ -21,21 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import json
 import os
 import shutil
 import socket
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from clawgym_env.errors import SandboxExecError
-
-if TYPE_CHECKING:
-    from clawgym_env.sandbox._process import Running
-
-__all__ = ["SOCKET_DIR_INSIDE", "SOCKET_INSIDE", "HostBridge", "Relay", "choose", "enter_and_listen", "listen_inside", "prelude", "python_forwarder_source",
-           "socat_path"]
+__all__ = ["SOCKET_DIR_INSIDE", "SOCKET_INSIDE", "Relay", "choose", "enter_and_listen", "listen_inside", "prelude",
+           "python_forwarder_source", "socat_path"]
 
 SOCKET_DIR_INSIDE = "/run/clawgym"
 SOCKET_INSIDE = f"{SOCKET_DIR_INSIDE}/proxy.sock"
@@ -263,95 +256,3 @@ class Relay:
     def close(self) -> None:
         """Stop listening (connections still open end with the sandbox's processes)."""
         self._server.close()
-
-
-def child_pid(info: bytes) -> int:
-    """The sandbox's pid from what bwrap wrote to ``--info-fd``."""
-    return int(json.loads(info)["child-pid"])
-
-
-async def _read_to_eof(fd: int) -> bytes:
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bytes] = loop.create_future()
-    parts: list[bytes] = []
-    os.set_blocking(fd, False)
-
-    def readable() -> None:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            chunk, parts[:] = b"", [str(exc).encode()]
-        if chunk:
-            parts.append(chunk)
-            return
-        loop.remove_reader(fd)
-        if not done.done():
-            done.set_result(b"".join(parts))
-
-    loop.add_reader(fd, readable)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(fd)
-
-
-class HostBridge:
-    """The host-side bridge of one bwrap exec: bwrap gets ``bwrap_args`` (and ``child_fds`` passed), then
-    ``open`` makes the listener inside and the relay and lets the command start; ``close`` when it is over."""
-
-    def __init__(self, port: int, uds_path: Path) -> None:
-        self.port, self.uds_path = port, uds_path
-        info_r, info_w = os.pipe()
-        block_r, block_w = os.pipe()
-        self._fds = {"info_r": info_r, "info_w": info_w, "block_r": block_r, "block_w": block_w}
-        self._relay: Relay | None = None
-
-    def bwrap_args(self) -> list[str]:
-        return ["--info-fd", str(self._fds["info_w"]), "--block-fd", str(self._fds["block_r"])]
-
-    def child_fds(self) -> tuple[int, int]:
-        return self._fds["info_w"], self._fds["block_r"]
-
-    async def open(self, running: Running) -> None:
-        """Once bwrap runs: wait for its namespaces, listen inside, serve, then unblock the command. On any
-        failure ``running`` is killed before the command could start, and this bridge closed."""
-        self._close_fds("info_w", "block_r")  # the child has its own copies
-        try:
-            await self._open()
-        except BaseException as exc:
-            await running.discard()
-            self.close()
-            if isinstance(exc, OSError):
-                raise SandboxExecError(f"bwrap: the proxy bridge could not listen inside the sandbox: {exc}") from exc
-            raise
-
-    async def _open(self) -> None:
-        info = await _read_to_eof(self._fds["info_r"])
-        try:
-            pid = child_pid(info)
-        except (ValueError, KeyError, TypeError):
-            raise OSError(f"bwrap wrote no namespace info ({info[:200]!r})") from None
-        listener = await listen_inside(pid, self.port)
-        try:
-            self._relay = await Relay.serve(listener, self.uds_path)
-        except BaseException:
-            listener.close()
-            raise
-        os.write(self._fds["block_w"], b"1")
-        self._close_fds("block_w", "info_r")
-
-    def _close_fds(self, *names: str) -> None:
-        for name in names:
-            fd = self._fds.pop(name, -1)
-            if fd >= 0:
-                os.close(fd)
-
-    def close(self) -> None:
-        """Stop listening and close what is left (idempotent). Closing the block pipe unwritten also lets a
-        waiting bwrap go on, so on failure kill its process first."""
-        self._close_fds(*list(self._fds))
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None

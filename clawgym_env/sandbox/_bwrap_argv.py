@@ -3,7 +3,8 @@
 Every exec is a fresh ``bwrap``: the per-sandbox part that never changes (namespaces, system binds,
 /etc, HOME, /tmp, the proxy socket, the graders' jail binary) is built once at start
 (``static_args``); ``exec_argv`` adds the workspace overlay, upload folders, config mounts and the
-command, behind the proxy bridge's prelude and the cgroup (or RLIMIT_NPROC) wrapper.
+command, behind the proxy bridge's prelude, under RLIMIT_NPROC where there is no cgroup (with one,
+``_bwrap_hold`` moves the exec's namespace init in before the command starts).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from clawgym_env.sandbox._bwrap_host import (
     shared_etc,
     system_binds,
 )
-from clawgym_env.sandbox._cgroup import SandboxCgroup
 from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, SandboxConfig
 
 __all__ = ["UIDS", "exec_argv", "exit_127", "sandbox_env", "static_args"]
@@ -94,13 +94,14 @@ def exec_argv(
     binds: Sequence[str],
     bridge: str | None,
     fd_args: Sequence[str],
-    cgroup: SandboxCgroup | None,
+    cgrouped: bool,
 ) -> list[str]:
     """The whole command line of one exec: the workspace as an overlay (``d/final`` the top lower layer,
     ``d/upper`` the upper one) or a bind, the upload folders ``extra``, config mounts after the
     workspace (so one inside it lies on top), ``binds``, then ``cmd`` (behind the proxy bridge's prelude
-    when ``bridge`` is one started inside: "socat", "python"), all started inside the cgroup or under
-    RLIMIT_NPROC. ``fd_args``: options naming descriptors the caller passes (seccomp, the host bridge's)."""
+    when ``bridge`` is one started inside: "socat", "python"), under RLIMIT_NPROC unless ``cgrouped`` (the
+    caller moves it into the sandbox's cgroup). ``fd_args``: options naming descriptors the caller passes
+    (seccomp, the hold's)."""
     lowers = [cfg.workspace_src or (d / "empty"), *cfg.workspace_layers, d / "final"]
     a = [bwrap, *base, *fd_args]
     for top, host in sorted(extra.items()):
@@ -116,9 +117,7 @@ def exec_argv(
     if bridge in ("socat", "python"):
         a += _bridge.prelude(cfg.proxy_port, bridge == "socat")
     a += list(cmd)
-    if cgroup is not None:
-        return cgroup.wrap_argv(a)
-    if cfg.pids and (prlimit := shutil.which("prlimit")):
+    if not cgrouped and cfg.pids and (prlimit := shutil.which("prlimit")):
         # No cgroup: RLIMIT_NPROC as a fork-bomb safety net. It counts every process of
         # this host uid, so allow what already runs plus the sandbox's share.
         return [prlimit, f"--nproc={processes_of_uid(os.getuid()) + cfg.pids}", "--", *a]

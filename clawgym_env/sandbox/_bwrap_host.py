@@ -15,6 +15,7 @@ from pathlib import Path
 
 from clawgym_env.errors import SandboxStartError
 from clawgym_env.sandbox import _bridge
+from clawgym_env.sandbox._bwrap_hold import parse_info
 from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._sweep import owner_tag, sweep_folders
 
@@ -142,7 +143,7 @@ def _probe_netns(base: list[str]) -> str:
 
         def attempt() -> None:  # in a thread of its own: see _bridge.listen_inside
             try:
-                _bridge.enter_and_listen(_bridge.child_pid(info), 0).close()
+                _bridge.enter_and_listen(parse_info(info)[0], 0).close()
                 out.append("")
             except (OSError, ValueError, KeyError) as exc:
                 out.append(f"cannot listen inside a sandbox's network namespace: {exc}")

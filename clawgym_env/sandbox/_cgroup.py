@@ -1,9 +1,9 @@
 """Per-sandbox resource limits through cgroups (v1 or v2), where this process may write them.
 
 A sandbox gets one child cgroup (per controller on v1) under the cgroup this process lives in.
-The backend starts its outer process through ``wrap_argv`` so the process joins the cgroup
-*before* it forks anything; everything it starts inherits the limits. After a process exits,
-``limit_hit`` says whether the memory (OOM kill) or pids limit fired.
+The backend moves each exec's first process in (``join``) *before* it forks anything (bwrap: its
+namespace init, held before the command, see ``_bwrap_hold``); everything it starts inherits the
+limits. After a process exits, ``limit_hit`` says whether the memory (OOM kill) or pids limit fired.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def detect() -> CgroupInfo | None:
 
 
 class SandboxCgroup:
-    """One sandbox's cgroup(s): created with limits, joined by ``wrap_argv``, removed by ``destroy``."""
+    """One sandbox's cgroup(s): created with limits, joined by ``join``, removed by ``destroy``."""
 
     def __init__(self, info: CgroupInfo, memory_mb: int | None, pids: int | None, cpus: float | None) -> None:
         self.info = info
@@ -174,11 +174,19 @@ class SandboxCgroup:
                 (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(period))
                 (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
 
-    def wrap_argv(self, argv: list[str]) -> list[str]:
-        """``argv`` behind a shell that moves itself into the cgroup(s), then execs."""
-        procs = sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
-        script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 97; shift; done; shift; exec "$@"'
-        return ["/bin/sh", "-c", script, "clawgym-cgroup", *procs, "--", *argv]
+    def join(self, pid: int, pid_ns: int | None = None) -> None:
+        """Move process ``pid`` into the cgroup(s) (blocking: cgroup v1 waits for an RCU grace period). The caller
+        makes sure it has not forked yet. ``pid_ns``: the inode of the pid namespace ``pid`` must be in, checked
+        first, so a pid that died and was reused by some other process is never moved in (nor later killed with
+        the sandbox). ProcessLookupError when the process is gone; other OSErrors when the cgroup refuses it."""
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/pid") if pid_ns is not None else None
+        except FileNotFoundError:
+            raise ProcessLookupError(f"process {pid} is gone") from None
+        if pid_ns is not None and ns != f"pid:[{pid_ns}]":
+            raise ProcessLookupError(f"process {pid} is no longer the sandbox's namespace init")
+        for procs in sorted({d / "cgroup.procs" for d in self.dirs.values()}):
+            procs.write_text(str(pid))
 
     def _counters(self) -> dict[str, int]:
         return limit_counters(self.dirs, "memory.events" if self.info.version == 2 else "memory.oom_control")

@@ -130,6 +130,10 @@ class Running:
             killed_by_limit=limit,
         )
 
+    def kill(self) -> None:
+        """Kill its whole tree now; ``finish`` still reports how it ended."""
+        self._kill(self.proc)
+
     async def discard(self) -> None:
         """Kill it unused (idempotent)."""
         if self._finished:

@@ -22,10 +22,11 @@ for the graders' agent-code jail (``CLAWGYM_JAIL``: a nested bwrap that cannot s
 mounts, /tmp, HOME or any process of the grader; see ``clawgym_env.task._agent_jail``). Only system folders are bound,
 read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
 (see ``_bridge``: where this process may, it listens inside the exec's network namespace itself, so
-nothing is started inside for it). Killing the outer bwrap kills the namespace's init, and with it every
+nothing is started inside for it; ``_bwrap_hold``). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
 
-Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``);
+Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``; each
+exec's namespace init is moved in while bwrap holds it before its command, ``_bwrap_hold``);
 otherwise pids falls back to RLIMIT_NPROC via ``prlimit`` (effective for non-root host users
 only: the kernel exempts host root), and memory/cpu are not enforced (``clawgym sandbox doctor``
 says so). Wall-clock limits always apply.
@@ -54,6 +55,7 @@ from clawgym_env.sandbox._bwrap_argv import (
     static_args,
 )
 from clawgym_env.sandbox._bwrap_files import BwrapFiles
+from clawgym_env.sandbox._bwrap_hold import HeldExec
 from clawgym_env.sandbox._bwrap_host import (
     BwrapProbe,
     find_bwrap,
@@ -239,8 +241,10 @@ class BwrapSandbox(BwrapFiles):
         async def classify() -> str | None:
             return cg.limit_hit() if cg is not None else None
 
-        host = _bridge.HostBridge(self.config.proxy_port, self.config.proxy_socket) \
+        listen = (self.config.proxy_port, self.config.proxy_socket) \
             if bridge == "host" and self.config.proxy_socket is not None else None
+        host = HeldExec(cg, listen, lambda: self.state is SandboxState.STARTED) \
+            if cg is not None or listen is not None else None
         fds: list[int] = []
         try:
             fd_args: list[str] = []
@@ -251,7 +255,7 @@ class BwrapSandbox(BwrapFiles):
                 fd_args += host.bwrap_args()
             argv = exec_argv(self.config, cmd, bwrap=self._bwrap, base=self._base, d=self.dir, overlay=self._overlay,
                              extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, bridge=bridge,
-                             fd_args=fd_args, cgroup=self._cg)
+                             fd_args=fd_args, cgrouped=cg is not None)
             running = await start_process(
                 argv,
                 env=run_env,
@@ -274,7 +278,7 @@ class BwrapSandbox(BwrapFiles):
         if host is None:
             return SpawnedProcess(running, self._release, self.config.wall_time_s, exit_127)
         try:
-            await host.open(running)  # the command starts once its listener is up
+            await host.open(running)  # the command starts once it is in the cgroup and its listener is up
         except BaseException:
             self._release()
             raise
