@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -133,7 +135,7 @@ def _probe_netns(base: list[str]) -> str:
     try:
         proc = subprocess.Popen([*base, "--info-fd", str(info_w), "--block-fd", str(block_r), "--", "/bin/true"],
                                 pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, start_new_session=True)
         os.close(info_w)
         os.close(block_r)
         info_w = block_r = -1
@@ -158,8 +160,9 @@ def _probe_netns(base: list[str]) -> str:
         for fd in (info_r, info_w, block_r, block_w):
             if fd >= 0:
                 os.close(fd)
-        if proc is not None:
-            proc.kill()
+        if proc is not None:  # its group: the held init has no death signal yet, and would outlive bwrap alone
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 

@@ -42,7 +42,7 @@ import shutil
 import signal
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
@@ -69,7 +69,7 @@ from clawgym_env.sandbox._fs import (
     sanitize_tree,
     strip_escaping_symlinks,
 )
-from clawgym_env.sandbox._process import SpawnedProcess, start_process
+from clawgym_env.sandbox._process import Running, SpawnedProcess, start_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag
 from clawgym_env.sandbox.base import (
@@ -83,6 +83,19 @@ from clawgym_env.sandbox.base import (
 
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
+
+
+async def _start_held(start: Awaitable[Running]) -> Running:
+    """``start`` (a ``start_process``) for a held exec. Cancelled meanwhile, asyncio would kill bwrap alone and
+    wait for its pipes, which the held init (in bwrap's process group, without its death signal yet) keeps open:
+    instead the start finishes, then the whole tree is killed."""
+    starting = asyncio.ensure_future(start)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await (await starting).discard()
+        raise
 
 
 class BwrapSandbox(BwrapFiles):
@@ -256,7 +269,7 @@ class BwrapSandbox(BwrapFiles):
             argv = exec_argv(self.config, cmd, bwrap=self._bwrap, base=self._base, d=self.dir, overlay=self._overlay,
                              extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, bridge=bridge,
                              fd_args=fd_args, cgrouped=cg is not None)
-            running = await start_process(
+            start = start_process(
                 argv,
                 env=run_env,
                 cwd=None,
@@ -268,6 +281,7 @@ class BwrapSandbox(BwrapFiles):
                 classify=classify,
                 pass_fds=[*fds, *(host.child_fds() if host is not None else ())],
             )
+            running = await (start if host is None else _start_held(start))
         except BaseException:
             if host is not None:
                 host.close()
