@@ -222,9 +222,10 @@ class BwrapSandbox(BwrapFiles):
         max_output_bytes: int,
         binds: Sequence[str],
         proxy: bool,
+        cgroup: bool = True,
     ) -> ExecResult:
         started = await self._start(cmd, env=env, cwd=cwd, with_stdin=stdin is not None, on_output=on_output,
-                                    max_output_bytes=max_output_bytes, binds=binds, proxy=proxy)
+                                    max_output_bytes=max_output_bytes, binds=binds, proxy=proxy, cgroup=cgroup)
         return await started.finish(stdin, timeout)
 
     async def _start(
@@ -238,6 +239,7 @@ class BwrapSandbox(BwrapFiles):
         max_output_bytes: int,
         binds: Sequence[str],
         proxy: bool,
+        cgroup: bool = True,
     ) -> SpawnedProcess:
         if self.state is not SandboxState.STARTED or self.dir is None:
             raise SandboxExecError(f"bwrap sandbox: exec in state {self.state.value}; call start() first")
@@ -249,7 +251,7 @@ class BwrapSandbox(BwrapFiles):
         bridge = self._bridge_kind if proxy else None
         if bridge == "python":
             run_env.update(_bridge.prelude_env(False))
-        cg = self._cg
+        cg = self._cg if cgroup else None
 
         async def classify() -> str | None:
             return cg.limit_hit() if cg is not None else None
@@ -304,8 +306,11 @@ class BwrapSandbox(BwrapFiles):
         return SpawnedProcess(running, ended, self.config.wall_time_s, exit_127)
 
     async def _run_io(self, cmd: Sequence[str], binds: Sequence[str]) -> ExecResult:
+        """Outside the sandbox's cgroup: workspace files are tmpfs pages charged to it, so an agent that
+        filled its memory limit with them got every later process there killed, the copy of its final
+        workspace too (an error, left out of training). These commands are ours alone (own pid namespace)."""
         return await self._run(cmd, env=None, cwd="/", timeout=600, stdin=None, on_output=None,
-                               max_output_bytes=65536, binds=binds, proxy=False)
+                               max_output_bytes=65536, binds=binds, proxy=False, cgroup=False)
 
     def _release(self) -> None:
         """An exec is over: forget its process (its empty overlay work dir goes with ``close``)."""

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from clawgym_env.errors import SandboxExecError
-from clawgym_env.sandbox import Sandbox, SandboxConfig, create_sandbox
 
 _GET = (
     "import urllib.request,sys\n"
@@ -112,27 +110,10 @@ async def test_download_drops_symlinks_leading_out(make, tmp_path: Path) -> None
     assert not (out / "evil").exists() and not (out / "evil").is_symlink()
 
 
-@pytest.fixture
-async def docker_sb() -> AsyncIterator[Callable[..., Awaitable[Sandbox]]]:
-    """``await docker_sb(**config_fields)``: a started docker sandbox, closed after the test."""
-    made: list[Sandbox] = []
-
-    async def _make(**fields: object) -> Sandbox:
-        made.append(create_sandbox("docker", SandboxConfig(**fields)))  # type: ignore[arg-type]
-        await made[-1].start()
-        return made[-1]
-
-    yield _make
-    for sb in made:
-        await sb.close()
-
-
-@pytest.mark.sandbox
-@pytest.mark.docker
-async def test_reaped_workspace_comes_out_clean(docker_sb, tmp_path: Path) -> None:
+async def test_reaped_workspace_comes_out_clean(make, tmp_path: Path) -> None:
     """The whole workspace after ``reap`` (how an episode's final workspace is taken, host-side on docker):
     links leading out, special files and setuid bits stay behind, unreadable files still come out."""
-    sb = await docker_sb()
+    sb = await make()
     await sb.exec(["sh", "-c", "echo ok > real && ln -s /etc/passwd evil && ln -s ../../../ up && ln -s real fine && "
                    "mkfifo pipe && cp /bin/sh suid && chmod 4755 suid && mkdir d && echo s > d/secret && chmod 000 d/secret"])
     await sb.reap()
@@ -143,13 +124,11 @@ async def test_reaped_workspace_comes_out_clean(docker_sb, tmp_path: Path) -> No
     assert "pipe" in skipped and not (out / "suid").stat().st_mode & 0o6000
 
 
-@pytest.mark.sandbox
-@pytest.mark.docker
-async def test_a_workspace_filling_the_memory_limit_still_comes_out(docker_sb, tmp_path: Path) -> None:
-    """On docker an agent's workspace files count against its memory limit (tmpfs pages). Filled to the
-    limit, the final workspace must still come out after ``reap``: a copy that ran inside would be killed,
-    and the agent would have turned its failed episode into an infrastructure error."""
-    sb = await docker_sb(memory_mb=96)
+async def test_a_workspace_filling_the_memory_limit_still_comes_out(make, tmp_path: Path) -> None:
+    """An agent's workspace files count against its memory limit (tmpfs pages, both backends). Filled to
+    the limit, the final workspace must still come out after ``reap``: a copy that ran in the agent's
+    cgroup was killed, and the agent had turned its failed episode into an infrastructure error."""
+    sb = await make(memory_mb=96)
     await sb.exec(["sh", "-c", "echo kept > small; head -c 160M /dev/zero > big"])
     await sb.reap()
     for attempt in range(3):
