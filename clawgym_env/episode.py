@@ -83,11 +83,11 @@ class EpisodeResult:
     stream-json, OpenClaw's --json envelope) and the harness's state files (OpenClaw: its sqlite)."""
     splice_hit_rate: float = 0.0
     egress_attempts: list[str] = field(default_factory=list)
+    """Network targets the harness (or the agent's commands) tried to reach besides the proxy, e.g.
+    ``"CONNECT play.googleapis.com:443"``; each was refused (see ``clawgym_env.proxy.egress``)."""
     limit_hit: str | None = None
     """"memory", "pids" or "output" when the sandbox stopped a "crashed" harness at one of its limits: the
     agent's own doing (a flood of files or output), so trainers take the verdict of what it left."""
-    """Network targets the harness (or the agent's commands) tried to reach besides the proxy, e.g.
-    ``"CONNECT play.googleapis.com:443"``; each was refused (see ``clawgym_env.proxy.egress``)."""
     notes: list[str] = field(default_factory=list)
     """What was done to the episode's output that a reader should know (e.g. special files left out)."""
 
@@ -309,7 +309,8 @@ async def run_episode(
                                             copy_to=final, early=await _settled(early))
             result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
-                shown = ", ".join(s if len(s) < 160 else "..." + s[-150:] for s in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+                shown = ", ".join(s if len(s) < 160 else "..." + s[-150:] for s in skipped[:10])
+                shown += " ..." if len(skipped) > 10 else ""
                 result.notes.append(f"final workspace: {len(skipped)} left out (special files, past the disk limit, nested "
                                     f"too deep): {shown}")
             t0 = time.perf_counter()
