@@ -12,14 +12,12 @@ from pathlib import Path
 
 __all__ = ["KILL_OTHERS", "REAPER", "WRAP", "host_reap", "inner_pid"]
 
-KILL_OTHERS = (
-    'for _ in 1 2 3; do for p in /proc/[0-9]*; do pid="${p#/proc/}"; '
-    'case " $keep $$ " in *" $pid "*) continue;; esac; kill -9 "$pid" 2>/dev/null; done; done'
-)
+_EACH_OTHER = 'for p in /proc/[0-9]*; do pid="${p#/proc/}"; case " $keep $$ " in *" $pid "*) continue;; esac; '
+"""Opens a loop over the container's processes but its own ($keep) and this shell; the caller closes it."""
+KILL_OTHERS = 'for _ in 1 2 3; do ' + _EACH_OTHER + 'kill -9 "$pid" 2>/dev/null; done; done'
 REAPER = (
-    'keep="$1"; ' + KILL_OTHERS + '; for _ in $(seq 300); do left=0; for p in /proc/[0-9]*; do pid="${p#/proc/}"; '
-    'case " $keep $$ " in *" $pid "*) continue;; esac; [ -e "$p" ] && left=1; done; [ "$left" = 0 ] && exit 0; '
-    "sleep 0.01; done; exit 1"
+    'keep="$1"; ' + KILL_OTHERS + '; for _ in $(seq 300); do left=0; ' + _EACH_OTHER + '[ -e "$p" ] && left=1; done; '
+    '[ "$left" = 0 ] && exit 0; sleep 0.01; done; exit 1'
 )
 """Kills every process in the container but its own (init, sleep, forwarder: pids in $1) and waits until
 they are gone (exit 0), or says that some are left after ~3 s (exit 1)."""

@@ -102,7 +102,8 @@ def strip_escaping_symlinks(root: Path) -> list[Path]:
 
     A sandbox controls what it hands back: a link to ``/etc/shadow`` in a downloaded workspace
     must not become a way to read host files later. Folders deeper than ``MAX_DEPTH`` are not
-    entered: ``sanitize_tree``, which every caller runs next, removes them.
+    entered: every caller has left them out already (``copy_tree_safely``) or removes them next
+    (``sanitize_tree``).
     """
     removed: list[Path] = []
     root_real = root.resolve()
@@ -155,6 +156,10 @@ class _Budget:
         return True
 
 
+def _name(p: Path, root: Path) -> str:
+    return p.relative_to(root).as_posix() if p != root else p.name
+
+
 def sanitize_tree(root: Path, *, keep_whiteouts: bool = False, max_bytes: int | None = None) -> list[str]:
     """Make a folder taken out of a sandbox safe to keep: remove FIFOs, sockets and device files
     (they hang or crash copies and archives) and drop setuid/setgid/sticky bits (a setuid-root file
@@ -162,8 +167,8 @@ def sanitize_tree(root: Path, *, keep_whiteouts: bool = False, max_bytes: int | 
 
     ``keep_whiteouts``: ``root`` is an overlay upper layer; its whiteouts (character devices 0/0,
     files the agent deleted) stay, or the deleted files would come back from the layer below.
-    ``max_bytes``: regular files past that many bytes in all (in path order) are removed too, as are
-    folders deeper than ``MAX_DEPTH``."""
+    Folders deeper than ``MAX_DEPTH`` are removed too (named with ``DEEPER``); ``max_bytes``: so are
+    regular files past that many bytes in all, in path order (named with ``OVER_LIMIT``)."""
     removed: list[str] = []
     entries = [root] if not root.is_dir() or root.is_symlink() else []
     if not entries:
@@ -172,7 +177,8 @@ def sanitize_tree(root: Path, *, keep_whiteouts: bool = False, max_bytes: int | 
         for p in deep:
             rmtree_hard(p)
             removed.append(p.relative_to(root).as_posix() + DEEPER)
-    for p in entries:
+    budget = _Budget(max_bytes)
+    for p in sorted(entries):  # path order: what the budget keeps does not depend on the walk
         try:
             st = p.lstat()
         except OSError:
@@ -183,21 +189,14 @@ def sanitize_tree(root: Path, *, keep_whiteouts: bool = False, max_bytes: int | 
             continue
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             p.unlink()
-            removed.append(p.relative_to(root).as_posix() if p != root else p.name)
+            removed.append(_name(p, root))
+        elif stat.S_ISREG(st.st_mode) and not budget.take(st.st_size):
+            p.unlink()
+            removed.append(_name(p, root) + OVER_LIMIT)
         elif st.st_mode & _DROP_BITS:
             os.chmod(p, stat.S_IMODE(st.st_mode) & ~_DROP_BITS)
     if removed:
-        log.warning("removed %d special file(s) (FIFO, socket, device) from %s", len(removed), root)
-    if max_bytes is not None:
-        budget = _Budget(max_bytes)
-        for p in sorted(entries):
-            try:
-                st = p.lstat()
-            except OSError:  # removed above
-                continue
-            if stat.S_ISREG(st.st_mode) and not budget.take(st.st_size):
-                p.unlink()
-                removed.append((p.relative_to(root).as_posix() if p != root else p.name) + OVER_LIMIT)
+        log.warning("removed %d entries (special files, past the disk limit, nested too deep) from %s", len(removed), root)
     return sorted(removed)
 
 
