@@ -105,3 +105,40 @@ def test_every_rl_checkpoint_is_judged_on_validation_and_one_is_kept(tiny_path: 
     assert kept == tmp_path / "rl" / f"checkpoint-{chosen['step']}" / "model"
     shutil.rmtree(tmp_path / "rl" / "val-step-1")
     assert select_rl_step(tmp_path, final, size) == kept and not (tmp_path / "rl" / "val-step-1").exists()
+
+
+def test_the_chosen_steps_validation_run_is_reused_as_val_after_rl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """select_rl_step already ran the greedy validation of the chosen checkpoint: run() copies it as val-after-rl
+    instead of running that bench run again. The stages are stubbed here: only the plan's plumbing is under test
+    (each stage has its real test above and in test_experiment_pass1.py)."""
+    import json
+    import types
+
+    from trainers.scripts import experiment_pass1 as E
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    evaluated: list[str] = []
+
+    def select(work: Path, final: Path, size: Any) -> Path:
+        (work / "rl" / "val-step-2" / "attempts").mkdir(parents=True)
+        (work / "rl" / "val-step-2" / "attempts" / "a.json").write_text("{}")
+        (work / "rl" / "selection.json").write_text(json.dumps({"step": 2}))
+        return work / "rl" / "checkpoint-2" / "model"
+
+    def evaluate(stage: str, model: Path, target: Path, size: Any, **kw: Any) -> Path:
+        evaluated.append(stage)
+        target.mkdir(parents=True)
+        return target
+
+    for name, fn in {"build_model": lambda w, s: w / "base", "capture": lambda *a: None, "sft": lambda *a: work / "sft",
+                     "probe": lambda *a: ["t"], "rl": lambda *a: work / "rl" / "final", "select_rl_step": select,
+                     "evaluate": evaluate}.items():
+        monkeypatch.setattr(E, name, fn)
+    monkeypatch.setattr(E, "subprocess", types.SimpleNamespace(run=lambda *a, **k: None))  # no bench compare
+    size = E.Size()
+    E.run(out, work, size)
+    planned = [e.name for e in E.evaluations(size)]
+    assert "val-after-rl" in planned and "val-after-rl" not in evaluated
+    assert sorted(evaluated) == sorted(n for n in planned if n != "val-after-rl")
+    assert (out / "val-after-rl" / "attempts" / "a.json").read_text() == "{}"
+    assert json.loads((out / "experiment.json").read_text())["rl_selection"] == {"step": 2}

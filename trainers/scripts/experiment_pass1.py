@@ -328,13 +328,17 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     categories = timed("probe", probe, work, models["after-sft"], size)
     final = timed("rl", rl, work, models["after-sft"], size, categories)
     models["after-rl"] = timed("select_rl_step", select_rl_step, work, final, size)
+    selection = work / "rl" / "selection.json"
+    chosen = work / "rl" / f"val-step-{json.loads(selection.read_text())['step']}" if selection.is_file() else None
     for e in evaluations(size):
         target = out / e.name
         if target.exists():
             shutil.rmtree(target)
+        if e.name == "val-after-rl" and chosen is not None:  # select_rl_step ran this same bench run of this model
+            shutil.copytree(chosen, target)
+            continue
         timed(e.name if e.name.startswith("val-") else f"eval-{e.name}", evaluate, e.name, models[e.stage], target, size,
               suite=e.suite, tasks=e.tasks, attempts=e.attempts, temperature=e.temperature)
-    selection = work / "rl" / "selection.json"
     meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
             "rl_selection": json.loads(selection.read_text()) if selection.is_file() else None,
             "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
