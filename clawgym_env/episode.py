@@ -378,7 +378,9 @@ def _classify(result: EpisodeResult, r: Any, stopped: str | None, over_limit: bo
         result.limit_hit = r.killed_by_limit
     elif r.return_code != 0:
         failed = [c for c in calls if c.status >= 500 and c.error]
-        if failed:  # the harness gave up because the policy backend failed: not the harness's fault
+        # the harness gave up because the policy backend failed (5xx): ours, not the harness's or the agent's. What a
+        # request itself asks wrongly (a prompt past the context, a conversation the template refuses) is a 400
+        if failed:
             result.status, result.error = "error", f"policy backend failed (call {failed[0].call_index}): {failed[0].error}"
         else:
             result.status, result.error = "crashed", f"harness exited with code {r.return_code}"

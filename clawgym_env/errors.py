@@ -36,6 +36,7 @@ __all__ = [
     "HarnessInstallError",
     "LeaderboardError",
     "PolicyBackendError",
+    "PromptTooLong",
     "ProxyError",
     "RunError",
     "SandboxError",
@@ -123,6 +124,16 @@ class ProxyError(ClawGymError):
 
 class PolicyBackendError(ProxyError):
     """Raised when the policy backend fails to answer a call."""
+
+
+class PromptTooLong(PolicyBackendError):
+    """The prompt does not fit the policy's context. The history the policy built did that (its own
+    tool calls and outputs), so the harness gets a 400 like a real API's context-length error and the
+    episode ends as the harness handles it: never as an infrastructure error, which training leaves out."""
+
+    def __init__(self, tokens: int, limit: int) -> None:
+        super().__init__(f"prompt is too long: {tokens} tokens > {limit - 1} maximum")
+        self.tokens, self.limit = tokens, limit
 
 
 class UpstreamTimeout(ProxyError):

@@ -131,15 +131,16 @@ def sample_pairs(
     return [(task(), rng.choices(list(harnesses), weights=list(weights))[0]) for _ in range(k)]
 
 
-def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0) -> float | None:
+def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "penalize", crashed_reward: float = 0.0) -> float | None:
     """The reward an episode enters the group with, or None when it is left out of baseline and loss.
 
-    "error" (infrastructure) is always left out. A "crashed" harness (e.g. Claude Code exiting 1
-    when every call stopped on length) is left out under ``crashed="mask"`` (the default: a crash
-    of the harness process is not a verdict on the answer), or trains with ``crashed_reward``
-    under ``crashed="penalize"`` (to push the policy away from what makes the harness crash).
-    A harness the sandbox stopped at a limit (``limit_hit``: memory, pids, output) trains on its
-    verdict, as a timeout does: the agent caused it, and a mask would let it dodge a failing grade.
+    "error" (our infrastructure: a sandbox, the policy backend) is always left out. A "crashed" harness
+    (non-zero exit: Claude Code giving up after its output-limit retries, a harness the agent's own command
+    killed, a prompt grown past the policy's context) trains with ``crashed_reward`` under
+    ``crashed="penalize"``, the default: a crash never passes in ``bench run`` either, and the agent can
+    always crash its harness (``kill $PPID``), so leaving crashes out would be its way out of a failing
+    grade. ``crashed="mask"`` leaves them out, for a harness known to crash on its own. A harness the
+    sandbox stopped at a limit (``limit_hit``: memory, pids, output) trains on its verdict under either.
     """
     if ep.status == "error":
         return None
@@ -151,11 +152,11 @@ def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "mask", crashed_r
 
 
 def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters,
-               crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0) -> Group:
+               crashed: CrashedPolicy = "penalize", crashed_reward: float = 0.0) -> Group:
     """Keep the episodes that count, then build the group's tree from those that can train.
 
-    Infrastructure failures (status "error") and, by default, crashed harnesses are left out of
-    the baseline (``episode_reward``). Staleness is judged per group, by the stream's consumer
+    Infrastructure failures (status "error") are left out of the baseline; crashed harnesses
+    enter it with ``crashed_reward`` unless masked (``episode_reward``). Staleness is judged per group, by the stream's consumer
     (``group_staleness``).
     """
     group = Group(task_id=task_id, harness=harness, rewards={})
@@ -189,7 +190,7 @@ def group_staleness(episodes: Sequence[EpisodeResult], policy_version: int) -> i
 
 def build_batch(
     groups: Sequence[tuple[TaskSpec, str | Harness, Sequence[EpisodeResult]]], *, filters: TreeFilters, policy_version: int,
-    skip_zero_variance: bool = True, crashed: CrashedPolicy = "mask", crashed_reward: float = 0.0,
+    skip_zero_variance: bool = True, crashed: CrashedPolicy = "penalize", crashed_reward: float = 0.0,
 ) -> RolloutBatch:
     """Build every group's tree and set aside groups that cannot train."""
     batch = RolloutBatch(groups=[], policy_version=policy_version)

@@ -7,8 +7,8 @@ import enum
 import os
 import secrets
 import time
-from pathlib import Path
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -16,7 +16,7 @@ import orjson
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.capture.store import CaptureWriter
-from clawgym_env.errors import ProxyError
+from clawgym_env.errors import PromptTooLong, ProxyError
 from clawgym_env.proxy._history import SharedHistory
 from clawgym_env.proxy._live import LiveText, opens_reasoning
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments
@@ -143,8 +143,8 @@ class ProxySession:
         if self.prompts is not None:
             try:
                 prompt_ids, reused = self.prompts.build(parsed.messages, parsed.tools)
-            except Exception as exc:  # a chat template that rejects these messages
-                raise CallFailed(500, f"rendering the chat template failed: {exc}") from exc
+            except Exception as exc:  # the template rejects these messages: the request's content, as count_tokens says
+                raise CallFailed(400, f"rendering the chat template failed: {exc}") from exc
         rec["prompt_ids"] = prompt_ids
         rec["reused_prompt_tokens"] = reused
         request = CompletionRequest(
@@ -164,6 +164,9 @@ class ProxySession:
                 completion = await self.backend.handle(request)
         except asyncio.CancelledError:
             raise
+        except PromptTooLong as exc:  # the policy's own history outgrew its context: a request error, as APIs answer it
+            rec["backend_s"] = time.perf_counter() - t0
+            raise CallFailed(400, str(exc)) from exc
         except Exception as exc:
             rec["backend_s"] = time.perf_counter() - t0
             status = 529 if "overload" in type(exc).__name__.lower() else 500

@@ -4,6 +4,7 @@ ends cleanly and every call is captured with exact token ids and logprobs."""
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,18 @@ async def test_qwen_code_with_tiny_model(long_tiny_backend: Any, smoke_suite: Pa
     assert len(result.calls[0].prompt_ids) > 32768  # the reason it needs the long variant
     if len(result.calls) > 1:
         assert any(c.reused_prompt_tokens > 0 for c in result.calls[1:])
+
+
+async def test_a_prompt_past_the_context_ends_as_the_harness_ends_it(tiny_backend: Any, smoke_suite: Path, tmp_path: Path) -> None:
+    """A prompt past the policy's context is answered 400 (not 5xx): the harness exits on it and the
+    episode is "crashed", which trains at the crash reward, not an infrastructure error left out of training."""
+    from trainers.rollout import episode_reward
+
+    spec = load_suite(smoke_suite).get("hello-file")
+    noise = "".join(random.Random(0).choice("qzxj%#@!") for _ in range(40_000))  # a token a byte; argv takes 128 KiB
+    spec = spec.model_copy(update={"instruction": noise})
+    result = await run_episode(spec, "custom", tiny_backend, capture_dir=tmp_path, sampling={"max_tokens": 8, "seed": 0})
+    assert result.status == "crashed" and result.limit_hit is None, (result.status, result.error)
+    assert [c.status for c in result.calls] == [400] and "prompt is too long" in (result.calls[0].error or "")
+    assert "prompt is too long" in result.harness_output_tail
+    assert episode_reward(result) == 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 
@@ -18,6 +19,7 @@ from trainers.rollout import (
     sample_pairs,
     tree_filters,
 )
+from trainers.tree_grpo.config import TreeGRPOConfig
 
 FILTERS = tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False)
 
@@ -61,9 +63,21 @@ def test_zero_variance_and_metrics_per_harness() -> None:
     assert m["frac_reward_zero_std"] == 0.5 and m["groups_skipped"] == 1.0
 
 
-def test_crashed_episodes_are_masked_by_default_and_counted() -> None:
+def test_crashed_episodes_train_with_the_crash_reward_by_default() -> None:
+    """A crash never passes in bench run, and an agent can always crash its harness: masked, a crash
+    would be its way out of a failing grade (c scored 0.7 on what it left, but crashed)."""
     eps = [episode("a", 1.0), episode("b", 0.0, completion=(9,)), episode("c", 0.7, status="crashed", completion=(5, 6))]
     g = make_group("toy/t", "claude-code", eps, filters=FILTERS)
+    assert g.rewards == {"a": 1.0, "b": 0.0, "c": 0.0} and "crashed" not in g.dropped
+    assert g.tree is not None and sorted(g.tree.episodes) == ["a", "b", "c"]
+    m = rollout_metrics(RolloutBatch(groups=[g]))
+    assert m["crashed_masked"] == 0.0 and m["episodes_crashed/claude-code"] == 1.0
+    assert {f.name: f.default for f in dataclasses.fields(TreeGRPOConfig)}["crashed_episodes"] == "penalize"
+
+
+def test_crashed_episodes_can_be_masked_and_are_counted() -> None:
+    eps = [episode("a", 1.0), episode("b", 0.0, completion=(9,)), episode("c", 0.7, status="crashed", completion=(5, 6))]
+    g = make_group("toy/t", "claude-code", eps, filters=FILTERS, crashed="mask")
     assert set(g.rewards) == {"a", "b"} and g.dropped["crashed"] == ["c"]  # neither baseline nor loss
     assert g.tree is not None and sorted(g.tree.episodes) == ["a", "b"]
     m = rollout_metrics(RolloutBatch(groups=[g]))
@@ -75,8 +89,9 @@ def test_a_harness_stopped_at_a_sandbox_limit_trains_on_its_verdict() -> None:
     """Memory, pids, output floods are the agent's doing: masked, they would be a way out of a failing grade."""
     stopped = episode("c", 0.0, status="crashed", completion=(5, 6))
     stopped.limit_hit = "memory"
-    g = make_group("toy/t", "custom", [episode("a", 1.0), stopped], filters=FILTERS)
-    assert g.rewards == {"a": 1.0, "c": 0.0} and "crashed" not in g.dropped
+    for crashed in ("mask", "penalize"):
+        g = make_group("toy/t", "custom", [episode("a", 1.0), stopped], filters=FILTERS, crashed=crashed, crashed_reward=-1.0)
+        assert g.rewards == {"a": 1.0, "c": 0.0} and "crashed" not in g.dropped
 
 
 def test_crashed_episodes_can_be_penalised_instead() -> None:

@@ -115,10 +115,12 @@ class TreeGRPOConfig(GRPOConfig):
                                      "(counted as groups_stale); the rest are corrected by the truncated IS weights."}
     )
     crashed_episodes: str = field(
-        default="mask", metadata={"help": "Episodes whose harness crashed (status 'crashed', e.g. Claude Code exit 1): 'mask' "
-                                          "leaves them out of baseline and loss (counted as crashed_masked), 'penalize' "
-                                          "trains them with reward crashed_reward. A harness stopped at a sandbox limit (memory, "
-                                          "pids, output flood) is never masked: it trains on its verdict."}
+        default="penalize", metadata={"help": "Episodes whose harness crashed (status 'crashed': non-zero exit, e.g. Claude Code "
+                                              "exit 1, a harness the agent's command killed, a prompt past the context): "
+                                              "'penalize' (default) trains them with reward crashed_reward, as bench run never "
+                                              "passes a crash and a mask would let the agent dodge a failing grade by crashing; "
+                                              "'mask' leaves them out of baseline and loss (counted as crashed_masked). A harness "
+                                              "stopped at a sandbox limit (memory, pids, output flood) trains on its verdict."}
     )
     crashed_reward: float = field(default=0.0, metadata={"help": "Reward of a crashed episode under crashed_episodes='penalize'."})
     logprob_chunk_size: int = field(

@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
-from clawgym_env.errors import ConfigError, PolicyBackendError
+from clawgym_env.errors import ConfigError, PolicyBackendError, PromptTooLong
 from clawgym_env.proxy.backends._hf_batch import Batcher
 from clawgym_env.proxy.backends._hf_prefix import PrefixCache
 from clawgym_env.proxy.backends._hf_row import Job, Row
@@ -194,7 +194,7 @@ class HFBackend(StreamingBackend):
         if bad:
             raise PolicyBackendError(f"prompt_ids hold ids outside the vocabulary [0, {self._vocab}): {bad[:5]}")
         if len(ids) >= self.max_positions:
-            raise PolicyBackendError(f"prompt of {len(ids)} tokens exceeds the model's {self.max_positions} positions")
+            raise PromptTooLong(len(ids), self.max_positions)
 
     def prefill(self, row: Row) -> tuple[Any, Any, bool]:
         """Prefill one prompt after its longest stored prefix: (last logits, its cache, whether caches merge).
