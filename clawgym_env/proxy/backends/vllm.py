@@ -30,7 +30,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from clawgym_env.errors import ConfigError, PolicyBackendError
+from clawgym_env.errors import ConfigError, PolicyBackendError, PromptTooLong
 from clawgym_env.proxy.backends._http import JSONClient
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
 from clawgym_env.proxy.backends.vllm_server import VLLMServer
@@ -67,6 +67,9 @@ class VLLMBackend(PolicyBackend):
         self._http = JSONClient(self.base_url, headers=headers, timeout=timeout)
         self._syncing_to: int | None = None
         """The version a sync under way installs: requests sent meanwhile wait for it on the server."""
+        self._context: int | None = None
+        """The served model's ``max_model_len`` (None: the server does not say), once ``_context_asked``."""
+        self._context_asked = False
 
     @property
     def tokenizer(self) -> Any:
@@ -110,10 +113,35 @@ class VLLMBackend(PolicyBackend):
         return body
 
     async def handle(self, request: CompletionRequest) -> Completion:
-        """Send the prompt ids; return the sampled ids, their logprobs and the finish reason."""
+        """Send the prompt ids; return the sampled ids, their logprobs and the finish reason.
+
+        A prompt with no room left in the served context raises ``PromptTooLong`` before it is sent (the
+        proxy answers it 400, as for HFBackend): vLLM's own refusal would reach us as a backend failure
+        (5xx to the harness), in words that vary by version. One that leaves some room, vLLM serves with
+        ``max_tokens`` cut to that room (0.32, checked in tier vllm), as HFBackend does."""
         version = self.policy_version if self._syncing_to is None else self._syncing_to
-        data = await self._http.request("POST", "/v1/completions", self.request_body(request), what="vLLM server")
+        body = self.request_body(request)
+        context = await self.context_length()
+        if context is not None and len(body["prompt"]) >= context:
+            raise PromptTooLong(len(body["prompt"]), context)
+        data = await self._http.request("POST", "/v1/completions", body, what="vLLM server")
         return parse_completion(data, version)
+
+    async def context_length(self) -> int | None:
+        """The served model's ``max_model_len`` (``GET /v1/models``, asked once); None where the server does not say."""
+        if not self._context_asked:
+            try:
+                data = await self._http.request("GET", "/v1/models", what="vLLM server")
+            except PolicyBackendError as exc:
+                if "HTTP 404" not in str(exc):
+                    raise
+                data = None
+            cards = [c for c in (data or {}).get("data") or () if isinstance(c, dict)]
+            card = next((c for c in cards if c.get("id") == self.model), cards[0] if len(cards) == 1 else {})
+            value = card.get("max_model_len")
+            self._context = value if isinstance(value, int) and value > 0 else None
+            self._context_asked = True
+        return self._context
 
     async def reload_weights(self, path: str | Path, version: int) -> None:
         """Make the server serve the checkpoint folder ``path`` (readable by the server); see the module doc."""

@@ -138,3 +138,25 @@ def test_a_failed_start_reports_the_servers_own_error(tmp_path: Path) -> None:
         server.stop()
     message = str(info.value)
     assert "max_model_len" in message.replace("-", "_").lower() and "100000" in message and str(tmp_path / "bad.log") in message
+
+
+async def test_the_served_context_bounds_prompts_and_completions(real_vllm: RealVLLM) -> None:
+    """A prompt with no room left is ``PromptTooLong`` (the proxy's 400) before it is sent; one that leaves
+    3 tokens of room, asking for 64, gets at most 3 (vLLM cuts max_tokens itself, as HFBackend does)."""
+    from clawgym_env.errors import PromptTooLong
+    from tests.conftest import VLLM_CONTEXT
+
+    backend = VLLMBackend(real_vllm.url, str(real_vllm.model_path))
+    try:
+        assert await backend.context_length() == VLLM_CONTEXT
+        ids = fixed_prompt(backend.tokenizer)
+        filler = (ids * (VLLM_CONTEXT // len(ids) + 1))[:VLLM_CONTEXT]
+        with pytest.raises(PromptTooLong, match=f"prompt is too long: {VLLM_CONTEXT} tokens > {VLLM_CONTEXT - 1} maximum"):
+            await backend.handle(req(filler, max_tokens=8))
+        # past SmolLM2's trained 8,192 positions its logprobs may not be finite (vLLM then fails to encode its
+        # answer), so only the length is read, over the raw HTTP answer
+        body = {**backend.request_body(req(filler[: VLLM_CONTEXT - 3], max_tokens=64, temperature=0.0)), "logprobs": None}
+        data = await backend._http.request("POST", "/v1/completions", body, what="vLLM server")
+        assert 0 < len(data["choices"][0]["token_ids"]) <= 3
+    finally:
+        await backend.aclose()
