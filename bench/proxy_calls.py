@@ -72,7 +72,9 @@ async def _main(args: argparse.Namespace) -> None:
         cpu = await _drive(server, [s.api_key for s in sessions], args.calls, args.body_kb, args.sessions)
         for s in sessions:
             await server.close_session(s.session_id)
+        size = sum((Path(tmp) / f"s{i}.jsonl").stat().st_size for i in range(args.sessions))
     _report("proxy app", cpu, args.calls)
+    print(f"capture: {size / args.calls:.0f} bytes per call")
 
 
 def _report(name: str, cpu: tuple[float, float], calls: int) -> None:

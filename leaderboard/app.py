@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clawgym_env.bundle import BundleLimits
 from clawgym_env.capture.records import CallRecord
+from clawgym_env.capture.store import iter_capture
 from clawgym_env.errors import LeaderboardError
 from leaderboard import views
 from leaderboard.store import AttemptRow, Store, SubmissionRow
@@ -141,17 +142,12 @@ def _submission_html(store: Store, sub: SubmissionRow, *, failed: bool = False, 
 def _trajectory_html(sub: SubmissionRow, session: str, jsonl: str, static: bool = False) -> str:
     attempt = next((a for a in sub.attempts if a.session_id == session), None)
     return views.render("trajectory.html", static=static, sub=sub, session=session, attempt=attempt,
-                        calls=_calls(jsonl))
+                        calls=_calls(jsonl, session))
 
 
-def _calls(jsonl: str) -> list[CallRecord]:
-    calls = []
-    for line in jsonl.splitlines():
-        try:
-            calls.append(CallRecord.model_validate_json(line))
-        except ValueError:
-            continue  # a torn last line of a crashed run
-    return calls
+def _calls(jsonl: str, session: str) -> list[CallRecord]:
+    # a line that gives no record (a torn last line of a crashed run, or one an uploader broke) is left out
+    return [r for _, r in iter_capture(jsonl.encode(), f"captures/{session}.jsonl") if isinstance(r, CallRecord)]
 
 
 def export_site(store: Store, out_dir: Path) -> list[Path]:

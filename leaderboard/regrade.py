@@ -17,6 +17,7 @@ from typing import Any
 from clawgym_env._sync import run_sync
 from clawgym_env.bundle import Bundle, SubmittedAttempt
 from clawgym_env.capture.records import CallRecord
+from clawgym_env.capture.store import iter_capture
 from clawgym_env.errors import ClawGymError, LeaderboardError
 from clawgym_env.results import attempt_filename
 from clawgym_env.task import Suite, TaskSpec, load_suite
@@ -120,10 +121,6 @@ def _transcript(spec: TaskSpec, jsonl: bytes | None) -> dict[str, Any]:
     """What the verifier saw in the run: rebuilt from the attempt's capture (empty without one)."""
     from clawgym_env.episode import transcript_for_verifier
 
-    calls: list[CallRecord] = []
-    for line in (jsonl or b"").splitlines():
-        try:
-            calls.append(CallRecord.model_validate_json(line))
-        except ValueError:
-            continue  # a torn last line of a crashed run
+    # a line that gives no record (a torn last line of a crashed run, or one an uploader broke) is left out
+    calls = [r for _, r in iter_capture(jsonl or b"", "the attempt's capture") if isinstance(r, CallRecord)]
     return transcript_for_verifier(spec, calls)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CallRecord", "TokenSource"]
+__all__ = ["JSON_OPTIONS", "CallRecord", "TokenSource"]
+
+JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+"""How a capture line is encoded; a value spliced into a line as ``orjson.Fragment`` must be encoded so too."""
 
 TokenSource = Literal["sampled", "tokenized", "replayed", "none"]
 """``replayed``: a recorded call's ids answered again (``ReplayBackend``): context in a tree, never trained twice."""

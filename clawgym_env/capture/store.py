@@ -1,4 +1,4 @@
-"""Append-only JSONL capture of one episode: one CallRecord per line.
+"""Append-only JSONL capture of one episode: one CallRecord per line (format 2: ``capture/delta.py``).
 
 Each line is serialised and handed to the OS (``write``) as soon as its call ends, so a crash
 of this process loses nothing recorded. ``fsync`` (which only a machine crash needs) runs in one
@@ -6,7 +6,9 @@ daemon thread per process: ``sync_soon`` queues a writer, and the thread syncs e
 ``FSYNC_INTERVAL_S`` later, once for all the lines written meanwhile; ``close`` syncs at once. A
 run records an attempt as finished only after its capture is closed, and resume deletes the
 capture of an unfinished one, so a machine crash never leaves a finished attempt with a short
-capture. The reader tolerates a torn last line, which is what a crash mid-write leaves behind.
+capture. The reader tolerates a torn last line, which is what a crash mid-write leaves behind. A line
+stores only what is new since an earlier line (format 2, ``delta.py``), and only ever refers to a
+line written before it, so a torn last line still loses only its own call.
 
 Why this shape (bench/proxy.py, 64 streams): a thread that wrote and fsynced each line took the
 GIL back after each of its syscalls, so the event loop blocked on it (1,174 times in 5,120 calls;
@@ -23,18 +25,17 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 
-from clawgym_env.capture.records import CallRecord
+from clawgym_env.capture.delta import DeltaReader, DeltaWriter, LineHints
+from clawgym_env.capture.records import JSON_OPTIONS, CallRecord
 from clawgym_env.errors import CaptureError
 
-__all__ = ["FSYNC_INTERVAL_S", "JSON_OPTIONS", "CaptureWriter", "read_capture"]
+__all__ = ["FSYNC_INTERVAL_S", "JSON_OPTIONS", "CaptureWriter", "iter_capture", "parse_capture", "read_capture"]
 
-JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-"""How a capture line is encoded; a value spliced into a line as ``orjson.Fragment`` must be encoded so too."""
 
 _LINE_OPTIONS = JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE
 
@@ -96,15 +97,20 @@ class CaptureWriter:
         self._closed = False
         self._queued = False  # on the fsync thread's queue
         self._lock = threading.Lock()  # written on the loop, synced and closed from other threads
+        self._delta = DeltaWriter()
 
-    def write(self, record: CallRecord | dict[str, Any]) -> None:
-        """Append one record and hand it to the OS (survives a crash of this process)."""
-        data = record if isinstance(record, dict) else record.__dict__
-        line = orjson.dumps(data, option=_LINE_OPTIONS)  # the newline appended by orjson: no copy of the line
+    def write(self, record: CallRecord, hints: LineHints | None = None) -> None:
+        """Append one record and hand it to the OS (survives a crash of this process).
+
+        ``hints``: what the caller has already (each message's JSON, where the prompt's ids came from), so the
+        line costs no comparison of histories; without them the line is the same, found by comparing.
+        """
         with self._lock:
             if self._closed:
                 raise CaptureError(f"capture {self.path} is closed; open a new session to record more calls")
-            self._fh.write(line)
+            # the newline appended by orjson: no copy of the line
+            self._fh.write(orjson.dumps(self._delta.line(record, hints), option=_LINE_OPTIONS))
+            self._delta.written(record)
 
     def sync(self) -> None:
         """Flush what was written to disk now (survives a machine crash)."""
@@ -114,7 +120,7 @@ class CaptureWriter:
             fd = self._fh.fileno()
         os.fsync(fd)
 
-    async def write_async(self, record: CallRecord | dict[str, Any]) -> None:
+    async def write_async(self, record: CallRecord) -> None:
         """Append one record; fsync in a worker thread so the event loop keeps serving."""
         self.write(record)
         if self.fsync:
@@ -140,24 +146,53 @@ class CaptureWriter:
 
 
 def read_capture(path: Path | str, *, strict: bool = False) -> list[CallRecord]:
-    """Read a capture file. A torn last line (crash mid-write) is dropped unless ``strict``.
+    """Read a capture file (format 1 or 2). A torn last line (crash mid-write) is dropped unless ``strict``.
 
     Raises CaptureError for a missing file or a corrupt line that is not the last one.
     """
     p = Path(path)
     if not p.is_file():
         raise CaptureError(f"capture file {p} does not exist; check the session id or the results folder")
-    raw = p.read_bytes()
-    lines = raw.split(b"\n")
+    return parse_capture(p.read_bytes(), str(p), strict=strict)
+
+
+def parse_capture(raw: bytes, source: str, *, strict: bool = False) -> list[CallRecord]:
+    """``read_capture`` of a capture's bytes; ``source`` names it in errors."""
     records: list[CallRecord] = []
+    for _, item in iter_capture(raw, source):
+        if isinstance(item, CallRecord):
+            records.append(item)
+        elif strict or not item.torn:
+            raise item
+    return records
+
+
+class LineError(CaptureError):
+    """A capture line that gives no record; ``torn``: it is the last line and has no newline (a crash mid-write)."""
+
+    def __init__(self, message: str, *, torn: bool) -> None:
+        super().__init__(message)
+        self.torn = torn
+
+
+def iter_capture(raw: bytes, source: str) -> Iterator[tuple[int, CallRecord | LineError]]:
+    """(line number, its record or why it gives none) for every non-blank line, going on past bad lines: a line
+    that refers to a bad one is then bad too. For views of untrusted captures; ``parse_capture`` stops instead."""
+    lines = raw.split(b"\n")
+    last = len(lines) - 1
+    while last > 0 and not lines[last].strip():
+        last -= 1
+    reader = DeltaReader(source)
     for i, line in enumerate(lines):
         if not line.strip():
             continue
-        last = i >= len(lines) - 1 or not any(x.strip() for x in lines[i + 1 :])
+        torn = i == last and not raw.endswith(b"\n")
         try:
-            records.append(CallRecord.model_validate(orjson.loads(line)))
+            data = orjson.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError(f"a JSON {type(data).__name__}, not an object")
+            yield i + 1, reader.record(data, i + 1)
+        except CaptureError as exc:
+            yield i + 1, LineError(str(exc), torn=torn)
         except (orjson.JSONDecodeError, ValueError) as exc:
-            if last and not strict and not raw.endswith(b"\n"):
-                break
-            raise CaptureError(f"{p}: line {i + 1} is not a valid CallRecord ({exc}); the file is corrupt") from exc
-    return records
+            yield i + 1, LineError(f"{source}: line {i + 1} is not a valid CallRecord ({exc}); the file is corrupt", torn=torn)

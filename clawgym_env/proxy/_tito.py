@@ -22,6 +22,7 @@ from array import array
 from collections import OrderedDict
 from typing import Any
 
+from clawgym_env.capture.delta import PromptHint
 from clawgym_env.errors import ProxyError
 from clawgym_env.proxy._neutral import HistoryKeys, message_key
 from clawgym_env.proxy._render import IncrementalRenderer
@@ -54,6 +55,8 @@ class PromptBuilder:
         self.shared_hits = 0
         self._last_gen: tuple[bytes, str, int | None] = (b"", "", None)
         self._last_prompt: tuple[list[int], array[int]] = ([], array("i"))
+        self.last_hint: PromptHint | None = None
+        """For the prompt ``build`` returned last: the earlier prompt list its first ids are (the capture's delta)."""
         self.renderer = IncrementalRenderer(tokenizer, incremental=incremental)
         self._keys = HistoryKeys()
         self._short: dict[str, list[int]] = {}
@@ -168,7 +171,9 @@ class PromptBuilder:
         if n and last_ids[:n] == ids[:n]:
             out = last[:n]
             out += ids[n:].tolist()
+            self.last_hint = PromptHint(last, n)
             return out
+        self.last_hint = None
         return ids.tolist()
 
     def remember(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], prompt_ids: list[int],

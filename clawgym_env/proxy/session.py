@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from clawgym_env.capture.delta import LineHints
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.capture.store import CaptureWriter
 from clawgym_env.errors import PromptTooLong, ProxyError
@@ -143,6 +144,7 @@ class ProxySession:
         if self.prompts is not None:
             try:
                 prompt_ids, reused = self.prompts.build(parsed.messages, parsed.tools)
+                parsed.prompt_hint = self.prompts.last_hint
             except Exception as exc:  # the template rejects these messages: the request's content, as count_tokens says
                 raise CallFailed(400, f"rendering the chat template failed: {exc}") from exc
         rec["prompt_ids"] = prompt_ids
@@ -227,16 +229,20 @@ class ProxySession:
     def record(self, rec: dict[str, Any], parsed: ParsedRequest | None = None) -> CallRecord:
         """Store a finished call in memory and append it to the capture file (fsynced within ``FSYNC_INTERVAL_S``).
 
-        ``parsed`` (the call's shared request) lends its messages' and tools' JSON to the capture line.
+        ``parsed`` (the call's shared request) lends its messages' and tools' JSON to the capture line, and where
+        its prompt's ids came from (the line stores only what earlier lines do not hold).
         """
         record = CallRecord.trusted(rec)
         self._calls.append(record)
         if self._writer is not None and self.state is SessionState.OPEN:  # a call outliving close stays in memory
-            data: CallRecord | dict[str, Any] = record
-            if parsed is not None and parsed.messages_json is not None and parsed.tools_json is not None \
-                    and record.messages is parsed.messages and record.tools is parsed.tools:
-                data = {**record.__dict__, "messages": parsed.messages_json, "tools": parsed.tools_json}
-            self._writer.write(data)
+            hints = None
+            if parsed is not None:
+                shared = parsed.messages_json is not None and parsed.tools_json is not None \
+                    and record.messages is parsed.messages and record.tools is parsed.tools
+                hint = parsed.prompt_hint if record.prompt_ids is not None else None
+                if shared or hint is not None:
+                    hints = LineHints(parsed.messages_json, parsed.tools_json, hint) if shared else LineHints(prompt=hint)
+            self._writer.write(record, hints)
             self._writer.sync_soon()
         return record
 

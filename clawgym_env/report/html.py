@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from clawgym_env.capture.records import CallRecord
 from clawgym_env.metrics import compute_metrics
 from clawgym_env.report.svg import bar_chart, hbar_chart
 from clawgym_env.results import AttemptResult
@@ -53,36 +54,34 @@ def _message_view(m: dict[str, Any]) -> dict[str, Any]:
 
 def load_trajectory(capture: Path) -> list[dict[str, Any]]:
     """The calls of one capture file, shaped for the viewer; a missing file gives no calls."""
+    from clawgym_env.capture.store import iter_capture
+
     if not capture.is_file():
         return []
     calls: list[dict[str, Any]] = []
     prev: list[Any] = []
-    for line in capture.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            c = json.loads(line)
-        except ValueError:
+    for _, c in iter_capture(capture.read_bytes(), str(capture)):
+        if not isinstance(c, CallRecord):
             calls.append({"index": len(calls), "error": "unreadable capture line"})
             continue
-        msgs = c.get("messages") or []
+        msgs = c.messages
         k = 0  # messages shared with the previous call are not repeated
         while k < min(len(msgs), len(prev)) and msgs[k] == prev[k]:
             k += 1
         prev = msgs
-        resp = c.get("response") or {"role": "assistant", "content": c.get("completion_text", "")}
+        resp = c.response or {"role": "assistant", "content": c.completion_text}
         calls.append({
-            "index": c.get("call_index", len(calls)),
+            "index": c.call_index,
             "new_messages": [_message_view(m) for m in msgs[k:]],
             "shared_messages": k,
             "response": _message_view(resp),
-            "prompt_tokens": len(c.get("prompt_ids") or []),
-            "completion_tokens": len(c.get("completion_ids") or []),
-            "reused_prompt_tokens": c.get("reused_prompt_tokens", 0),
-            "finish_reason": c.get("finish_reason", ""),
-            "token_source": c.get("token_source", ""),
-            "latency_s": round(float(c.get("latency_s") or 0.0), 3),
-            "error": c.get("error"),
+            "prompt_tokens": len(c.prompt_ids or []),
+            "completion_tokens": len(c.completion_ids or []),
+            "reused_prompt_tokens": c.reused_prompt_tokens,
+            "finish_reason": c.finish_reason,
+            "token_source": c.token_source,
+            "latency_s": round(float(c.latency_s or 0.0), 3),
+            "error": c.error,
         })
     return calls
 

@@ -129,7 +129,7 @@ class PrefixTree:
 
 def load_calls(path: Path | str) -> list[CallRecord]:
     """Read one capture JSONL (one CallRecord per line); ``.gz`` files are decompressed."""
-    from clawgym_env.capture.store import read_capture
+    from clawgym_env.capture.store import parse_capture, read_capture
 
     p = Path(path)
     if p.suffix != ".gz":
@@ -137,10 +137,10 @@ def load_calls(path: Path | str) -> list[CallRecord]:
     if not p.is_file():
         raise CaptureError(f"capture file {p} does not exist; pass the JSONL(.gz) the proxy wrote")
     try:
-        with gzip.open(p, "rt", encoding="utf-8") as fh:
-            return [CallRecord.model_validate_json(line) for line in fh if line.strip()]
-    except (OSError, ValueError) as exc:
+        raw = gzip.decompress(p.read_bytes())
+    except (OSError, EOFError) as exc:
         raise CaptureError(f"{p}: not a gzipped capture of CallRecords ({exc})") from exc
+    return parse_capture(raw, str(p), strict=True)
 
 
 def _meta_kind(meta: Mapping[str, object]) -> BranchKind | None:

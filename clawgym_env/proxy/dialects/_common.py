@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import orjson
 
+from clawgym_env.capture.delta import PromptHint
+
 __all__ = ["BadRequest", "ParsedRequest", "Reply", "dumps", "function_tool", "guarded", "parsed_request", "sse"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,6 +41,8 @@ class ParsedRequest:
     shared them with its last call (``SharedHistory``)."""
     json_size: int = 0
     """Bytes of both encoded, once shared."""
+    prompt_hint: PromptHint | None = None
+    """Where the prompt builder took the prompt's first ids from (the capture line stores the rest)."""
 
 
 @dataclass

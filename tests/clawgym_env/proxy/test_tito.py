@@ -70,6 +70,12 @@ async def test_claude_code_replay_extends_previous_prompt_and_completion(server:
     # the capture file holds the same exact ids
     stored = read_capture(tmp_path / "cap.jsonl")
     assert [r.prompt_ids for r in stored] == [r.prompt_ids for r in calls]
+    # ... each line after the first as the previous call's prompt + completion (a reference) and the new ids only
+    lines = [json.loads(x) for x in (tmp_path / "cap.jsonl").read_text().splitlines()]
+    for i, (prev, nxt) in enumerate(zip(calls, calls[1:]), 1):
+        ref, shared = lines[i]["delta"]["prompt"]
+        assert ref == i - 1 and shared == len(prev.prompt_ids) + len(prev.completion_ids)
+        assert lines[i]["prompt_ids"] == nxt.prompt_ids[shared:]
     assert stored[0].logprobs == [0.0] * len(stored[0].completion_ids)
 
 
