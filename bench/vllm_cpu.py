@@ -61,8 +61,10 @@ def main() -> None:
     from clawgym_env.models.smollm2 import default_model_path
 
     model = str(default_model_path())
-    first = json.loads(args.capture.read_text().splitlines()[0])
-    ids = [first["prompt_ids"][0] + 1, *first["prompt_ids"][1:]]  # a prompt not in the prefix cache
+    from clawgym_env.capture import read_capture
+
+    first = read_capture(args.capture)[0].prompt_ids or []
+    ids = [first[0] + 1, *first[1:]]  # a prompt not in the prefix cache
     server = None
     if args.url is None:
         from clawgym_env.proxy.backends.vllm_server import launch_vllm_server

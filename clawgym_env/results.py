@@ -4,7 +4,7 @@ A results folder::
 
     manifest.json                 RunManifest
     attempts/<task>__<harness>__<k>.json   AttemptResult, one per attempt (written atomically)
-    captures/<session_id>.jsonl   CallRecord lines
+    captures/<session_id>.jsonl   CallRecord lines (capture/delta.py: read them with read_capture)
     workspaces/<session_id>/      final workspaces (optional)
 """
 

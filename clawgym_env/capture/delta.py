@@ -34,7 +34,7 @@ when the ids are the same objects, as they are in records read from a format-2 f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import orjson
@@ -100,8 +100,13 @@ class DeltaWriter:
                 cands.insert(0, ref)
         same = _same if hints is None else _identical  # without hints: records from elsewhere, equal but not shared
         best, k = None, 0
+        msgs = record.messages
         for cand in cands:
-            j = _shared_prefix(record.messages, cand.messages, same)
+            theirs = cand.messages
+            n = min(len(msgs), len(theirs))
+            j = 0
+            while j < n and (msgs[j] is theirs[j] or (hints is None and _same(msgs[j], theirs[j]))):
+                j += 1
             if j > k:
                 best, k = cand, j
         if best is not None:
@@ -180,14 +185,6 @@ def _identical(a: Any, b: Any) -> bool:
 def _same(a: Any, b: Any) -> bool:
     """Equal JSON: not ``==``, for which 1 == 1.0 == True."""
     return a is b or orjson.dumps(a, option=JSON_OPTIONS) == orjson.dumps(b, option=JSON_OPTIONS)
-
-
-def _shared_prefix(a: list[Any], b: list[Any], same: Callable[[Any, Any], bool]) -> int:
-    n = min(len(a), len(b))
-    k = 0
-    while k < n and same(a[k], b[k]):
-        k += 1
-    return k
 
 
 class DeltaReader:

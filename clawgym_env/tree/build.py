@@ -128,7 +128,7 @@ class PrefixTree:
 
 
 def load_calls(path: Path | str) -> list[CallRecord]:
-    """Read one capture JSONL (one CallRecord per line); ``.gz`` files are decompressed."""
+    """Read one capture JSONL (one CallRecord per line, format 1 or 2); ``.gz`` files are decompressed."""
     from clawgym_env.capture.store import parse_capture, read_capture
 
     p = Path(path)
