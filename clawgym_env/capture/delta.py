@@ -98,7 +98,7 @@ class DeltaWriter:
             data["prompt_ids"] = record.prompt_ids[shared:]  # type: ignore[index]
             if ref is not last:
                 cands.insert(0, ref)
-        same = _same if hints is None else _identical  # without hints: records from elsewhere, equal but not shared
+        # without hints, records from elsewhere: equal JSON, not the same objects
         best, k = None, 0
         msgs = record.messages
         for cand in cands:
@@ -114,10 +114,11 @@ class DeltaWriter:
             data["messages"] = data["messages"][k:]
         tools = record.tools
         if tools:
-            cand = next((c for c in cands if same(c.tools, tools)), None)
-            if cand is not None:
-                delta["tools"] = cand.call_index
-                data["tools"] = []
+            for cand in cands:
+                if cand.tools is tools or (hints is None and _same(cand.tools, tools)):
+                    delta["tools"] = cand.call_index
+                    data["tools"] = []
+                    break
         if delta:
             data["delta"] = delta
         return data
@@ -176,10 +177,6 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
         else:
             hi = mid
     return lo
-
-
-def _identical(a: Any, b: Any) -> bool:
-    return a is b
 
 
 def _same(a: Any, b: Any) -> bool:
