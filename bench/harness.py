@@ -41,10 +41,18 @@ from typing import Any
 
 import psutil
 
+from clawgym_env.harness_registry import HARNESSES
+
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "harnesses" / "tasks" / "h6-smoke"
 WRITE = {"claude-code": ("Write", "file_path", "{ws}/hello.txt"), "openclaw": ("write", "path", "hello.txt"),
-         "custom": ("write", "path", "hello.txt")}
-SHELL_WRITE = {"claude-code-bash": ("Bash", "command")}
+         "custom": ("write", "path", "hello.txt"), "gemini-cli": ("write_file", "file_path", "{ws}/hello.txt"),
+         "qwen-code": ("write_file", "file_path", "{ws}/hello.txt"), "opencode": ("write", "filePath", "{ws}/hello.txt"),
+         "pi": ("write", "path", "hello.txt")}
+"""Harness -> (its write tool, the path argument, the path): the names and arguments each harness offers the model."""
+SHELL_WRITE = {"claude-code-bash": ("Bash", "command"), "codex": ("exec_command", "cmd"), "mini-swe-agent": ("bash", "command")}
+"""Harnesses offering only a shell (or, for Codex, no write tool): (shell tool, its command argument)."""
+SUBMIT = {"mini-swe-agent": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}
+"""Harnesses that end only on a shell command, not on a plain-text turn: their final turn runs it."""
 
 
 class PeakRSS:
@@ -126,10 +134,16 @@ def backend(harness: str, workspace: str = "/workspace") -> Any:
     if harness in SHELL_WRITE:  # a harness offering only a shell writes the file with it
         tool, arg = SHELL_WRITE[harness]
         args = {arg: f"printf 'hello world\\n' > {workspace}/hello.txt"}
-    else:
+    elif harness in WRITE:
         tool, arg, path = WRITE[harness]
         args = {arg: path.format(ws=workspace), "content": "hello world\n"}
-    return ScriptedBackend([{"tool_calls": [{"name": tool, "arguments": args}]}], default="Done.")
+    else:
+        raise SystemExit(f"bench/harness.py: no scripted write for harness {harness!r}; add its write tool to WRITE "
+                         "(or its shell to SHELL_WRITE)")
+    final: Any = "Done."
+    if harness in SUBMIT:
+        final = {"text": "Done.", "tool_calls": [{"name": tool, "arguments": {arg: SUBMIT[harness]}}]}
+    return ScriptedBackend([{"tool_calls": [{"name": tool, "arguments": args}]}, final], default="Done.")
 
 
 @functools.cache
@@ -165,22 +179,12 @@ async def one(harness: str, proxy: Any) -> Any:
     return await run_episode(_spec(), harness, backend(harness), proxy=proxy, wall_time_s=600)
 
 
-async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, int, bool, float]:
-    """The adapter's command run on the host (no sandbox), then its proxy session closed and the episode graded
-    in this process (``grade_natively``), as ``run_episode`` closes and grades in-project: wall seconds, peak RSS
-    bytes, scored 1.0, CPU seconds.
-
-    ``compile_cache`` stands in for OpenClaw's read-only warm cache: natively Node could write to it, and its
-    entries are keyed by the host paths, so the native runs warm a private one (the warm-up run) instead.
-    """
-    import tempfile
-
-    from clawgym_env.episode import transcript_for_verifier
-    from clawgym_env.harness import HarnessSession
+def native_invocation(adapter: Any, hs: Any, proxy_port: int, compile_cache: Path) -> tuple[list[str], dict[str, str]]:
+    """The adapter's command and environment for a run on the host: every ``/opt/clawgym/...`` mount point in them
+    mapped to the host folder bound there, plus the same egress variables ``run_episode`` adds (HTTP(S)_PROXY to
+    the proxy, ``NODE_USE_ENV_PROXY``), so a harness phoning home meets the same 403 on both sides."""
     from clawgym_env.harness_install import cache_root
-    from clawgym_env.harness_registry import load_harness
-
-    adapter = load_harness(harness)
+    from clawgym_env.proxy.egress import egress_env
     from harnesses._compile_cache import CACHE_INSIDE
 
     mounts = {str(m.inside): str(m.host) for m in adapter.mounts(cache_root())}
@@ -193,6 +197,27 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
             value = value.replace(a, b)
         return value
 
+    cmd = [host(a) for a in adapter.build_command(_spec().instruction, hs)]
+    env = {k: host(v) for k, v in {**adapter.build_env(hs), **egress_env(hs.api_key, proxy_port)}.items()}
+    env["PATH"] = env.get("PATH", "") + ":" + os.environ.get("PATH", "")
+    return cmd, env
+
+
+async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, int, bool, float]:
+    """The adapter's command run on the host (no sandbox), then its proxy session closed and the episode graded
+    in this process (``grade_natively``), as ``run_episode`` closes and grades in-project: wall seconds, peak RSS
+    bytes, scored 1.0, CPU seconds.
+
+    ``compile_cache`` stands in for OpenClaw's read-only warm cache: natively Node could write to it, and its
+    entries are keyed by the host paths, so the native runs warm a private one (the warm-up run) instead.
+    """
+    import tempfile
+
+    from clawgym_env.episode import transcript_for_verifier
+    from clawgym_env.harness import HarnessSession
+    from clawgym_env.harness_registry import load_harness
+
+    adapter = load_harness(harness)
     with tempfile.TemporaryDirectory(prefix="clawgym-native-") as d:
         ws, home = Path(d) / "workspace", Path(d) / "home"
         ws.mkdir()
@@ -200,18 +225,17 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
         sess = proxy.open_session(backend(harness, str(ws)), max_calls=8)
         hs = HarnessSession(session_id=sess.session_id, base_url=proxy.url, api_key=sess.api_key, model="policy",
                             workspace=str(ws), home=str(home))
+        cmd, env = native_invocation(adapter, hs, proxy.port, compile_cache)
         for path, content in adapter.write_configs(hs).items():
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(content)
-        cmd = [host(a) for a in adapter.build_command(_spec().instruction, hs)]
-        env = {k: host(v) for k, v in adapter.build_env(hs).items()}
-        env["PATH"] = env.get("PATH", "") + ":" + os.environ.get("PATH", "")
         cpu0 = _children_cpu()
-        with PeakRSS() as mem:
+        err = (Path(d) / "stderr.log").open("wb")
+        with PeakRSS() as mem, err:
             t0 = time.perf_counter()
             proc = await asyncio.create_subprocess_exec(*cmd, env=env, cwd=ws, stdin=asyncio.subprocess.DEVNULL,
-                                                        stdout=asyncio.subprocess.DEVNULL,
-                                                        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+                                                        stdout=asyncio.subprocess.DEVNULL, stderr=err,
+                                                        start_new_session=True)
             try:
                 await asyncio.wait_for(proc.wait(), 600)
             finally:  # interrupted or timed out: leave no harness running on the host
@@ -221,10 +245,14 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
             calls = await proxy.close_session(sess.session_id)
             score = grade_natively(_spec(), ws, transcript_for_verifier(_spec(), calls))
             wall = time.perf_counter() - t0
+        if score != 1.0 or sess.egress:  # say why, rather than print a figure of a run that did not do the task
+            tail = (Path(d) / "stderr.log").read_bytes()[-600:].decode("utf-8", "replace")
+            print(f"{harness}: native run scored {score}, exit {proc.returncode}, {len(calls)} calls, egress attempts "
+                  f"{[r.path for r in sess.egress]}; stderr tail: {tail!r}")
         return wall, mem.peak, score == 1.0, _children_cpu() - cpu0
 
 
-async def side_by_side(harness: str, repeats: int) -> None:
+async def side_by_side(harness: str, repeats: int) -> tuple[float, float, int, int]:
     """Native and in-project runs of the same episode, alternating, medians side by side."""
     import tempfile
 
@@ -274,6 +302,7 @@ async def side_by_side(harness: str, repeats: int) -> None:
     cpu_ratio = f", CPU {statistics.median(proj_cpu) / n_cpu:.2f}x" if proj_cpu and n_cpu > 0 else ""
     print(f"{harness:12} in-project / native: episode {p_wall / n_wall:.2f}x, harness phase {p_harn / n_wall:.2f}x, "
           f"peak RSS {p_mem / max(n_mem, 1):.2f}x{cpu_ratio}")
+    return n_wall, p_wall, int(n_mem), int(p_mem)
 
 
 async def bench(harness: str, repeats: int, levels: list[int]) -> None:
@@ -307,7 +336,7 @@ async def bench(harness: str, repeats: int, levels: list[int]) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--harness", default="custom,claude-code,openclaw")
+    p.add_argument("--harness", default=",".join(HARNESSES), help="comma-separated (default: every registered harness)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--concurrency", default="", help="also run in-project episodes at these concurrency levels")
     a = p.parse_args()
@@ -317,10 +346,16 @@ def main() -> None:
           "proxy session closed and the task's grade() called in this process; in-project = run_episode (sandbox "
           "start + harness in bwrap + sealed grading, started while the harness runs + cleanup). Both are warmed up "
           "once first; medians are of the runs after. Target: in-project episode wall within 1.3x of native.")
+    rows = []
     for h in a.harness.split(","):
-        asyncio.run(side_by_side(h, a.repeats))
+        load0 = os.getloadavg()[0]
+        rows.append((h, load0, *asyncio.run(side_by_side(h, a.repeats)), os.getloadavg()[0]))
         if a.concurrency:
             asyncio.run(bench(h, a.repeats, [int(x) for x in a.concurrency.split(",")]))
+    print(f"\n{'harness':16} {'native s':>9} {'in-project s':>12} {'ratio':>6} {'native MiB':>10} {'in-project MiB':>14}  load")
+    for h, l0, n_wall, p_wall, n_mem, p_mem, l1 in rows:
+        print(f"{h:16} {n_wall:9.3f} {p_wall:12.3f} {p_wall / n_wall:5.2f}x {n_mem / 2**20:10.0f} {p_mem / 2**20:14.0f}  "
+              f"{l0:.1f}-{l1:.1f}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     CPU.close()
 
