@@ -1,12 +1,15 @@
 """Harness benchmark: each harness native vs in-project, wall time and peak memory (scripted policy).
 
-    python bench/harness.py [--harness custom,claude-code,openclaw] [--repeats 3] [--concurrency 1,2,4,8]
+    python bench/harness.py [--harness custom,codex,...] [--repeats 3] [--concurrency 1,2,4,8]
 
-The target's figures (idle machine): ``python3 bench/harness.py --harness custom,claude-code --repeats 3``,
-then ``python3 bench/harness.py --harness openclaw --repeats 1`` (OpenClaw: ~40 s an episode idle, 4 episodes).
+The target's figures (idle machine): ``python3 bench/harness.py --repeats 3`` (every registered harness; a closing
+table puts them side by side; ~6 min without OpenClaw, whose ~40 s episodes idle are best run apart:
+``--harness openclaw --repeats 2``).
 
 Each episode is the h6-smoke ``hello-file`` task (2 model calls: write the file, say done) served by
 a ScriptedBackend, so the numbers are the harness + sandbox + proxy cost with a zero-latency model.
+Each harness writes with its own tool (``WRITE``) or, offering only a shell, with that (``SHELL_WRITE``);
+mini-swe-agent ends on its submit command (``SUBMIT``).
 "native" runs the adapter's own command and environment on the host, outside any sandbox, with
 its install paths mapped from /opt/clawgym/... to where they are installed, against the same proxy
 over TCP: the harness's own cost. "in-project" is ``run_episode`` (bwrap sandbox, proxy over its
