@@ -87,7 +87,8 @@ class DeltaWriter:
 
     def line(self, record: CallRecord, hints: LineHints | None = None) -> dict[str, Any]:
         """The JSON object of ``record``'s line."""
-        data = {"v": FORMAT, **record.__dict__}
+        data = record.__dict__.copy()  # then "v": a plain copy is a third of building the dict anew
+        data["v"] = FORMAT
         if hints is not None:
             if hints.messages_json is not None:
                 data["messages"] = hints.messages_json
