@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 __all__ = ["Batcher"]
 
 
+def _failed(exc: Exception) -> PolicyBackendError:
+    err = PolicyBackendError(f"HFBackend generation failed: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
 def _finish(job: Job, result: Any) -> None:
     """Runs on the job's loop: resolve its future or, streaming, end its delta queue with the result."""
     if job.deltas is None:
@@ -166,9 +172,8 @@ class Batcher:
                     limit = self.backend.max_batch if self.mergeable is not False else 1
                 if batch.rows:
                     self._step(batch)
-            except Exception as exc:  # noqa: BLE001 - delivered to every caller in the batch, never swallowed
-                err = PolicyBackendError(f"HFBackend generation failed: {type(exc).__name__}: {exc}")
-                err.__cause__ = exc
+            except Exception as exc:  # noqa: BLE001 - the batch's own forward failed: delivered to every caller in it
+                err = _failed(exc)
                 for r in batch.rows:
                     r.job.loop.call_soon_threadsafe(_finish, r.job, err)
                 batch = RunningBatch(self.backend.device)
@@ -212,22 +217,20 @@ class Batcher:
         b = self.backend
         stats = b.stats
         job.version = b.policy_version
-        row = Row(job, tokenizer=b.tokenizer, eos=b.eos_token_ids, max_positions=b.max_positions,
-                  raw_logprobs=b.logprobs_mode == "raw")
         stats["calls"] += 1
-        if row.done:  # no room for a single token
-            job.loop.call_soon_threadsafe(_finish, job, row.result())
-            return
-        try:
+        try:  # what one request asks (its seed, its prompt) can fail only that request: never the batch, never a hang
+            row = Row(job, tokenizer=b.tokenizer, eos=b.eos_token_ids, max_positions=b.max_positions,
+                      raw_logprobs=b.logprobs_mode == "raw")
+            if row.done:  # no room for a single token
+                job.loop.call_soon_threadsafe(_finish, job, row.result())
+                return
             with torch.inference_mode():
                 logits, cache, mergeable = b.prefill(row)
+            row.step(logits)
         except Exception as exc:  # noqa: BLE001 - this call's failure, not the batch's
-            err = PolicyBackendError(f"HFBackend generation failed: {type(exc).__name__}: {exc}")
-            err.__cause__ = exc
-            job.loop.call_soon_threadsafe(_finish, job, err)
+            job.loop.call_soon_threadsafe(_finish, job, _failed(exc))
             return
         self.mergeable = mergeable if self.mergeable is None else self.mergeable and mergeable
-        row.step(logits)
         if row.done:
             job.loop.call_soon_threadsafe(_finish, job, row.result())
             return
@@ -244,7 +247,12 @@ class Batcher:
             logits = batch.decode(b)
         b.stats["steps"] += 1
         for i, r in enumerate(batch.rows):
-            r.step(logits[i])
+            try:
+                r.step(logits[i])
+            except Exception as exc:  # noqa: BLE001 - this row's sampling failed: it leaves alone, the others decode on
+                r.done, r.finish = True, "error"
+                r.job.loop.call_soon_threadsafe(_finish, r.job, _failed(exc))
+                continue
             if r.done:
                 if self.mergeable and r.finish != "error":
                     b.prefix.put(*batch.kv_of(i))

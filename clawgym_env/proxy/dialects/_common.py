@@ -113,8 +113,9 @@ def guarded(parse: F) -> F:
                 raise BadRequest(f"{name}: expected a number, got {value!r}")
         if parsed.max_tokens is not None and (isinstance(parsed.max_tokens, bool) or parsed.max_tokens < 1):
             raise BadRequest(f"max_tokens: expected a positive integer, got {parsed.max_tokens!r}")
-        if parsed.seed is not None and (isinstance(parsed.seed, bool) or not isinstance(parsed.seed, int)):
-            raise BadRequest(f"seed: expected an integer, got {parsed.seed!r}")
+        if parsed.seed is not None and (isinstance(parsed.seed, bool) or not isinstance(parsed.seed, int)
+                                        or not -(1 << 63) <= parsed.seed < 1 << 63):
+            raise BadRequest(f"seed: expected a 64-bit integer, got {parsed.seed!r}")
         parsed.stop = [str(x) for x in parsed.stop]
         return parsed
 

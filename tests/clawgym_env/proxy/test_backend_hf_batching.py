@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from clawgym_env.errors import PolicyBackendError
 from clawgym_env.proxy.backends.base import Completion, CompletionDelta, CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
 
@@ -117,3 +118,34 @@ async def test_a_weight_update_waits_for_running_rows_and_holds_new_calls(backen
     new = await later
     assert old.policy_version == 0 and same(old, old_alone)  # not a mix of two policies
     assert new.policy_version == 1
+
+
+async def test_a_call_that_fails_leaves_the_batch_alone(backend: HFBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows share one batch across episodes, so what one call does must fail that call only. A seed past
+    64 bits once failed every row decoding beside it (PolicyBackendError: an infrastructure error for each
+    of those episodes) and hung the call itself; the dialects now refuse it (400), and the backend fails it alone."""
+    victim = req(ids_of(backend, "write a long story about a fox"), 1, 40, temperature=1.0)
+    alone = await backend.handle(victim)
+    running = asyncio.create_task(backend.handle(victim))
+    while not backend._batcher.busy:
+        await asyncio.sleep(0.005)
+    bad = req(ids_of(backend, "hi"), 1 << 70, 8, temperature=1.0)
+    with pytest.raises(PolicyBackendError, match="Overflow"):
+        await asyncio.wait_for(backend.handle(bad), 30)
+    assert same(await running, alone)
+
+    # a row whose sampling raises mid-decode leaves; the row beside it decodes on, as it would alone
+    from clawgym_env.proxy.backends import _hf_row
+
+    step = _hf_row.Row.step
+
+    def fragile(self: _hf_row.Row, logits):  # a fault in one row's sampling, after its first few tokens
+        if self.request.session_id == "s7" and len(self.ids) == 3:
+            raise RuntimeError("this row's sampling failed")
+        return step(self, logits)
+
+    monkeypatch.setattr(_hf_row.Row, "step", fragile)
+    both = await asyncio.gather(backend.handle(victim), backend.handle(req(ids_of(backend, "hi"), 7, 20, temperature=1.0)),
+                                return_exceptions=True)
+    assert same(both[0], alone)
+    assert isinstance(both[1], PolicyBackendError) and "this row's sampling failed" in str(both[1])

@@ -101,3 +101,20 @@ async def test_a_conversation_the_chat_template_rejects_is_the_requests_error(se
         assert [c.status for c in await server.close_session(sess.session_id)] == [400, 200]
     finally:
         await backend.aclose()
+
+
+async def test_a_seed_past_64_bits_is_refused_and_the_episode_beside_it_goes_on(server: ProxyServer, hf_backend) -> None:
+    """Another episode's call decoding in the same batch once failed with it (see test_backend_hf_batching)."""
+    import asyncio
+
+    import openai
+
+    victim, attacker = (server.open_session(hf_backend, sampling={"max_tokens": 24}) for _ in range(2))
+    v = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=victim.api_key, max_retries=0)
+    a = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=attacker.api_key, max_retries=0)
+    running = asyncio.create_task(v.chat.completions.create(model="m", messages=[{"role": "user", "content": "tell a story"}]))
+    for seed in (1 << 70, -(1 << 63) - 1):
+        with pytest.raises(openai.BadRequestError, match="seed: expected a 64-bit integer"):
+            await a.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], seed=seed)
+    assert (await running).choices[0].message is not None
+    assert [c.status for c in await server.close_session(victim.session_id)] == [200]
