@@ -1,5 +1,6 @@
 """The Pass@1 experiment's RL task choice: a probe's attempts pick the templates whose rewards can
-vary, and the validation variants never reach RL (the real procgen-train suite); its evaluation plan."""
+vary, RL's variants are train-split ones the SFT data never held, and the validation variants never
+reach RL (the real procgen suites); its evaluation plan."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.results import AttemptResult
+from clawgym_env.task import load_suite
 from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, rl_tasks
 
 
@@ -25,27 +27,43 @@ def test_only_templates_solved_sometimes_are_learnable() -> None:
 
 
 def test_rl_tasks_keep_the_probed_templates_and_leave_out_validation() -> None:
-    size = Size(val_tasks="*-12")
+    size = Size(val_tasks="*-20")
     every = rl_tasks(size, None)
-    assert len(every) == 13 * 11 and not any(t.id.endswith("-12") for t in every)
+    assert len(every) == 13 * 7 and not any(t.id.endswith("-20") for t in every)
     chosen = rl_tasks(size, ["head-lines", "sort-numbers"])
-    assert {t.category for t in chosen} == {"head-lines", "sort-numbers"} and len(chosen) == 22
-    assert len(rl_tasks(Size(val_tasks=""), ["head-lines"])) == 12  # no validation split: all 12 train variants
+    assert {t.category for t in chosen} == {"head-lines", "sort-numbers"} and len(chosen) == 14
+    assert len(rl_tasks(Size(val_tasks=""), ["head-lines"])) == 8  # no validation split: all 8 RL variants
     with pytest.raises(ConfigError, match="no train variant left for RL"):
-        rl_tasks(Size(train_tasks="*-12", val_tasks="*-12"), None)
+        rl_tasks(Size(rl_tasks="*-20", val_tasks="*-20"), None)
+
+
+def test_rl_probe_and_validation_use_train_variants_the_sft_data_never_held() -> None:
+    """A policy tuned on procgen-train is right or wrong on those variants every time (memorised), so RL, its
+    probe and its validation draw from procgen-train-rl: the same train pools, other variants, no held-out one."""
+    size = Size()
+    rl_suite = load_suite(size.rl_suite)
+    probe, val, train = rl_suite.select(size.probe_tasks), rl_suite.select(size.val_tasks), rl_tasks(size, None)
+    assert size.rl_suite == "procgen-train-rl" and len(probe) == 26 and len(val) == 13
+    assert not {t.id for t in val} & {t.id for t in train} and {t.id for t in probe} <= {t.id for t in train}
+    ids = {t.id for t in load_suite("procgen-train").tasks}
+    assert not ids & {t.id for t in [*probe, *val, *train]}
+    assert all(t.full_id.startswith("procgen-train-rl/") for t in train)  # (variants distinct: tests/.../test_procgen.py)
+    quick = Size.quick()  # CI's slow tier: RL on the SFT variants, as before
+    assert quick.rl_suite == "procgen-train" and len(rl_tasks(quick, None)) == 13 * 4
 
 
 def test_every_stage_is_evaluated_greedily_and_sampled_at_rl_temperature() -> None:
     """GRPO maximizes the expected reward when sampling at ``rl_temperature``: each stage's held-out
     Pass@1 is measured that way too, beside (never instead of) greedy decoding."""
-    size = Size(eval_samples=3, rl_temperature=0.7, eval_temperature=0.0, test_tasks="*-01", val_tasks="*-12")
+    size = Size(eval_samples=3, rl_temperature=0.7, eval_temperature=0.0, test_tasks="*-01", val_tasks="*-20")
     plan = {e.name: e for e in evaluations(size)}
     assert list(plan) == [*STAGES, *(f"{s}-sampled" for s in STAGES), "val-after-sft", "val-after-rl"]
     for stage in STAGES:
         greedy, sampled = plan[stage], plan[f"{stage}-sampled"]
         assert (greedy.stage, greedy.suite, greedy.tasks, greedy.attempts, greedy.temperature) == (stage, "procgen-test", "*-01", 1, 0.0)
-        assert (sampled.stage, sampled.suite, sampled.tasks, sampled.attempts, sampled.temperature) == (stage, "procgen-test", "*-01", 3, 0.7)
+        assert (sampled.stage, sampled.suite, sampled.tasks, sampled.attempts, sampled.temperature) == (
+            stage, "procgen-test", "*-01", 3, 0.7)
     assert {(plan[n].stage, plan[n].suite, plan[n].tasks) for n in ("val-after-sft", "val-after-rl")} == {
-        ("after-sft", "procgen-train", "*-12"), ("after-rl", "procgen-train", "*-12")}
+        ("after-sft", "procgen-train-rl", "*-20"), ("after-rl", "procgen-train-rl", "*-20")}
     quick = Size.quick()  # CI's slow tier keeps its three greedy evaluations only
     assert [e.name for e in evaluations(quick)] == list(STAGES) and quick.eval_samples == 0

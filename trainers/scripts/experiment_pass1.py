@@ -16,18 +16,20 @@ Stages (each a function, so other experiments can reuse or swap one):
    (``trainers.tree_sft.expert``), kept only when the verifier scores 1.0, saved with ``datasets``.
 3. ``sft``: ``TreeSFTTrainer`` on those captures: ``sft_packs_per_step`` packs a step share one trunk
    forward, and the frozen bottom layers run once per pack (``trainers.tree_sft.frozen``).
-4. ``probe``: the SFT model sampled ``probe_attempts`` times on ``probe_tasks`` at RL's temperature;
-   RL keeps the templates it solved sometimes but not always (``learnable_categories``).
+4. ``probe``: the SFT model sampled ``probe_attempts`` times on ``probe_tasks`` of ``rl_suite`` at RL's
+   temperature; RL keeps the templates it solved sometimes but not always (``learnable_categories``).
+   ``rl_suite`` (``procgen-train-rl``) holds train-split variants the SFT data never had: on the SFT
+   variants themselves a memorised policy is right every time or wrong every time, and no group varies.
 5. ``rl``: tree GRPO (``TreeGRPOTrainer`` with the detached-trunk forward, a KL term ``rl_beta`` to the
-   SFT model, the same bottom layers frozen) on those templates' train variants minus ``val_tasks``,
+   SFT model, the same bottom layers frozen) on those templates' ``rl_suite`` variants minus ``val_tasks``,
    from the SFT model, sampled at ``rl_temperature``; with ``rl_task_sampling="stratified"`` every step
    has one group per template. ``select_rl_step``: every step's checkpoint greedily on ``val_tasks``;
    the best (ties: the later) is the after-RL model.
 6. ``evaluate``: ``clawgym bench run`` on ``procgen-test`` (held-out variants) for the model before
    SFT, after SFT and after RL, at ``eval_temperature`` (0: greedy); again with ``eval_samples``
    attempts at ``rl_temperature`` (``<stage>-sampled``: the sampled Pass@1 that GRPO's objective, the
-   expected reward at that temperature, is about); and on ``val_tasks`` after SFT and after RL (train
-   variants RL never saw: where RL's settings are judged); then ``clawgym bench compare``.
+   expected reward at that temperature, is about); and on ``val_tasks`` after SFT and after RL (train-split
+   variants neither SFT nor RL saw: where RL's settings are judged); then ``clawgym bench compare``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluati
            "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
 
 TRAIN_SUITE = "procgen-train"
+RL_SUITE = "procgen-train-rl"
 TEST_SUITE = "procgen-test"
 STAGES = ("before", "after-sft", "after-rl")
 
@@ -57,15 +60,18 @@ STAGES = ("before", "after-sft", "after-rl")
 class Size:
     """How big a run is; ``Size.quick()`` fits CI's slow tier.
 
-    ``probe_tasks``: train variants the SFT policy is sampled on (``probe_attempts`` each, at
-    ``rl_temperature``) before RL; RL then trains only on the templates it solved sometimes but not
-    always, the only groups whose rewards vary ("" = no probe: every train variant). ``val_tasks``:
-    train variants kept out of RL and evaluated greedily after SFT and after RL, the split on which
-    RL's settings are chosen (never the held-out test variants). ``eval_samples``: attempts per
+    ``train_tasks`` (of ``procgen-train``) are the SFT data. ``rl_suite``/``rl_tasks``: RL's variants
+    (default ``procgen-train-rl``: train pools, never in the SFT data). ``probe_tasks`` (of ``rl_suite``):
+    variants the SFT policy is sampled on (``probe_attempts`` each, at ``rl_temperature``) before RL; RL
+    then trains only on the templates it solved sometimes but not always, the only groups whose rewards
+    vary ("" = no probe: every template). ``val_tasks`` (of ``rl_suite``): kept out of RL and evaluated
+    greedily after SFT and after RL, the split on which RL's settings are chosen (never the held-out
+    test variants). ``eval_samples``: attempts per
     held-out variant at ``rl_temperature`` after each stage, beside the greedy ones (0 = none).
     ``rl_pairs``: groups per RL step (0 = one per template of the RL mix). ``rl_task_sampling``:
     TreeGRPOConfig.task_sampling ("stratified": every step covers each template). ``rl_select``: keep
-    every RL step's checkpoint and take the one best on ``val_tasks`` (greedy) as the after-RL model.
+    every RL step's checkpoint and take the one best on ``val_tasks`` (greedy) as the after-RL model. ``rl_concurrency``:
+    RL episodes in flight at most (each is a harness process).
     """
 
     harnesses: str = "claude-code-bash"
@@ -78,16 +84,19 @@ class Size:
     sft_frozen_layers: int = 20
     rl_frozen_layers: int = 20
     rl_steps: int = 3
-    rl_lr: float = 5e-5
-    rl_generations: int = 4
+    rl_lr: float = 1e-4
+    rl_generations: int = 8
     rl_pairs: int = 0
     rl_task_sampling: str = "stratified"
     rl_select: bool = True
     rl_temperature: float = 1.0
     rl_beta: float = 0.2
-    probe_tasks: str = "*-05"
-    probe_attempts: int = 4
-    val_tasks: str = "*-12"
+    rl_concurrency: int = 28
+    rl_suite: str = RL_SUITE
+    rl_tasks: str = "*"
+    probe_tasks: str = "*-1[34]"
+    probe_attempts: int = 2
+    val_tasks: str = "*-20"
     mix_weights: str | None = None
     max_tokens: int = 64
     eval_temperature: float = 0.0
@@ -99,7 +108,7 @@ class Size:
     def quick(cls) -> Size:
         return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, sft_packs_per_step=1, rl_steps=1,
                    rl_lr=5e-5, rl_generations=4, rl_pairs=1, rl_task_sampling="uniform", rl_select=False,
-                   rl_beta=0.0, probe_tasks="", val_tasks="", eval_samples=0,
+                   rl_beta=0.0, rl_suite=TRAIN_SUITE, rl_tasks="*-0[1-4]", probe_tasks="", val_tasks="", eval_samples=0,
                    eval_concurrency=13)
 
 
@@ -122,7 +131,7 @@ def evaluations(size: Size) -> list[Evaluation]:
         plan += [Evaluation(f"{stage}-sampled", stage, TEST_SUITE, size.test_tasks, size.eval_samples, size.rl_temperature)
                  for stage in STAGES]
     if size.val_tasks:  # train variants RL did not see: where RL's settings are judged
-        plan += [Evaluation(f"val-{stage}", stage, TRAIN_SUITE, size.val_tasks, 1, size.eval_temperature) for stage in STAGES[1:]]
+        plan += [Evaluation(f"val-{stage}", stage, size.rl_suite, size.val_tasks, 1, size.eval_temperature) for stage in STAGES[1:]]
     return plan
 
 
@@ -185,14 +194,14 @@ def learnable_categories(attempts: list[Any]) -> list[str]:
 
 
 def rl_tasks(size: Size, categories: list[str] | None) -> list[Any]:
-    """RL's train variants: ``train_tasks`` minus ``val_tasks``, only ``categories`` when a probe chose them."""
+    """RL's variants: ``rl_tasks`` of ``rl_suite`` minus ``val_tasks``, only ``categories`` when a probe chose them."""
     from fnmatch import fnmatch
 
-    tasks = [t for t in _select(TRAIN_SUITE, size.train_tasks) if not (size.val_tasks and fnmatch(t.id, size.val_tasks))]
+    tasks = [t for t in _select(size.rl_suite, size.rl_tasks) if not (size.val_tasks and fnmatch(t.id, size.val_tasks))]
     if categories is not None:
         tasks = [t for t in tasks if t.category in categories]
     if not tasks:
-        raise ConfigError(f"experiment_pass1: no train variant left for RL (train_tasks={size.train_tasks!r}, "
+        raise ConfigError(f"experiment_pass1: no train variant left for RL (rl_suite={size.rl_suite!r}, rl_tasks={size.rl_tasks!r}, "
                           f"val_tasks={size.val_tasks!r}, probed categories {categories}); widen --probe-tasks or train_tasks")
     return tasks
 
@@ -208,7 +217,7 @@ def probe(work: Path, model: Path, size: Size) -> list[str] | None:
         out = work / "probe"
         if out.exists():
             shutil.rmtree(out)
-        evaluate("probe", model, out, size, suite=TRAIN_SUITE, tasks=size.probe_tasks, attempts=size.probe_attempts,
+        evaluate("probe", model, out, size, suite=size.rl_suite, tasks=size.probe_tasks, attempts=size.probe_attempts,
                  temperature=size.rl_temperature)
         attempts = load_attempts(out)
         rates = {c: [a.score for a in attempts if a.category == c] for c in sorted({a.category for a in attempts})}
@@ -232,11 +241,12 @@ def rl(work: Path, model: Path, size: Size, categories: list[str] | None = None)
         return out / "final" / "model"
     tasks = rl_tasks(size, categories)
     pairs = size.rl_pairs or len({t.category for t in tasks})
-    cfg = TreeGRPOConfig(output_dir=str(out), suite=TRAIN_SUITE, harness=size.harnesses, mix_weights=size.mix_weights,
+    cfg = TreeGRPOConfig(output_dir=str(out), suite=size.rl_suite, harness=size.harnesses, mix_weights=size.mix_weights,
                          num_generations=size.rl_generations, pairs_per_step=pairs, task_sampling=size.rl_task_sampling,
                          max_steps=size.rl_steps, learning_rate=size.rl_lr, max_completion_length=size.max_tokens,
-                         temperature=size.rl_temperature, max_concurrent_episodes=size.rl_generations * pairs, seed=size.seed,
-                         use_cpu=True, save_steps=1 if _selects(size) else 0, lr_scheduler_type="constant", beta=size.rl_beta)
+                         temperature=size.rl_temperature, max_concurrent_episodes=min(size.rl_generations * pairs, size.rl_concurrency),
+                         seed=size.seed, use_cpu=True, save_steps=1 if _selects(size) else 0, lr_scheduler_type="constant",
+                         beta=size.rl_beta)
     trainer = Trainer(cfg, model, tasks=tasks)
     freeze_bottom(trainer.policy, size.rl_frozen_layers)  # AdamW skips them: their grad stays None
 
@@ -280,7 +290,7 @@ def select_rl_step(work: Path, final: Path, size: Size) -> Path:
             out = work / "rl" / f"val-step-{step}"
             if out.exists():
                 shutil.rmtree(out)
-            evaluate(out.name, work / "rl" / f"checkpoint-{step}" / "model", out, size, suite=TRAIN_SUITE, tasks=size.val_tasks)
+            evaluate(out.name, work / "rl" / f"checkpoint-{step}" / "model", out, size, suite=size.rl_suite, tasks=size.val_tasks)
             attempts = load_attempts(out)
             scores[step] = sum(a.score for a in attempts) / max(1, len(attempts))
         if not scores:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from clawgym_env.task import load_suite
-from clawgym_env.task.check import check_suite
 from clawgym_env.task import procgen_multistep as multistep
-from clawgym_env.task.procgen import TEMPLATES, generate, write_suites
+from clawgym_env.task.check import check_suite
+from clawgym_env.task.procgen import RL_PER_TEMPLATE, TEMPLATES, generate, rl_variants, write_rl_suite, write_suites
 from clawgym_env.task.suite import content_hash, repo_tasks_dir
 
 GENERATORS = {"procgen": (TEMPLATES, 12, 2), multistep.PREFIX: (multistep.TEMPLATES, 8, 2)}
@@ -52,6 +52,23 @@ def test_train_and_test_share_no_parameter_value(prefix: str) -> None:
         assert seen["train"] and seen["test"] and not seen["train"] & seen["test"], name
     key = lambda v: v.instruction + json.dumps(v.workspace, sort_keys=True)  # noqa: E731
     assert not {key(v) for _, v in train} & {key(v) for _, v in test}  # data-only templates share the wording
+
+
+def test_rl_suite_is_unseen_train_variants_disjoint_from_test(tmp_path: Path) -> None:
+    """procgen-train-rl (RL, its probe, its validation): the train stream's next variants, so the SFT data
+    (procgen-train) holds none of them, and their parameters come from the train pools only."""
+    written = write_rl_suite(tmp_path)
+    assert content_hash(written) == content_hash(repo_tasks_dir() / "procgen-train-rl"), (
+        "tasks/procgen-train-rl differs from the generator: run `python -m clawgym_env.task.procgen`")
+    extra, train, test = rl_variants(), generate("train"), generate("test")
+    assert len(extra) == RL_PER_TEMPLATE * len(TEMPLATES)
+    assert {i.rsplit("-", 1)[1] for i, _ in extra} == {f"{n:02d}" for n in range(13, 13 + RL_PER_TEMPLATE)}
+    assert [x for x in generate("train", 12 + RL_PER_TEMPLATE) if x not in extra] == train  # one stream: procgen-train is its start
+    key = lambda v: v.instruction + json.dumps(v.workspace, sort_keys=True)  # noqa: E731
+    assert not {key(v) for _, v in extra} & {key(v) for _, v in train + test}  # a variant SFT never saw, and not held-out
+    test_values = {(v.template, x) for _, v in test for value in v.params.values() for x in _flat(value)}
+    assert not {(v.template, x) for _, v in extra for value in v.params.values() for x in _flat(value)} & test_values
+    assert {t.metadata["procgen"]["split"] for t in load_suite("procgen-train-rl").tasks} == {"train"}
 
 
 def _grade(task_dir: Path, workspace: Path) -> float:

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+wc -l < items.txt > count.txt

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+rm tmp_154.txt

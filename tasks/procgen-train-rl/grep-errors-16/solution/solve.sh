@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+grep ERROR app.log > errors.txt

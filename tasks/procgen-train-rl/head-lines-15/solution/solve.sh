@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+head -n 7 log.txt > head.txt

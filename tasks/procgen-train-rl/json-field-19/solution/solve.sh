@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+python3 -c "import json; print(json.load(open('config.json'))['limit'])" > value.txt

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mkdir -p proj_173/src proj_173/docs

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mv draft_802.txt final_802.txt

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+mv draft_461.txt final_461.txt

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+sed -i 's/687/563/g' notes.txt

@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+sort -n nums.txt > sorted.txt

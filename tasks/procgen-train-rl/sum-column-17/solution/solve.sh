@@ -1,0 +1,3 @@
+# Reference solution (generated).
+set -e
+awk -F, 'NR>1{s+=$2} END{print s}' sales.csv > total.txt
