@@ -96,6 +96,24 @@ def test_multistep_solutions_need_what_an_earlier_step_printed() -> None:
             assert not any(x in v.steps[0] for x in hidden), (task_id, v.steps)  # the first step finds it out
 
 
+UNRELATED = ["true", "echo Done", "ls", "cat *", "echo 0 > count.txt", "touch count.txt value.txt total.txt sorted.txt head.txt errors.txt"]
+"""Commands a policy emits without solving anything (RL would reward them on a grader they pass)."""
+
+
+@pytest.mark.parametrize("name", ["procgen-train", "procgen-train-rl", "procgen-test"])
+def test_no_unrelated_command_passes_a_grader(tmp_path: Path, name: str) -> None:
+    """Every other template's reference command and the no-op / echo / touch commands score 0 on one variant per template."""
+    tasks = load_suite(name).tasks
+    first = {t.category: t for t in reversed(tasks)}
+    for task in first.values():
+        for cmd in [*(t.metadata["procgen"]["command"] for t in first.values() if t.category != task.category), *UNRELATED]:
+            ws = tmp_path / "ws"
+            shutil.rmtree(ws, ignore_errors=True)
+            shutil.copytree(task.workspace_dir, ws) if task.workspace_dir else ws.mkdir()
+            subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, timeout=30)
+            assert _grade(task.task_dir, ws) == 0.0, f"{task.full_id}: {cmd!r} passes"
+
+
 @pytest.mark.parametrize("name", ["procgen-test", "procgen-multistep-test"])
 def test_graders_are_strict_one_near_miss_per_check(tmp_path: Path, name: str) -> None:
     suite = load_suite(name)
