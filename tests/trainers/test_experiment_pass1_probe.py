@@ -9,7 +9,7 @@ import pytest
 from clawgym_env.errors import ConfigError
 from clawgym_env.results import AttemptResult
 from clawgym_env.task import load_suite
-from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, rl_tasks
+from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, parse_args, rl_tasks
 
 
 def _attempt(category: str, variant: str, k: int, score: float) -> AttemptResult:
@@ -67,3 +67,11 @@ def test_every_stage_is_evaluated_greedily_and_sampled_at_rl_temperature() -> No
         ("after-sft", "procgen-train-rl", "*-20"), ("after-rl", "procgen-train-rl", "*-20")}
     quick = Size.quick()  # CI's slow tier keeps its three greedy evaluations only
     assert [e.name for e in evaluations(quick)] == list(STAGES) and quick.eval_samples == 0
+
+
+def test_command_line_sets_selection_and_sampled_attempts(tmp_path) -> None:
+    out, work, size = parse_args(["--out", str(tmp_path), "--seed", "1", "--no-select", "--eval-samples", "1"])
+    assert (out, work, size.seed, size.rl_select, size.eval_samples) == (tmp_path, tmp_path / "work", 1, False, 1)
+    assert [e.attempts for e in evaluations(size) if e.name.endswith("-sampled")] == [1, 1, 1]
+    _, _, default = parse_args(["--out", str(tmp_path)])
+    assert default == Size() and default.rl_select and default.eval_samples == 2

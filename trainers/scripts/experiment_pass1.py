@@ -47,8 +47,8 @@ from typing import Any
 from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
 
-__all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "probe", "rl",
-           "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
+__all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "parse_args",
+           "probe", "rl", "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
 
 TRAIN_SUITE = "procgen-train"
 RL_SUITE = "procgen-train-rl"
@@ -360,7 +360,8 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     return meta
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: list[str] | None = None) -> tuple[Path, Path, Size]:
+    """``(out, work, size)`` from the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
@@ -368,13 +369,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=Path("experiments/pass1-claude-code-bash"), help="Results folders land here")
     parser.add_argument("--work", type=Path, default=None, help="Models, captures, checkpoints (default OUT/work, not committed)")
     parser.add_argument("--harness", default=None, help="Comma-separated harnesses (default claude-code-bash; --quick: custom)")
+    parser.add_argument("--no-select", action="store_true", help="After-RL model = RL's last step (no per-step validation runs)")
+    parser.add_argument("--eval-samples", type=int, default=None, help="Sampled attempts per held-out variant (default 2; 0: none)")
     a = parser.parse_args(argv)
     size = Size.quick() if a.quick else Size()
     if a.harness:
         size.harnesses = a.harness
     if a.seed is not None:
         size.seed = a.seed
-    return run(a.out, a.work or a.out / "work", size)
+    if a.no_select:
+        size.rl_select = False
+    if a.eval_samples is not None:
+        size.eval_samples = a.eval_samples
+    return a.out, a.work or a.out / "work", size
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    return run(*parse_args(argv))
 
 
 if __name__ == "__main__":
