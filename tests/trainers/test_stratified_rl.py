@@ -94,14 +94,14 @@ def test_every_rl_checkpoint_is_judged_on_validation_and_one_is_kept(tiny_path: 
 
     for name in ("checkpoint-1", "checkpoint-2", "checkpoint-3.tmp"):
         shutil.copytree(tiny_path, tmp_path / "rl" / name / "model")
-    size = Size(harnesses="custom", val_tasks="write-number-12", max_tokens=8, eval_concurrency=1)
+    size = Size(harnesses="custom", val_tasks="write-number-20", max_tokens=8, eval_concurrency=1)
     final = tmp_path / "rl" / "final" / "model"
     assert select_rl_step(tmp_path, final, Size(harnesses="custom", val_tasks="")) == final  # no validation split: no choice
     kept = select_rl_step(tmp_path, final, size)
     chosen = json.loads((tmp_path / "rl" / "selection.json").read_text())
-    assert set(chosen["scores"]) == {"1", "2"} and chosen["val_tasks"] == "write-number-12"
+    assert set(chosen["scores"]) == {"1", "2"} and chosen["val_tasks"] == "write-number-20"
     for step in (1, 2):
-        assert [a.task_id for a in load_attempts(tmp_path / "rl" / f"val-step-{step}")] == ["procgen-train/write-number-12"]
+        assert [a.task_id for a in load_attempts(tmp_path / "rl" / f"val-step-{step}")] == ["procgen-train-rl/write-number-20"]
     assert kept == tmp_path / "rl" / f"checkpoint-{chosen['step']}" / "model"
     shutil.rmtree(tmp_path / "rl" / "val-step-1")
     assert select_rl_step(tmp_path, final, size) == kept and not (tmp_path / "rl" / "val-step-1").exists()
