@@ -74,18 +74,27 @@ class HeldExec:
     command start, if ``wanted()`` still says so then (the sandbox was not closed meanwhile); ``close`` when
     the exec is over."""
 
-    def __init__(self, cgroup: SandboxCgroup | None, bridge: tuple[int, Path] | None, wanted: Callable[[], bool]) -> None:
+    def __init__(self, cgroup: SandboxCgroup | None, bridge: tuple[int, Path] | None, wanted: Callable[[], bool],
+                 pipes: tuple[int, int, int, int] | None = None) -> None:
+        """``pipes``: (info read end, block write end, and the numbers the other ends have in bwrap) of a launcher
+        started with them already (``_bwrap_spare``); else the pipes are made here, their bwrap ends ``child_fds``."""
         self._cgroup, self._bridge, self._wanted = cgroup, bridge, wanted
-        info_r, info_w = os.pipe()
-        block_r, block_w = os.pipe()
-        self._fds = {"info_r": info_r, "info_w": info_w, "block_r": block_r, "block_w": block_w}
+        if pipes is None:
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            self._fds = {"info_r": info_r, "info_w": info_w, "block_r": block_r, "block_w": block_w}
+            self._child = (info_w, block_r)
+        else:
+            self._fds = {"info_r": pipes[0], "block_w": pipes[1]}
+            self._child = (pipes[2], pipes[3])
         self._relay: _bridge.Relay | None = None
 
     def bwrap_args(self) -> list[str]:
-        return ["--info-fd", str(self._fds["info_w"]), "--block-fd", str(self._fds["block_r"])]
+        return ["--info-fd", str(self._child[0]), "--block-fd", str(self._child[1])]
 
-    def child_fds(self) -> tuple[int, int]:
-        return self._fds["info_w"], self._fds["block_r"]
+    def child_fds(self) -> tuple[int, ...]:
+        """The descriptors bwrap must be given (none for a launcher that has them)."""
+        return tuple(self._fds[k] for k in ("info_w", "block_r") if k in self._fds)
 
     async def open(self, running: Running) -> None:
         """Once bwrap runs: wait for its namespaces, do the host's part, then unblock the command. On any

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clawgym_env.sandbox._sweep import owner_tag, sweep_cgroups
 
-__all__ = ["CgroupInfo", "SandboxCgroup", "detect", "limit_counters", "limit_fired"]
+__all__ = ["CgroupInfo", "SandboxCgroup", "controllers_for", "detect", "limit_counters", "limit_fired"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpu")
@@ -138,18 +138,32 @@ class SandboxCgroup:
     """One sandbox's cgroup(s): created with limits, joined by ``join``, removed by ``destroy``."""
 
     def __init__(self, info: CgroupInfo, memory_mb: int | None, pids: int | None, cpus: float | None) -> None:
+        self._make(info, controllers_for(info, memory_mb, pids, cpus))
+        self.limit(memory_mb, pids, cpus)
+
+    @classmethod
+    def unlimited(cls, info: CgroupInfo, controllers: frozenset[str]) -> SandboxCgroup:
+        """The cgroup(s) of ``controllers``, no limit written yet (``limit``): one made ahead (``_bwrap_spare``)."""
+        cg = cls.__new__(cls)
+        cg._make(info, controllers)
+        return cg
+
+    def _make(self, info: CgroupInfo, controllers: frozenset[str]) -> None:
         self.info = info
         _sweep_once(tuple(sorted(set(info.parents.values()))))
         name = f"clawgym-{owner_tag()}-{uuid.uuid4().hex[:8]}"
         self.dirs: dict[str, Path] = {}
-        wanted = {"memory": memory_mb, "pids": pids, "cpu": cpus}
+        self._baseline: dict[str, int] = {}
         for c, parent in info.parents.items():
-            if wanted.get(c) is None:  # each extra v1 hierarchy costs a migration per exec
+            if c not in controllers:
                 continue
             d = parent / name
             if d not in self.dirs.values():
                 d.mkdir()
             self.dirs[c] = d
+
+    def limit(self, memory_mb: int | None, pids: int | None, cpus: float | None) -> None:
+        """Write the limits (controllers not made are skipped) and count limit hits from now on."""
         self._write_limits(memory_mb, pids, cpus)
         self._baseline = self._counters()
 
@@ -235,6 +249,13 @@ class SandboxCgroup:
                     break
                 except OSError:
                     _sleep(0.002)
+
+
+def controllers_for(info: CgroupInfo, memory_mb: int | None, pids: int | None, cpus: float | None) -> frozenset[str]:
+    """The controllers a sandbox with these limits gets a cgroup in: only those limited (on v1 each hierarchy
+    costs a migration per exec)."""
+    wanted = {"memory": memory_mb, "pids": pids, "cpu": cpus}
+    return frozenset(c for c in info.parents if wanted.get(c) is not None)
 
 
 @functools.cache

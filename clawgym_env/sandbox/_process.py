@@ -13,11 +13,12 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
 
 from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Spawned
 
-__all__ = ["OutputBuffer", "Running", "SpawnedProcess", "start_process"]
+__all__ = ["ChildProcess", "OutputBuffer", "Running", "SpawnedProcess", "adopt", "start_process"]
 
 _CHUNK = 65536
 
@@ -70,7 +71,7 @@ async def _feed(writer: asyncio.StreamWriter | None, data: bytes | None) -> None
         writer.close()
 
 
-def kill_process_group(proc: asyncio.subprocess.Process) -> None:
+def kill_process_group(proc: ChildProcess) -> None:
     """SIGKILL ``proc``'s process group (it was started in its own session)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -78,12 +79,29 @@ def kill_process_group(proc: asyncio.subprocess.Process) -> None:
         pass
 
 
+class ChildProcess(Protocol):
+    """What is used of a started process: ``asyncio.subprocess.Process``, or one started ahead and driven on
+    the event loop later (``_bwrap_spare.AdoptedProcess``)."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None: ...
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
+    @property
+    def stderr(self) -> asyncio.StreamReader | None: ...
+    async def wait(self) -> int: ...
+
+
 class Running:
     """A started process whose stdin and deadline come later (``finish``): a grader started while
     the episode runs waits on its stdin, so its start-up is off the episode's critical path."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, max_output_bytes: int, on_output: OutputCallback | None,
-                 kill: Callable[[asyncio.subprocess.Process], None],
+    def __init__(self, proc: ChildProcess, max_output_bytes: int, on_output: OutputCallback | None,
+                 kill: Callable[[ChildProcess], None],
                  classify: Callable[[], Awaitable[str | None]] | None, has_stdin: bool) -> None:
         self.proc = proc
         self._kill = kill
@@ -153,8 +171,8 @@ async def start_process(
     with_stdin: bool,
     on_output: OutputCallback | None,
     max_output_bytes: int,
-    kill: Callable[[asyncio.subprocess.Process], None] = kill_process_group,
-    on_start: Callable[[asyncio.subprocess.Process], None] | None = None,
+    kill: Callable[[ChildProcess], None] = kill_process_group,
+    on_start: Callable[[ChildProcess], None] | None = None,
     classify: Callable[[], Awaitable[str | None]] | None = None,
     pass_fds: Sequence[int] = (),
 ) -> Running:
@@ -174,12 +192,21 @@ async def start_process(
         )
     except OSError as exc:
         raise SandboxExecError(f"cannot start {argv[0]!r}: {exc}") from exc
+    return adopt(proc, with_stdin=with_stdin, on_output=on_output, max_output_bytes=max_output_bytes, kill=kill,
+                 on_start=on_start, classify=classify)
+
+
+def adopt(proc: ChildProcess, *, with_stdin: bool, on_output: OutputCallback | None, max_output_bytes: int,
+          kill: Callable[[ChildProcess], None] = kill_process_group,
+          on_start: Callable[[ChildProcess], None] | None = None,
+          classify: Callable[[], Awaitable[str | None]] | None = None) -> Running:
+    """A ``Running`` over a process already started (``start_process``'s, or a spare launcher's)."""
     if on_start is not None:
         on_start(proc)
     return Running(proc, max_output_bytes, on_output, kill, classify, with_stdin)
 
 
-async def _drain_after_kill(work: asyncio.Future[object], proc: asyncio.subprocess.Process) -> None:
+async def _drain_after_kill(work: asyncio.Future[object], proc: ChildProcess) -> None:
     """Wait for the killed process; give pipes held open by stray children a short grace."""
     await proc.wait()
     try:

@@ -42,7 +42,7 @@ import shutil
 import signal
 import tempfile
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
@@ -63,13 +63,15 @@ from clawgym_env.sandbox._bwrap_host import (
     sandbox_root,
     sweep_once,
 )
-from clawgym_env.sandbox._cgroup import SandboxCgroup, detect
+from clawgym_env.sandbox._bwrap_spare import Spare, replenish
+from clawgym_env.sandbox._bwrap_spare import take as take_spare
+from clawgym_env.sandbox._cgroup import SandboxCgroup, controllers_for, detect
 from clawgym_env.sandbox._fs import (
     rmtree_hard,
     sanitize_tree,
     strip_escaping_symlinks,
 )
-from clawgym_env.sandbox._process import Running, SpawnedProcess, start_process
+from clawgym_env.sandbox._process import ChildProcess, Running, SpawnedProcess, adopt, start_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag
 from clawgym_env.sandbox.base import (
@@ -114,8 +116,10 @@ class BwrapSandbox(BwrapFiles):
         self._bwrap = ""
         self._base: list[str] = []
         self._extra: dict[str, Path] = {}
-        self._procs: set[asyncio.subprocess.Process] = set()
+        self._procs: set[ChildProcess] = set()
         self._cg: SandboxCgroup | None = None
+        self._spare: Spare | None = None
+        """A launcher already in ``_cg`` for the first exec there (``_bwrap_spare``)."""
         self._bridge_kind = "socat"
         """How an exec's proxy port is served: "host", "socat" or "python" (``_bridge``)."""
         self._overlay = True
@@ -151,10 +155,11 @@ class BwrapSandbox(BwrapFiles):
             if not self._overlay and cfg.workspace_src is not None:  # old bwrap: copy instead
                 shutil.copytree(cfg.workspace_src, self.dir / "upper", symlinks=True, dirs_exist_ok=True)
             info = detect()
-            if info is not None and (cfg.memory_mb or cfg.pids or cfg.cpus):
-                self._cg = SandboxCgroup(info, cfg.memory_mb, cfg.pids, cfg.cpus)
-                if not self._cg.dirs:  # no controller for the limits asked for
-                    self._cg = None
+            wanted = controllers_for(info, cfg.memory_mb, cfg.pids, cfg.cpus) if info is not None else frozenset()
+            if info is not None and wanted and (cfg.memory_mb or cfg.pids or cfg.cpus):
+                self._spare = take_spare(wanted) if not cfg.sealed else None  # graders start off the critical path
+                self._cg = self._spare.cgroup if self._spare is not None else SandboxCgroup.unlimited(info, wanted)
+                self._cg.limit(cfg.memory_mb, cfg.pids, cfg.cpus)
             self._bridge_kind = _bridge.choose(probe.netns, cfg.rootfs is not None)
             self._base = static_args(cfg, self.uid, self.home, self.dir, self._bwrap)
         except BaseException:
@@ -258,8 +263,13 @@ class BwrapSandbox(BwrapFiles):
 
         listen = (self.config.proxy_port, self.config.proxy_socket) \
             if bridge == "host" and self.config.proxy_socket is not None else None
-        host = HeldExec(cg, listen, lambda: self.state is SandboxState.STARTED) \
-            if cg is not None or listen is not None else None
+        wanted = lambda: self.state is SandboxState.STARTED  # noqa: E731
+        spare = self._spare if cg is not None and Spare.serves(run_env) else None
+        if spare is not None:  # already in the cgroup: held for the listener, if any, and until bwrap runs
+            self._spare = None
+            host = HeldExec(None, listen, wanted, pipes=spare.hold_pipes())
+        else:
+            host = HeldExec(cg, listen, wanted) if cg is not None or listen is not None else None
         fds: list[int] = []
         try:
             fd_args: list[str] = []
@@ -271,22 +281,18 @@ class BwrapSandbox(BwrapFiles):
             argv = exec_argv(self.config, cmd, bwrap=self._bwrap, base=self._base, d=self.dir, overlay=self._overlay,
                              extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, bridge=bridge,
                              fd_args=fd_args, cgrouped=cg is not None)
-            start = start_process(
-                argv,
-                env=run_env,
-                cwd=None,
-                with_stdin=with_stdin,
-                on_output=on_output,
-                max_output_bytes=max_output_bytes,
-                kill=self._kill,
-                on_start=self._procs.add,
-                classify=classify,
-                pass_fds=[*fds, *(host.child_fds() if host is not None else ())],
-            )
+            if spare is not None:
+                start = self._from_spare(spare, argv, run_env, with_stdin, on_output, max_output_bytes, classify)
+            else:
+                start = start_process(argv, env=run_env, cwd=None, with_stdin=with_stdin, on_output=on_output,
+                                      max_output_bytes=max_output_bytes, kill=self._kill, on_start=self._procs.add,
+                                      classify=classify, pass_fds=[*fds, *(host.child_fds() if host is not None else ())])
             running = await (start if host is None else _start_held(start))
         except BaseException:
             if host is not None:
                 host.close()
+            if spare is not None:
+                spare.kill()
             raise
         finally:  # the child has its own copy from the fork
             for fd in fds:
@@ -298,12 +304,22 @@ class BwrapSandbox(BwrapFiles):
         except BaseException:
             self._release()
             raise
+        if cg is not None and not self.config.sealed:
+            replenish(cg.info, frozenset(cg.dirs))  # the spares for later sandboxes, made while this one runs
 
         def ended() -> None:
             self._release()
             host.close()
 
         return SpawnedProcess(running, ended, self.config.wall_time_s, exit_127)
+
+    async def _from_spare(self, spare: Spare, argv: list[str], env: dict[str, str], with_stdin: bool,
+                          on_output: OutputCallback | None, max_output_bytes: int,
+                          classify: Callable[[], Awaitable[str | None]]) -> Running:
+        """``argv`` started by ``spare``, the launcher already in this sandbox's cgroup (``_bwrap_spare``)."""
+        proc = await spare.launch(argv, env, with_stdin=with_stdin)
+        return adopt(proc, with_stdin=with_stdin, on_output=on_output, max_output_bytes=max_output_bytes,
+                     kill=self._kill, on_start=self._procs.add, classify=classify)
 
     async def _run_io(self, cmd: Sequence[str], binds: Sequence[str]) -> ExecResult:
         """Outside the sandbox's cgroup: workspace files are tmpfs pages charged to it, so an agent that
@@ -317,7 +333,7 @@ class BwrapSandbox(BwrapFiles):
         self._procs = {p for p in self._procs if p.returncode is None}
 
     @staticmethod
-    def _kill(proc: asyncio.subprocess.Process) -> None:
+    def _kill(proc: ChildProcess) -> None:
         # The outer bwrap's death SIGKILLs the namespace init (--die-with-parent), which takes
         # every process in the pid namespace with it.
         try:
@@ -385,6 +401,9 @@ class BwrapSandbox(BwrapFiles):
         await asyncio.to_thread(self._cleanup)
 
     def _cleanup(self) -> None:
+        if self._spare is not None:  # never used: killed here, its cgroup (ours) removed next
+            self._spare.kill()
+            self._spare = None
         if self._cg is not None:
             self._cg.destroy()
             self._cg = None

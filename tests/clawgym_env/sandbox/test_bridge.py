@@ -11,6 +11,7 @@ import pytest
 
 from clawgym_env.sandbox import SandboxConfig, _bridge, create_sandbox
 from clawgym_env.sandbox._bwrap_host import probe_bwrap
+from clawgym_env.sandbox._bwrap_spare import drop_spares
 
 pytestmark = pytest.mark.sandbox
 
@@ -93,4 +94,5 @@ async def test_host_bridge_listens_only_inside_and_leaves_nothing(tmp_path: Path
         for s in servers:
             s.close()
     assert _net_namespaces_of_our_threads() <= netns_before
+    drop_spares()  # the spare launchers made meanwhile hold their pipes until taken (``_bwrap_spare``)
     assert set(os.listdir("/proc/self/fd")) <= fds_before | {"%d" % fd for fd in range(3)}
