@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from clawgym_env.errors import ConfigError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._bwrap_host import (
     ETC_GENERATED,
@@ -28,10 +29,27 @@ from clawgym_env.sandbox._bwrap_host import (
 )
 from clawgym_env.sandbox.base import JAIL_ENV, ExecResult, SandboxConfig
 
-__all__ = ["UIDS", "exec_argv", "exit_127", "sandbox_env", "static_args"]
+__all__ = ["UIDS", "check_config", "exec_argv", "exit_127", "sandbox_env", "static_args"]
 
 UIDS = {"root": 0, "user": 1000}
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def check_config(cfg: SandboxConfig, overlay: bool) -> None:
+    """Refuse a config this bwrap cannot run (``overlay``: it has ``--overlay``), naming the field and the fix."""
+    if not cfg.workspace_mount.startswith("/") or cfg.workspace_mount == "/":
+        raise ConfigError(f"SandboxConfig.workspace_mount: {cfg.workspace_mount!r} must be an absolute folder")
+    if cfg.workspace_src is not None and not Path(cfg.workspace_src).is_dir():
+        raise ConfigError(f"SandboxConfig.workspace_src: {cfg.workspace_src} is not a folder")
+    if cfg.workspace_layers and not overlay:
+        raise ConfigError("SandboxConfig.workspace_layers: this bwrap has no --overlay; pass one workspace_src")
+    if cfg.proxy_socket is not None and not Path(cfg.proxy_socket).exists():
+        raise ConfigError(f"SandboxConfig.proxy_socket: {cfg.proxy_socket} does not exist; start the proxy first")
+    for m in cfg.mounts:
+        if not Path(m.host).exists():
+            raise ConfigError(f"SandboxConfig.mounts: host path {m.host} does not exist")
+    if cfg.rootfs is not None and not (Path(cfg.rootfs) / "bin").exists():
+        raise ConfigError(f"SandboxConfig.rootfs: {cfg.rootfs} has no bin/; point it at a root filesystem")
 
 
 def static_args(cfg: SandboxConfig, uid: int, home: str, d: Path, bwrap: str) -> list[str]:

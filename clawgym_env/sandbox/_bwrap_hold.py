@@ -12,15 +12,19 @@ bwrap still sets up its mounts:
   bwrap's own setup instead of coming before it;
 * makes the proxy's listener inside the sandbox's network namespace and serves it (``_bridge``).
 
+An exec started by a spare launcher (``_bwrap_spare``) is in the cgroup already: it is held for the
+listener only, and so that nothing reaches the launcher's stdin before bwrap runs.
+
 Then one byte on the block pipe lets the command start. Anything failing first kills the exec unstarted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from clawgym_env.sandbox._cgroup import SandboxCgroup
     from clawgym_env.sandbox._process import Running
 
-__all__ = ["HeldExec", "parse_info"]
+__all__ = ["HeldExec", "parse_info", "start_held"]
 
 
 def parse_info(info: bytes) -> tuple[int, int | None]:
@@ -66,6 +70,19 @@ async def _read_to_eof(fd: int) -> bytes:
         return await done
     finally:
         loop.remove_reader(fd)
+
+
+async def start_held(start: Awaitable[Running]) -> Running:
+    """``start`` (a ``start_process``) for a held exec. Cancelled meanwhile, asyncio would kill bwrap alone and
+    wait for its pipes, which the held init (in bwrap's process group, without its death signal yet) keeps open:
+    instead the start finishes, then the whole tree is killed."""
+    starting = asyncio.ensure_future(start)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await (await starting).discard()
+        raise
 
 
 class HeldExec:

@@ -8,8 +8,9 @@ have been reused meanwhile) and then waits on a pipe for its script. A bwrap san
 (``take``) and writes its limits into that cgroup; its first exec sends the script (``Spare.launch``): the
 exec's environment, then ``exec bwrap ...``, so bwrap and everything it starts are born inside, as from a
 held exec moved in. A spare exists before any sandbox that may take it, holds nothing of one, and serves one
-exec of one sandbox only. ``take`` starts a replacement at once: back-to-back episodes each pay for the
-spares they take (a shell start, a cgroup's folders, its move) while they run.
+exec of one sandbox only (a sealed one takes none: its graders start while the agent runs). ``replenish``,
+called once an exec's command runs, makes replacements in a background thread: back-to-back episodes each
+pay for the spares they take (a shell start, a cgroup's folders, its move) while they run.
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ class Spare:
                 os.close(info_w)
                 os.close(block_r)
             out = self.popen.stdout.fileno()  # type: ignore[union-attr]
-            ok = bool(select.select([out], [], [], _READY_S)[0]) and os.read(out, 1) == b"r"
+            ready = select.poll()  # not select(): a busy process's descriptors go past 1024
+            ready.register(out, select.POLLIN)
+            ok = bool(ready.poll(_READY_S * 1000)) and os.read(out, 1) == b"r"
         except BaseException:
             self.discard()
             raise
@@ -124,9 +127,11 @@ class Spare:
             raise OSError(f"a spare launcher could not join its cgroup: {err.decode(errors='replace').strip() or 'no answer'}")
 
     @staticmethod
-    def serves(env: Mapping[str, str]) -> bool:
-        """Whether the script can give an exec this environment (every name one a shell can export)."""
-        return all(_NAME.match(k) for k in env)
+    def serves(argv: Sequence[str], env: Mapping[str, str]) -> bool:
+        """Whether the script can run this exec as given: bwrap by absolute path, every environment name one a
+        shell can export, no NUL anywhere (else the exec is moved in while held, and refused as it was)."""
+        return (os.path.isabs(argv[0]) and all(_NAME.match(k) for k in env)
+                and not any("\0" in x for x in (*argv, *env.values())))
 
     def hold_pipes(self) -> tuple[int, int, int, int]:
         """For ``HeldExec(pipes=...)``, which owns them from then on: every exec from a spare is held."""
@@ -222,8 +227,8 @@ class _Pool:
                         return
                 try:
                     spare = Spare(info, controllers)
-                except OSError as exc:
-                    log.warning("no spare bwrap launchers (each exec moves itself into its cgroup): %s", exc)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    log.warning("no spare bwrap launchers (every exec is moved into its cgroup while held): %s", exc)
                     self.broken = True
                     return
                 with self.lock:
@@ -237,6 +242,8 @@ class _Pool:
                 self.filling.discard(controllers)
 
     def close(self) -> None:
+        if self.pid != os.getpid():  # a forked child's exit: these shells are its parent's
+            return
         with self.lock:
             self.closed = True
             spares = [s for group in self.ready.values() for s in group]

@@ -2,8 +2,9 @@
 
 A sandbox gets one child cgroup (per controller on v1) under the cgroup this process lives in.
 The backend moves each exec's first process in (``join``) *before* it forks anything (bwrap: its
-namespace init, held before the command, see ``_bwrap_hold``); everything it starts inherits the
-limits. After a process exits, ``limit_hit`` says whether the memory (OOM kill) or pids limit fired.
+namespace init, held before the command, see ``_bwrap_hold``), or starts it from a process already
+inside (``_bwrap_spare``: a cgroup made ahead, ``unlimited``, then ``limit``); everything it starts
+inherits the limits. After a process exits, ``limit_hit`` says whether the memory (OOM kill) or pids limit fired.
 """
 
 from __future__ import annotations
@@ -235,6 +236,19 @@ class SandboxCgroup:
                     pass
             _sleep(0.002)
         return not self.pids_inside()
+
+    def remove_now(self) -> bool:
+        """``destroy`` without waiting: True when nothing was inside and every folder is gone (else call ``destroy``)."""
+        if self.pids_inside():
+            return False
+        for d in set(self.dirs.values()):
+            try:
+                d.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:  # a process still leaving
+                return False
+        return True
 
     def destroy(self) -> None:
         """Kill anything still inside, then remove the cgroup folders."""

@@ -25,8 +25,9 @@ read-only; the host root, /home, /root and /tmp are not. The only way out is the
 nothing is started inside for it; ``_bwrap_hold``). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
 
-Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``; each
-exec's namespace init is moved in while bwrap holds it before its command, ``_bwrap_hold``);
+Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``; an
+unsealed sandbox's first exec is started by a spare launcher already inside, ``_bwrap_spare``, and every
+other exec's namespace init is moved in while bwrap holds it before its command, ``_bwrap_hold``);
 otherwise pids falls back to RLIMIT_NPROC via ``prlimit`` (effective for non-root host users
 only: the kernel exempts host root), and memory/cpu are not enforced (``clawgym sandbox doctor``
 says so). Wall-clock limits always apply.
@@ -49,13 +50,14 @@ from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._bwrap_argv import (
     UIDS,
+    check_config,
     exec_argv,
     exit_127,
     sandbox_env,
     static_args,
 )
 from clawgym_env.sandbox._bwrap_files import BwrapFiles
-from clawgym_env.sandbox._bwrap_hold import HeldExec
+from clawgym_env.sandbox._bwrap_hold import HeldExec, start_held
 from clawgym_env.sandbox._bwrap_host import (
     BwrapProbe,
     find_bwrap,
@@ -67,6 +69,7 @@ from clawgym_env.sandbox._bwrap_spare import Spare, replenish
 from clawgym_env.sandbox._bwrap_spare import take as take_spare
 from clawgym_env.sandbox._cgroup import SandboxCgroup, controllers_for, detect
 from clawgym_env.sandbox._fs import (
+    entries_at_most,
     rmtree_hard,
     sanitize_tree,
     strip_escaping_symlinks,
@@ -85,19 +88,6 @@ from clawgym_env.sandbox.base import (
 
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
-
-
-async def _start_held(start: Awaitable[Running]) -> Running:
-    """``start`` (a ``start_process``) for a held exec. Cancelled meanwhile, asyncio would kill bwrap alone and
-    wait for its pipes, which the held init (in bwrap's process group, without its death signal yet) keeps open:
-    instead the start finishes, then the whole tree is killed."""
-    starting = asyncio.ensure_future(start)
-    try:
-        return await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await (await starting).discard()
-        raise
 
 
 class BwrapSandbox(BwrapFiles):
@@ -139,7 +129,7 @@ class BwrapSandbox(BwrapFiles):
             )
         self._bwrap, self._overlay = probe.binary, probe.overlay
         cfg = self.config
-        self._check_config(cfg)
+        check_config(cfg, self._overlay)
         root = sandbox_root()
         sweep_once(root)
         self.dir = Path(tempfile.mkdtemp(prefix=f"clawgym-bwrap-{owner_tag()}-", dir=root))
@@ -166,21 +156,6 @@ class BwrapSandbox(BwrapFiles):
             self._cleanup()
             raise
         self.state = SandboxState.STARTED
-
-    def _check_config(self, cfg: SandboxConfig) -> None:
-        if not cfg.workspace_mount.startswith("/") or cfg.workspace_mount == "/":
-            raise ConfigError(f"SandboxConfig.workspace_mount: {cfg.workspace_mount!r} must be an absolute folder")
-        if cfg.workspace_src is not None and not Path(cfg.workspace_src).is_dir():
-            raise ConfigError(f"SandboxConfig.workspace_src: {cfg.workspace_src} is not a folder")
-        if cfg.workspace_layers and not self._overlay:
-            raise ConfigError("SandboxConfig.workspace_layers: this bwrap has no --overlay; pass one workspace_src")
-        if cfg.proxy_socket is not None and not Path(cfg.proxy_socket).exists():
-            raise ConfigError(f"SandboxConfig.proxy_socket: {cfg.proxy_socket} does not exist; start the proxy first")
-        for m in cfg.mounts:
-            if not Path(m.host).exists():
-                raise ConfigError(f"SandboxConfig.mounts: host path {m.host} does not exist")
-        if cfg.rootfs is not None and not (Path(cfg.rootfs) / "bin").exists():
-            raise ConfigError(f"SandboxConfig.rootfs: {cfg.rootfs} has no bin/; point it at a root filesystem")
 
     # ------------------------------------------------------------------ exec
     async def exec(
@@ -264,7 +239,7 @@ class BwrapSandbox(BwrapFiles):
         listen = (self.config.proxy_port, self.config.proxy_socket) \
             if bridge == "host" and self.config.proxy_socket is not None else None
         wanted = lambda: self.state is SandboxState.STARTED  # noqa: E731
-        spare = self._spare if cg is not None and Spare.serves(run_env) else None
+        spare = self._spare if cg is not None and Spare.serves([self._bwrap, *cmd], run_env) else None
         if spare is not None:  # already in the cgroup: held for the listener, if any, and until bwrap runs
             self._spare = None
             host = HeldExec(None, listen, wanted, pipes=spare.hold_pipes())
@@ -287,7 +262,7 @@ class BwrapSandbox(BwrapFiles):
                 start = start_process(argv, env=run_env, cwd=None, with_stdin=with_stdin, on_output=on_output,
                                       max_output_bytes=max_output_bytes, kill=self._kill, on_start=self._procs.add,
                                       classify=classify, pass_fds=[*fds, *(host.child_fds() if host is not None else ())])
-            running = await (start if host is None else _start_held(start))
+            running = await (start if host is None else start_held(start))
         except BaseException:
             if host is not None:
                 host.close()
@@ -379,7 +354,7 @@ class BwrapSandbox(BwrapFiles):
                 os.rename(upper / name, final / name)
             return skipped
 
-        skipped = await asyncio.to_thread(clean_and_move)
+        skipped = clean_and_move() if entries_at_most(upper) else await asyncio.to_thread(clean_and_move)
         if skipped is None:
             return None
         return FinalLayers(self.config.workspace_src, (*self.config.workspace_layers, final), tuple(skipped))
@@ -398,7 +373,22 @@ class BwrapSandbox(BwrapFiles):
             except TimeoutError:
                 pass
         self._procs.clear()
-        await asyncio.to_thread(self._cleanup)
+        if not self._cleanup_now():
+            await asyncio.to_thread(self._cleanup)
+
+    def _cleanup_now(self) -> bool:
+        """``_cleanup`` on the event loop, done when it is quick: no spare to kill, nothing left in the cgroup,
+        a small folder tree (else False, and ``_cleanup`` does the rest in a thread)."""
+        if self._spare is not None or (self.dir is not None and not entries_at_most(self.dir)):
+            return False
+        if self._cg is not None:
+            if not self._cg.remove_now():
+                return False
+            self._cg = None
+        if self.dir is not None:
+            rmtree_hard(self.dir)
+            self.dir = None
+        return True
 
     def _cleanup(self) -> None:
         if self._spare is not None:  # never used: killed here, its cgroup (ours) removed next
