@@ -8,7 +8,7 @@ have been reused meanwhile) and then waits on a pipe for its script. A bwrap san
 (``take``) and writes its limits into that cgroup; its first exec sends the script (``Spare.launch``): the
 exec's environment, then ``exec bwrap ...``, so bwrap and everything it starts are born inside, as from a
 held exec moved in. A spare exists before any sandbox that may take it, holds nothing of one, and serves one
-exec of one sandbox only (a sealed one takes none: its graders start while the agent runs). ``replenish``,
+exec of one sandbox only (a sealed one's shell opens its seccomp filter for bwrap). ``replenish``,
 called once an exec's command runs, makes replacements in a background thread: back-to-back episodes each
 pay for the spares they take (a shell start, a cgroup's folders, its move) while they run.
 """
@@ -26,6 +26,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox._cgroup import CgroupInfo, SandboxCgroup
@@ -139,13 +140,21 @@ class Spare:
         self._info_r = self._block_w = -1
         return pipes
 
-    async def launch(self, argv: Sequence[str], env: Mapping[str, str], *, with_stdin: bool) -> AdoptedProcess:
+    @property
+    def seccomp_fd(self) -> int:
+        """The descriptor bwrap's ``--seccomp`` names when ``launch`` is given a filter (the shell opens it there)."""
+        return next(n for n in range(3, 10) if n not in (self._info_no, self._block_no))  # the shell's redirections: 0-9
+
+    async def launch(self, argv: Sequence[str], env: Mapping[str, str], *, with_stdin: bool,
+                     seccomp: Path | None = None) -> AdoptedProcess:
         """Run ``argv`` (bwrap, by absolute path, given ``hold_pipes``' descriptors) with exactly ``env``;
-        ``with_stdin``: its stdin stays our pipe, else /dev/null. The shell is killed on any failure here."""
+        ``with_stdin``: its stdin stays our pipe, else /dev/null; ``seccomp``: the filter file, opened at
+        ``seccomp_fd``. The shell is killed on any failure here."""
         assert self.popen is not None and self.popen.stdin is not None
         popen, pidfd, self.popen, self._pidfd = self.popen, self._pidfd, None, -1
         lines = ["unset PWD", *(f"export {k}={shlex.quote(v)}" for k, v in env.items())]
-        lines.append("exec " + " ".join(map(shlex.quote, argv)) + ("" if with_stdin else " 0<>/dev/null"))
+        redirs = ("" if with_stdin else " 0<>/dev/null") + (f" {self.seccomp_fd}<{shlex.quote(str(seccomp))}" if seccomp else "")
+        lines.append("exec " + " ".join(map(shlex.quote, argv)) + redirs)
         data = memoryview(("\n".join(lines) + "\n").encode())
         try:
             while data:

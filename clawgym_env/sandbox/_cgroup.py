@@ -14,7 +14,7 @@ import functools
 import os
 import signal
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,8 +224,8 @@ class SandboxCgroup:
 
     def kill_all(self) -> bool:
         """SIGKILL everything inside until nothing is left (a process leaves ``cgroup.procs`` only once it
-        has exited, files closed); polls finely for up to ~2 s. True when the cgroup is empty."""
-        for _ in range(1000):
+        has exited, files closed); polls finely for up to ~2 s (``_backoff``). True when the cgroup is empty."""
+        for wait in _backoff():
             pids = self.pids_inside()
             if not pids:
                 return True
@@ -234,7 +234,7 @@ class SandboxCgroup:
                     os.kill(p, signal.SIGKILL)
                 except OSError:
                     pass
-            _sleep(0.002)
+            _sleep(wait)
         return not self.pids_inside()
 
     def remove_now(self) -> bool:
@@ -255,14 +255,14 @@ class SandboxCgroup:
         # Dying processes linger a few ms (and keep rmdir busy)
         self.kill_all()
         for d in set(self.dirs.values()):
-            for _ in range(1000):
+            for wait in _backoff():
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    _sleep(0.002)
+                    _sleep(wait)
 
 
 def controllers_for(info: CgroupInfo, memory_mb: int | None, pids: int | None, cpus: float | None) -> frozenset[str]:
@@ -276,6 +276,17 @@ def controllers_for(info: CgroupInfo, memory_mb: int | None, pids: int | None, c
 def _sweep_once(parents: tuple[Path, ...]) -> int:
     """Once per process: remove cgroups left by processes that died without closing."""
     return sweep_cgroups(list(parents))
+
+
+def _backoff() -> Iterator[float]:
+    """The waits between polls for processes still leaving, ~2 s in all: 0.25 ms at first, doubling to 2 ms.
+    Measured, a sandbox's namespace init was still inside in ~half of the episodes once bwrap had reported
+    its command's exit (it tears the namespaces down after), gone within ~1 ms: a flat 2 ms poll cost 2.3 ms."""
+    wait, total = 0.00025, 0.0
+    while total < 2.0:
+        yield wait
+        total += wait
+        wait = min(wait * 2, 0.002)
 
 
 def _sleep(s: float) -> None:

@@ -26,7 +26,7 @@ nothing is started inside for it; ``_bwrap_hold``). Killing the outer bwrap kill
 process inside, including ones that ignore SIGTERM or double-fork.
 
 Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``; an
-unsealed sandbox's first exec is started by a spare launcher already inside, ``_bwrap_spare``, and every
+sandbox's first exec is started by a spare launcher already inside, ``_bwrap_spare``, and every
 other exec's namespace init is moved in while bwrap holds it before its command, ``_bwrap_hold``);
 otherwise pids falls back to RLIMIT_NPROC via ``prlimit`` (effective for non-root host users
 only: the kernel exempts host root), and memory/cpu are not enforced (``clawgym sandbox doctor``
@@ -147,7 +147,7 @@ class BwrapSandbox(BwrapFiles):
             info = detect()
             wanted = controllers_for(info, cfg.memory_mb, cfg.pids, cfg.cpus) if info is not None else frozenset()
             if info is not None and wanted and (cfg.memory_mb or cfg.pids or cfg.cpus):
-                self._spare = take_spare(wanted) if not cfg.sealed else None  # graders start off the critical path
+                self._spare = take_spare(wanted)
                 self._cg = self._spare.cgroup if self._spare is not None else SandboxCgroup.unlimited(info, wanted)
                 self._cg.limit(cfg.memory_mb, cfg.pids, cfg.cpus)
             self._bridge_kind = _bridge.choose(probe.netns, cfg.rootfs is not None)
@@ -248,7 +248,9 @@ class BwrapSandbox(BwrapFiles):
         fds: list[int] = []
         try:
             fd_args: list[str] = []
-            if self.config.sealed:  # bwrap reads the filter from this descriptor at start
+            if self.config.sealed and spare is not None:  # the launcher opens the filter there for bwrap
+                fd_args += ["--seccomp", str(spare.seccomp_fd)]
+            elif self.config.sealed:  # bwrap reads the filter from this descriptor at start
                 fds.append(os.open(self.dir / "seccomp.bpf", os.O_RDONLY))
                 fd_args += ["--seccomp", str(fds[0])]
             if host is not None:
@@ -279,7 +281,7 @@ class BwrapSandbox(BwrapFiles):
         except BaseException:
             self._release()
             raise
-        if cg is not None and not self.config.sealed:
+        if cg is not None:
             replenish(cg.info, frozenset(cg.dirs))  # the spares for later sandboxes, made while this one runs
 
         def ended() -> None:
@@ -292,7 +294,9 @@ class BwrapSandbox(BwrapFiles):
                           on_output: OutputCallback | None, max_output_bytes: int,
                           classify: Callable[[], Awaitable[str | None]]) -> Running:
         """``argv`` started by ``spare``, the launcher already in this sandbox's cgroup (``_bwrap_spare``)."""
-        proc = await spare.launch(argv, env, with_stdin=with_stdin)
+        assert self.dir is not None
+        proc = await spare.launch(argv, env, with_stdin=with_stdin,
+                                  seccomp=self.dir / "seccomp.bpf" if self.config.sealed else None)
         return adopt(proc, with_stdin=with_stdin, on_output=on_output, max_output_bytes=max_output_bytes,
                      kill=self._kill, on_start=self._procs.add, classify=classify)
 
