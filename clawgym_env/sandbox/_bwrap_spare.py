@@ -204,14 +204,18 @@ def _kill(popen: subprocess.Popen[bytes]) -> None:
 
 
 class _Pool:
-    """Spares ready per set of controllers, refilled by one thread per set; this process's only (a forked
-    child starts its own: these shells are not its children)."""
+    """Spares ready per set of controllers, made by one thread that lives as long as this process: bwrap's
+    --die-with-parent is a parent-death signal, sent when the *thread* that started a process exits, and a
+    spare's bwrap is that thread's child (measured: a filler thread that ended while a spare's bwrap ran
+    killed it). This process's only pool (a forked child starts its own: these shells are not its children)."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
         self.ready: dict[frozenset[str], list[Spare]] = {}
-        self.filling: set[frozenset[str]] = set()
+        self.wanted: dict[frozenset[str], CgroupInfo] = {}
+        self.thread: threading.Thread | None = None
         self.broken = False
         self.closed = False
 
@@ -222,39 +226,43 @@ class _Pool:
 
     def replenish(self, info: CgroupInfo, controllers: frozenset[str]) -> None:
         with self.lock:
-            spares = self.ready.setdefault(controllers, [])
-            if self.broken or self.closed or controllers in self.filling or len(spares) >= SPARES:
+            if self.broken or self.closed or len(self.ready.setdefault(controllers, [])) >= SPARES:
                 return
-            self.filling.add(controllers)
-        threading.Thread(target=self._fill, args=(info, controllers), name="clawgym-spare", daemon=True).start()
+            self.wanted[controllers] = info
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._fill, name="clawgym-spares", daemon=True)
+                self.thread.start()
+            self.wake.notify()
 
-    def _fill(self, info: CgroupInfo, controllers: frozenset[str]) -> None:
-        try:
-            while True:
-                with self.lock:
-                    if self.closed or len(self.ready[controllers]) >= SPARES:
-                        return
-                try:
-                    spare = Spare(info, controllers)
-                except (OSError, subprocess.SubprocessError) as exc:
-                    log.warning("no spare bwrap launchers (every exec is moved into its cgroup while held): %s", exc)
-                    self.broken = True
-                    return
-                with self.lock:
-                    if not self.closed:
-                        self.ready[controllers].append(spare)
-                        continue
-                spare.discard()
-                return
-        finally:
+    def _short(self) -> frozenset[str] | None:
+        return next((k for k in self.wanted if len(self.ready[k]) < SPARES), None)
+
+    def _fill(self) -> None:
+        """Never returns (a daemon): its end would kill every bwrap running from a spare it made."""
+        while True:
             with self.lock:
-                self.filling.discard(controllers)
+                while self.closed or self.broken or (key := self._short()) is None:
+                    self.wake.wait()
+                info = self.wanted[key]
+            try:
+                spare = Spare(info, key)
+            except Exception as exc:  # noqa: BLE001  never let the thread die while spares' bwraps may run
+                log.warning("no spare bwrap launchers (every exec is moved into its cgroup while held): %s", exc)
+                with self.lock:
+                    self.broken = True
+                continue
+            with self.lock:
+                if not self.closed:
+                    self.ready[key].append(spare)
+                    continue
+            spare.discard()
 
     def close(self) -> None:
         if self.pid != os.getpid():  # a forked child's exit: these shells are its parent's
             return
         with self.lock:
             self.closed = True
+            self.wake.notify()
             spares = [s for group in self.ready.values() for s in group]
             self.ready.clear()
         for s in spares:
@@ -277,8 +285,8 @@ def take(controllers: frozenset[str]) -> Spare | None:
 
 
 def replenish(info: CgroupInfo, controllers: frozenset[str]) -> None:
-    """Make spares of ``controllers`` in a background thread until ``SPARES`` are ready, unless that runs already.
-    Called once an exec's command runs, so that the making does not delay the start of any."""
+    """Have spares of ``controllers`` made in the pool's thread until ``SPARES`` are ready. Called once an
+    exec's command runs, so that the making does not delay the start of any."""
     _this_process().replenish(info, controllers)
 
 

@@ -35,10 +35,10 @@ async def _sandbox_with_spare(info, **fields: object):
     """A started sandbox that took a spare (made first, and waited for)."""
     key = controllers_for(info, _CFG["memory_mb"], _CFG["pids"], None)
     spares.replenish(info, key)
-    for _ in range(400):
+    for _ in range(10_000):
         if spares._pool[0].ready.get(key):
             break
-        await asyncio.sleep(0.025)
+        await asyncio.sleep(0.001)
     sb = create_sandbox("bwrap", SandboxConfig(**{**_CFG, **fields}))  # type: ignore[arg-type]
     await sb.start()
     assert sb._spare is not None, "no spare was taken"
@@ -78,6 +78,27 @@ async def test_first_exec_from_a_spare_is_born_inside_with_its_env_and_no_stray_
     finally:
         await sb.close()
     assert not any(d.exists() for d in sb._cg.dirs.values()) if sb._cg is not None else True
+
+
+async def test_an_exec_from_a_spare_outlives_the_making_of_more(info, monkeypatch) -> None:
+    """bwrap's --die-with-parent fires when the *thread* that started it ends: the thread making spares must
+    outlive every exec of theirs (a filler thread that ended once the pool was full killed them: -9)."""
+    made = spares.Spare.__init__
+
+    def slowly(self, *args) -> None:  # the pool is still being filled while the exec runs, then is full
+        made(self, *args)
+        time.sleep(0.05)
+
+    spares.drop_spares()
+    monkeypatch.setattr(spares.Spare, "__init__", slowly)
+    monkeypatch.setattr(spares, "SPARES", 8)
+    sb = await _sandbox_with_spare(info)  # taken once one is ready
+    try:
+        r = await sb.exec(["sh", "-c", "sleep 1.2; echo alive"], timeout=30)
+        assert (r.return_code, r.stdout) == (0, "alive\n"), r
+    finally:
+        await sb.close()
+        spares.drop_spares()
 
 
 async def test_stdin_of_an_exec_from_a_spare(info) -> None:
