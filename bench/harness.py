@@ -25,7 +25,9 @@ command line and flags (custom: ``python3 -I -S agent.py``, the same system pyth
 session closed and the task's ``grade()`` called in this process (``grade_natively``): no sandbox,
 no workspace seeding, no grading process. In-project is a whole episode: sandbox start, the harness
 in bwrap (behind the proxy bridge), the proxy session closed, the sealed grading sandbox (started
-while the harness runs, used after every agent process is dead) and cleanup. The task is loaded once,
+while the harness runs, used after every agent process is dead) and cleanup. The spare launchers each
+sandbox takes (``clawgym_env.sandbox._bwrap_spare``) are made while the in-project episode before it runs,
+inside that episode's timer and CPU (the warm-up episode makes the first). The task is loaded once,
 outside both timers. The target is in-project within 1.3x of native.
 """
 

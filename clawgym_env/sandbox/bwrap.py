@@ -25,7 +25,7 @@ read-only; the host root, /home, /root and /tmp are not. The only way out is the
 nothing is started inside for it; ``_bwrap_hold``). Killing the outer bwrap kills the namespace's init, and with it every
 process inside, including ones that ignore SIGTERM or double-fork.
 
-Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``; an
+Limits: memory, pids and cpu through a per-sandbox cgroup where one is writable (``_cgroup``; a
 sandbox's first exec is started by a spare launcher already inside, ``_bwrap_spare``, and every
 other exec's namespace init is moved in while bwrap holds it before its command, ``_bwrap_hold``);
 otherwise pids falls back to RLIMIT_NPROC via ``prlimit`` (effective for non-root host users
