@@ -21,6 +21,7 @@ A server that exits before it is ready is reported with the last lines of its ow
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -248,6 +249,7 @@ class VLLMServer:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Terminate the server (its whole process group: vLLM runs engine worker processes). Idempotent."""
+        atexit.unregister(self.stop)
         if self.process.poll() is not None:
             return
         import signal
@@ -293,4 +295,8 @@ def launch_vllm_server(
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(WORKER_DIR), child_env.get("PYTHONPATH", "")) if p)
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    return VLLMServer(process=proc, base_url=f"http://{host}:{port}", log_path=Path(log_path), argv=argv)
+    server = VLLMServer(process=proc, base_url=f"http://{host}:{port}", log_path=Path(log_path), argv=argv)
+    # its own session, so no signal of ours reaches it: a caller that never stops it (an exception before
+    # its cleanup) would leave a server holding gigabytes after this process ends
+    atexit.register(server.stop)
+    return server

@@ -12,6 +12,7 @@ with ``weights_path``, as vLLM 0.32) and ``/reset_prefix_cache``.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 import threading
@@ -436,11 +437,12 @@ async def test_real_vllm_server_on_cuda(tiny_model_dir: Path, tmp_path: Path) ->
     `vllm serve`, vLLM's own memory default; token ids, logprobs against transformers, a reload.
     The same checks run on CPU in tier `vllm` (test_vllm_real.py).
     """
+    assert not find_vllm().on_cpu, "CLAWGYM_VLLM_BIN names a CPU build of vLLM: this test is for a CUDA build"
     server = launch_vllm_server(tiny_model_dir, free_port(), ["--dtype", "float32", "--max-model-len", "4096",
                                                               "--gpu-memory-utilization", "0.3"], log_path=tmp_path / "vllm.log")
-    assert not find_vllm().on_cpu and server.argv[1] == "serve"
     backend = VLLMBackend(server.base_url, str(tiny_model_dir), server=server)
     try:
+        assert server.argv[1] == "serve"
         await asyncio.to_thread(server.wait_ready, 900.0)
         ids = prompt_ids(backend.tokenizer)
         out = await backend.handle(req(ids, max_tokens=16, temperature=1.0, seed=0))
@@ -456,3 +458,26 @@ async def test_real_vllm_server_on_cuda(tiny_model_dir: Path, tmp_path: Path) ->
         assert again.policy_version == 1 and again.logprobs != out.logprobs[:4]
     finally:
         await backend.aclose()
+
+
+def test_a_server_never_stopped_is_stopped_when_its_launcher_exits(tiny_model_dir: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server runs in its own session (so its engine workers die with it on stop), so nothing of ours
+    reached it when a caller failed before stopping it: a test that did leaked a 7 GB server for an hour."""
+    import subprocess
+
+    cli = fake_cli(tmp_path, monkeypatch)
+    script = (
+        "import sys\n"
+        "from clawgym_env.proxy.backends import vllm_server as v\n"
+        "v._shebang_python = lambda p: None\n"
+        f"s = v.launch_vllm_server({str(tiny_model_dir)!r}, {free_port()}, vllm_bin={str(cli)!r})\n"
+        "s.wait_ready(120)\n"
+        "print(s.process.pid, flush=True)\n"
+        "raise SystemExit(3)  # no stop()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 3, out.stderr[-2000:]
+    pid = int(out.stdout.split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
