@@ -157,6 +157,9 @@ class Spare:
         lines.append("exec " + " ".join(map(shlex.quote, argv)) + redirs)
         data = memoryview(("\n".join(lines) + "\n").encode())
         try:
+            # the shell was made by the pool's thread, with that thread's CPUs: the exec runs where its caller
+            # runs, as one forked from here would (a run pinned to CPUs keeps its sandboxes on the rollout side's)
+            os.sched_setaffinity(popen.pid, os.sched_getaffinity(0))
             while data:
                 data = data[os.write(popen.stdin.fileno(), data):]
             return await AdoptedProcess.adopt(popen, pidfd, with_stdin)
