@@ -31,4 +31,14 @@ __all__ = [
     "SandboxState",
     "backend_class",
     "create_sandbox",
+    "drop_spare_launchers",
 ]
+
+
+def drop_spare_launchers() -> None:
+    """Kill this process's ready spare bwrap launchers; later ones are made afresh by a thread started from the
+    next caller. For a caller that has just put its thread on CPUs: spares made before keep the CPUs of the
+    thread that made them, and sandboxes started from this thread should inherit its own (``_bwrap_spare``)."""
+    from clawgym_env.sandbox._bwrap_spare import drop_spares
+
+    drop_spares()

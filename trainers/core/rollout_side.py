@@ -55,6 +55,10 @@ class TrainingRollouts:
         self._mark: tuple[float, float] | None = None
         self.cpus = config.cpu_sets()[1]
         """``rollout_cpus``: where this side's threads and processes are started (None: anywhere)."""
+        if self.cpus is not None:  # spare launchers made before keep their maker's CPUs: the loop thread makes new ones
+            from clawgym_env.sandbox import drop_spare_launchers
+
+            drop_spare_launchers()
 
     # -- resources ------------------------------------------------------------------------------
 
