@@ -14,13 +14,13 @@ that form, with every call captured, and no other error.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from clawgym_env.capture import read_capture
 from clawgym_env.cli.main import app
 from clawgym_env.results import AttemptResult
 from tests.conftest import RealVLLM, with_wall_time
@@ -43,7 +43,7 @@ def test_bench_run_captures_ids_and_logprobs(real_vllm: RealVLLM, tmp_path: Path
     attempts = [AttemptResult.model_validate_json(p.read_text()) for p in sorted((out / "attempts").glob("*.json"))]
     assert sorted(a.harness for a in attempts) == sorted(harnesses.split(","))
     for a in attempts:
-        calls = [json.loads(line) for line in (out / "captures" / f"{a.session_id}.jsonl").read_text().splitlines()]
+        calls = [c.model_dump() for c in read_capture(out / "captures" / f"{a.session_id}.jsonl")]  # format 2: lines hold deltas
         assert calls and a.model_calls == len(calls)
         for c in calls:
             assert c["error"] is None and c["token_source"] == "sampled", (a.harness, c["call_index"], c["error"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from runner_smoke import EXPECTED, POLICY, copy_smoke_suite
 
+from clawgym_env.capture import read_capture
 from clawgym_env.report.html import build_html
 from clawgym_env.results import AttemptResult
 from clawgym_env.runner import (
@@ -108,7 +109,7 @@ def test_token_level_model_counts_exact_tokens(tmp_path: Path) -> None:
     (a,) = s.attempts
     assert not s.manifest.evaluation_only and s.manifest.model_info["token_level"] is True
     assert s.manifest.sampling == {"max_tokens": 8, "temperature": 0.0}
-    calls = [json.loads(line) for line in (s.out_dir / "captures" / f"{a.session_id}.jsonl").read_text().splitlines()]
+    calls = [c.model_dump() for c in read_capture(s.out_dir / "captures" / f"{a.session_id}.jsonl")]  # format 2: lines hold deltas
     done = [c for c in calls if c["completion_ids"]]
     assert done and all(len(c["completion_ids"]) <= 8 for c in done)
     assert a.model_calls == len(calls)
