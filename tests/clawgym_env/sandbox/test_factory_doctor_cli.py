@@ -141,6 +141,6 @@ def test_public_surface_is_pinned() -> None:
     assert pkg.__all__ == sorted(pkg.__all__)
     assert set(pkg.__all__) == {
         "BACKENDS", "DEFAULT_BACKEND", "ExecResult", "FinalLayers", "Mount", "OutputCallback", "Sandbox",
-        "SandboxConfig", "SandboxState", "backend_class", "create_sandbox",
+        "SandboxConfig", "SandboxState", "backend_class", "create_sandbox", "drop_spare_launchers",
     }  # fmt: skip
     assert pkg.DEFAULT_BACKEND == "bwrap" and set(pkg.BACKENDS) == {"bwrap", "docker", "none"}
