@@ -77,7 +77,7 @@ class Size:
     harnesses: str = "claude-code-bash"
     train_tasks: str = "*"
     test_tasks: str = "*-0[12]"
-    sft_steps: int = 16
+    sft_steps: int = 32
     sft_lr: float = 5e-4
     sft_branch_tokens: int = 1024
     sft_packs_per_step: int = 4
