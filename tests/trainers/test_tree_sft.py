@@ -101,6 +101,44 @@ def test_frozen_bottom_kept_per_pack_gives_the_full_forward_values_and_top_gradi
     assert len(frozen.kept) == 2 and trunk.forwards == 1  # each pack's trunk runs into its episode: the common 700 reused
 
 
+def test_pack_nll_equals_per_episode_sft_when_episodes_repeat_a_completion(tiny_path: Path) -> None:
+    """A template whose instruction never varies gives k identical episodes: one path of the tree, k examples of SFT."""
+    from transformers import AutoModelForCausalLM
+
+    from trainers.tree_sft.trainer import pack_nll
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, attn_implementation="sdpa")
+    same, other = _episodes(200, 2, seed=3)  # one system prompt; `other` stands for a template with varying parameters
+    episodes = [other, *([c.model_copy(update={"session_id": f"dup{i}"}) for c in same] for i in range(4))]
+
+    def per_call() -> tuple[torch.Tensor, torch.Tensor]:  # TRL's SFT: mean NLL over every example's completion tokens
+        model.zero_grad()
+        nll, n = torch.zeros(()), 0
+        for ep in episodes:
+            for c in ep:
+                ids = torch.tensor([c.prompt_ids + c.completion_ids])
+                lp = model(ids).logits[0, len(c.prompt_ids) - 1 : -1].float().log_softmax(-1)
+                nll = nll - lp.gather(1, torch.tensor(c.completion_ids)[:, None]).sum()
+                n += len(c.completion_ids)
+        (nll / n).backward()
+        return (nll / n).detach(), model.get_decoder().layers[-1].mlp.up_proj.weight.grad.clone()
+
+    def tree() -> tuple[torch.Tensor, torch.Tensor, int]:
+        model.zero_grad()
+        packs = pack_trees(build_forest(episodes), 200 + 60)
+        parts = [pack_nll(p, tree_logprobs(model, p)) for p in packs]
+        n = sum(k for _, k in parts)
+        loss = sum(v for v, _ in parts) / n
+        loss.backward()
+        return loss.detach(), model.get_decoder().layers[-1].mlp.up_proj.weight.grad.clone(), sum(p.num_loss_tokens for p in packs)
+
+    want, g_want = per_call()
+    got, g_got, unique = tree()
+    assert unique < sum(len(c.completion_ids) for ep in episodes for c in ep)  # the four repeats are one path
+    assert torch.allclose(want, got, atol=1e-5), (want, got)
+    assert torch.allclose(g_want, g_got, atol=1e-6) and g_got.abs().sum() > 0
+
+
 def test_config_refuses_what_tree_sft_does_not_do(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="dataset_path"):
         TreeSFTConfig(output_dir=str(tmp_path))

@@ -3,7 +3,8 @@
 The same layout as the RL trainers (``clawgym_env.tree``: one forest per harness, so the harness's
 system prompt is forwarded once per pack; pre-order packs under a 4D tree mask; depth positions),
 and the same forward (``tree_sft.forward.tree_logprobs``, which the GRPO stage of the Pass@1
-experiment uses too). Loss: mean NLL over the sampled (policy) tokens of the packs in a step;
+experiment uses too). Loss: mean NLL over the sampled (policy) tokens of the calls in a step's packs,
+each token counted once per call that sampled it (``pack_nll``), so it equals per-episode SFT;
 prompt, tool-result and harness tokens never train. Each epoch reshuffles episodes into new packs.
 """
 
@@ -28,7 +29,7 @@ from trainers.tree_sft.expert import load_episodes
 from trainers.tree_sft.forward import TrunkCache, tree_logprobs
 from trainers.tree_sft.frozen import FrozenBottomForward, freeze_bottom
 
-__all__ = ["TreeSFTTrainer"]
+__all__ = ["TreeSFTTrainer", "pack_nll"]
 
 
 def _as_target(call: CallRecord) -> CallRecord:
@@ -37,6 +38,18 @@ def _as_target(call: CallRecord) -> CallRecord:
     if call.token_source == "tokenized" and call.completion_ids:
         return call.model_copy(update={"token_source": "sampled", "logprobs": [0.0] * len(call.completion_ids)})
     return call
+
+
+def pack_nll(pack: PackedTree, logprobs: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``(summed NLL, token count)`` of a pack, each loss token weighted by the calls that sampled it.
+
+    Identical completions of several episodes (same prompt, same command: a template whose instruction
+    never varies) are one path of the tree. Counted once, such a path weighs 1/k of what per-episode SFT
+    gives it, and the templates that vary in their parameters drown it out.
+    """
+    weights = torch.bincount(pack.sampler_token, minlength=len(pack)).to(logprobs.device, logprobs.dtype)
+    mask = pack.loss_mask.to(logprobs.device)
+    return -(logprobs[mask] * weights[mask]).sum(), int(pack.sampler_token.numel())
 
 
 class TreeSFTTrainer:
@@ -109,8 +122,7 @@ class TreeSFTTrainer:
             lp = self.frozen.logprobs(key, pack, trunk)
         else:
             lp = tree_logprobs(self.model, pack, device=self.device, detach_prefix=self.config.detach_prefix, trunk=trunk)
-        mask = pack.loss_mask.to(lp.device)
-        return -(lp[mask]).sum(), int(mask.sum())
+        return pack_nll(pack, lp)
 
     def train(self, on_step: Callable[[dict[str, float]], None] | None = None) -> list[dict[str, float]]:
         """Run ``total_steps`` optimizer steps, ``packs_per_step`` packs each; log every ``logging_steps``."""
@@ -124,7 +136,7 @@ class TreeSFTTrainer:
                     queue = self._epoch()
                 batch.append(queue.pop())
             self.optimizer.zero_grad(set_to_none=True)
-            tokens = sum(p.num_loss_tokens for _, p, _ in batch)
+            tokens = sum(int(p.sampler_token.numel()) for _, p, _ in batch)  # per call, as pack_nll counts
             total, per_h = 0.0, defaultdict(lambda: [0.0, 0])
             trunk = TrunkCache()  # the step's packs of one harness share its trunk's forward
             batch.sort(key=lambda hp: hp[0])
