@@ -4,12 +4,15 @@ reach RL (the real procgen suites); its evaluation plan."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.results import AttemptResult
 from clawgym_env.task import load_suite
-from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, parse_args, rl_tasks
+from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, parse_args, reusable, rl_tasks
 
 
 def _attempt(category: str, variant: str, k: int, score: float) -> AttemptResult:
@@ -70,8 +73,37 @@ def test_every_stage_is_evaluated_greedily_and_sampled_at_rl_temperature() -> No
 
 
 def test_command_line_sets_selection_and_sampled_attempts(tmp_path) -> None:
-    out, work, size = parse_args(["--out", str(tmp_path), "--seed", "1", "--no-select", "--eval-samples", "1"])
-    assert (out, work, size.seed, size.rl_select, size.eval_samples) == (tmp_path, tmp_path / "work", 1, False, 1)
+    out, work, size, reuse = parse_args(["--out", str(tmp_path), "--seed", "1", "--no-select", "--eval-samples", "1"])
+    assert (out, work, size.seed, size.rl_select, size.eval_samples, reuse) == (tmp_path, tmp_path / "work", 1, False, 1, None)
     assert [e.attempts for e in evaluations(size) if e.name.endswith("-sampled")] == [1, 1, 1]
-    _, _, default = parse_args(["--out", str(tmp_path)])
+    _, _, default, _ = parse_args(["--out", str(tmp_path)])
     assert default == Size() and default.rl_select and default.eval_samples == 2
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "experiments" / "pass1-claude-code-bash" / "sft32" / "run2"
+
+
+def test_reuse_before_takes_only_the_same_bench_run_complete(tmp_path, monkeypatch) -> None:
+    """The committed seed-1 before-SFT runs are this seed's, never another seed's, size's, harness's or a partial one."""
+    from clawgym_env.harness_registry import load_harness_class
+    from clawgym_env.models import default_model_path
+
+    model = default_model_path()
+    _, _, size, reuse = parse_args(["--out", str(tmp_path), "--seed", "1", "--reuse-before", str(RECORDED)])
+    before = {e.name: e for e in evaluations(size) if e.stage == "before"}
+    assert reuse == RECORDED and set(before) == {"before", "before-sampled"}
+    assert [reusable(RECORDED / name, e, model, size) for name, e in before.items()] == [None, None]
+    size.seed = 0
+    assert "seed=0" in reusable(RECORDED / "before", before["before"], model, size)
+    size.seed, size.max_tokens = 1, 128
+    assert "max_tokens 64 (this run: 128)" in reusable(RECORDED / "before", before["before"], model, size)
+    size.max_tokens, size.test_tasks = 64, "*-01"
+    assert "task_ids differ" in reusable(RECORDED / "before", evaluations(size)[0], model, size)
+    size.test_tasks = Size().test_tasks
+    with monkeypatch.context() as m:
+        m.setattr(load_harness_class("claude-code-bash"), "version", "0.0.1")
+        assert "'0.0.1'" in reusable(RECORDED / "before", before["before"], model, size)
+    partial = shutil.copytree(RECORDED / "before", tmp_path / "before")
+    next((partial / "attempts").iterdir()).unlink()
+    assert reusable(partial, before["before"], model, size) == "25 of 26 attempts recorded"
+    assert "no " in reusable(tmp_path / "nothing", before["before"], model, size)

@@ -2,6 +2,7 @@
 
     python trainers/scripts/experiment_pass1.py --out experiments/pass1-claude-code-bash   # full size
     python trainers/scripts/experiment_pass1.py --quick --out /tmp/pass1-quick
+    python trainers/scripts/experiment_pass1.py --seed 1 --out DIR --reuse-before EARLIER   # same seed: skip before-SFT runs
     clawgym bench compare experiments/pass1/before experiments/pass1/after-rl
 
 Stages (each a function, so other experiments can reuse or swap one):
@@ -48,7 +49,7 @@ from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
 
 __all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "parse_args",
-           "probe", "rl", "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
+           "probe", "reusable", "rl", "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
 
 TRAIN_SUITE = "procgen-train"
 RL_SUITE = "procgen-train-rl"
@@ -303,13 +304,44 @@ def select_rl_step(work: Path, final: Path, size: Size) -> Path:
     return work / "rl" / f"checkpoint-{step}" / "model"
 
 
+def _model_spec(model: Path, size: Size) -> str:
+    # episodes in flight are decoded as one batch; the custom agent gives up on a call after 600 s. The backend's
+    # seed derives one per (session, call): `bench run --seed` would give every attempt the same samples
+    return f"hf:{model}?max_batch={size.eval_concurrency}&seed={size.seed}"
+
+
+def reusable(folder: Path, e: Evaluation, model: Path, size: Size) -> str | None:
+    """Why ``folder`` is not the bench run that ``e`` of ``model`` would make (None: it is, and is complete)."""
+    from clawgym_env.harness_registry import load_harness_class
+    from clawgym_env.runner import load_attempts
+    from clawgym_env.runner.folder import load_manifest
+    from clawgym_env.task import load_suite
+
+    if not (folder / "manifest.json").is_file():
+        return f"no {folder / 'manifest.json'}"
+    m = load_manifest(folder)
+    suite = load_suite(e.suite)
+    want = {"model": _model_spec(model, size), "suite": e.suite, "suite_hash": suite.content_hash, "attempts": e.attempts,
+            "harnesses": {h: load_harness_class(h).version for h in _harnesses(size)}, "task_ids": [t.full_id for t in suite.select(e.tasks)],
+            "max_tokens": size.max_tokens, "temperature": e.temperature}
+    have = {"model": m.model, "suite": m.suite, "suite_hash": m.suite_hash, "attempts": m.attempts, "harnesses": m.harnesses,
+            "task_ids": m.task_ids, "max_tokens": m.sampling.get("max_tokens"), "temperature": m.sampling.get("temperature")}
+    wrong = [f"{k} {have[k]!r} (this run: {want[k]!r})" for k in want if k != "task_ids" and have[k] != want[k]]
+    if have["task_ids"] != want["task_ids"]:
+        extra, missing = sorted(set(have["task_ids"]) - set(want["task_ids"])), sorted(set(want["task_ids"]) - set(have["task_ids"]))
+        wrong.append(f"task_ids differ (not in this run: {extra[:3]}, missing: {missing[:3]})")
+    if wrong:
+        return "; ".join(wrong)
+    done = len(load_attempts(folder))
+    expected = len(want["task_ids"]) * len(want["harnesses"]) * e.attempts
+    return None if done == expected else f"{done} of {expected} attempts recorded"
+
+
 def evaluate(stage: str, model: Path, out: Path, size: Size, *, suite: str = TEST_SUITE, tasks: str | None = None,
              attempts: int = 1, temperature: float | None = None) -> Path:
     """Stage 5: ``clawgym bench run`` of ``model`` on the held-out variants (or ``suite``/``tasks``) into ``out``."""
     temperature = size.eval_temperature if temperature is None else temperature
-    # episodes in flight are decoded as one batch; the custom agent gives up on a call after 600 s. The backend's
-    # seed derives one per (session, call): `bench run --seed` would give every attempt the same samples
-    cmd = ["clawgym", "bench", "run", "--model", f"hf:{model}?max_batch={size.eval_concurrency}&seed={size.seed}",
+    cmd = ["clawgym", "bench", "run", "--model", _model_spec(model, size),
            "--harness", size.harnesses, "--suite", suite, "--tasks", tasks or size.test_tasks, "-k", str(attempts),
            "--concurrency", str(size.eval_concurrency), "--max-tokens", str(size.max_tokens),
            "--temperature", str(temperature), "--out", str(out), "--no-progress"]
@@ -318,8 +350,13 @@ def evaluate(stage: str, model: Path, out: Path, size: Size, *, suite: str = TES
     return out
 
 
-def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
-    """The whole pipeline; returns the per-stage timings. Stages already done in ``work`` are reused."""
+def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> dict[str, Any]:
+    """The whole pipeline; returns the per-stage timings. Stages already done in ``work`` are reused.
+
+    ``reuse_before``: an earlier run's results folder whose before-SFT evaluations (the starting model, so the
+    same for every run of one seed) are copied instead of rerun (about 25 min of the full size), each only if its
+    manifest is exactly the bench run this one would make; otherwise a ConfigError says which field differs.
+    """
     times: dict[str, float] = {}
 
     def timed(name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -339,17 +376,27 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     final = timed("rl", rl, work, models["after-sft"], size, categories)
     models["after-rl"] = timed("select_rl_step", select_rl_step, work, final, size)
     selection = work / "rl" / "selection.json"
+    reused: list[str] = []
     chosen = work / "rl" / f"val-step-{json.loads(selection.read_text())['step']}" if selection.is_file() else None
     for e in evaluations(size):
         target = out / e.name
         if target.exists():
             shutil.rmtree(target)
+        if reuse_before is not None and e.stage == "before":
+            why = reusable(reuse_before / e.name, e, models["before"], size)
+            if why is not None:
+                raise ConfigError(f"--reuse-before {reuse_before}: {e.name} is not this run's evaluation: {why}; "
+                                  "drop --reuse-before to run it")
+            shutil.copytree(reuse_before / e.name, target)
+            reused.append(e.name)
+            continue
         if e.name == "val-after-rl" and chosen is not None:  # select_rl_step ran this same bench run of this model
             shutil.copytree(chosen, target)
             continue
         timed(e.name if e.name.startswith("val-") else f"eval-{e.name}", evaluate, e.name, models[e.stage], target, size,
               suite=e.suite, tasks=e.tasks, attempts=e.attempts, temperature=e.temperature)
     meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
+            "reused": {name: str(reuse_before / name) for name in reused} if reuse_before is not None else {},
             "rl_selection": json.loads(selection.read_text()) if selection.is_file() else None,
             "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
     (out / "experiment.json").write_text(json.dumps(meta, indent=1))
@@ -360,8 +407,8 @@ def run(out: Path, work: Path, size: Size) -> dict[str, Any]:
     return meta
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[Path, Path, Size]:
-    """``(out, work, size)`` from the command line."""
+def parse_args(argv: list[str] | None = None) -> tuple[Path, Path, Size, Path | None]:
+    """``(out, work, size, reuse_before)`` from the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
@@ -371,6 +418,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Path, Path, Size]:
     parser.add_argument("--harness", default=None, help="Comma-separated harnesses (default claude-code-bash; --quick: custom)")
     parser.add_argument("--no-select", action="store_true", help="After-RL model = RL's last step (no per-step validation runs)")
     parser.add_argument("--eval-samples", type=int, default=None, help="Sampled attempts per held-out variant (default 2; 0: none)")
+    parser.add_argument("--reuse-before", type=Path, default=None, metavar="DIR",
+                        help="Copy the before-SFT evaluations from DIR (an earlier run's --out with the same seed and size) "
+                             "instead of rerunning them; refused unless their manifests match this run")
     a = parser.parse_args(argv)
     size = Size.quick() if a.quick else Size()
     if a.harness:
@@ -381,7 +431,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Path, Path, Size]:
         size.rl_select = False
     if a.eval_samples is not None:
         size.eval_samples = a.eval_samples
-    return a.out, a.work or a.out / "work", size
+    return a.out, a.work or a.out / "work", size, a.reuse_before
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
