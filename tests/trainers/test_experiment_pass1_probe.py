@@ -107,3 +107,12 @@ def test_reuse_before_takes_only_the_same_bench_run_complete(tmp_path, monkeypat
     next((partial / "attempts").iterdir()).unlink()
     assert reusable(partial, before["before"], model, size) == "25 of 26 attempts recorded"
     assert "no " in reusable(tmp_path / "nothing", before["before"], model, size)
+
+
+def test_a_wrong_reuse_before_stops_the_run_before_any_training(tmp_path) -> None:
+    from trainers.scripts.experiment_pass1 import run
+
+    out, work, size, reuse = parse_args(["--out", str(tmp_path / "out"), "--seed", "0", "--reuse-before", str(RECORDED)])
+    with pytest.raises(ConfigError, match=r"--reuse-before .*run2: before is not this run's evaluation: model .*seed=1"):
+        run(out, work, size, reuse)
+    assert not (work / "expert-dataset").exists() and not (out / "before").exists()

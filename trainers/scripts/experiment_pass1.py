@@ -350,6 +350,21 @@ def evaluate(stage: str, model: Path, out: Path, size: Size, *, suite: str = TES
     return out
 
 
+def _check_reuse(reuse_before: Path | None, model: Path, size: Size) -> dict[str, Path]:
+    """The before-SFT evaluations to copy (name -> folder of ``reuse_before``); a ConfigError if any is not this run's."""
+    if reuse_before is None:
+        return {}
+    names = {}
+    for e in evaluations(size):
+        if e.stage == "before":
+            why = reusable(reuse_before / e.name, e, model, size)
+            if why is not None:
+                raise ConfigError(f"--reuse-before {reuse_before}: {e.name} is not this run's evaluation: {why}; "
+                                  "drop --reuse-before to run it")
+            names[e.name] = reuse_before / e.name
+    return names
+
+
 def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> dict[str, Any]:
     """The whole pipeline; returns the per-stage timings. Stages already done in ``work`` are reused.
 
@@ -369,6 +384,7 @@ def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> 
     work.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     model = timed("build_model", build_model, work, size)
+    reused = _check_reuse(reuse_before, model, size)  # before an hour of training, not after
     dataset = timed("capture", capture, work, model, size)
     models = {"before": model}
     models["after-sft"] = timed("sft", sft, work, model, dataset, size)
@@ -376,19 +392,13 @@ def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> 
     final = timed("rl", rl, work, models["after-sft"], size, categories)
     models["after-rl"] = timed("select_rl_step", select_rl_step, work, final, size)
     selection = work / "rl" / "selection.json"
-    reused: list[str] = []
     chosen = work / "rl" / f"val-step-{json.loads(selection.read_text())['step']}" if selection.is_file() else None
     for e in evaluations(size):
         target = out / e.name
         if target.exists():
             shutil.rmtree(target)
-        if reuse_before is not None and e.stage == "before":
-            why = reusable(reuse_before / e.name, e, models["before"], size)
-            if why is not None:
-                raise ConfigError(f"--reuse-before {reuse_before}: {e.name} is not this run's evaluation: {why}; "
-                                  "drop --reuse-before to run it")
-            shutil.copytree(reuse_before / e.name, target)
-            reused.append(e.name)
+        if e.name in reused:
+            shutil.copytree(reused[e.name], target)
             continue
         if e.name == "val-after-rl" and chosen is not None:  # select_rl_step ran this same bench run of this model
             shutil.copytree(chosen, target)
@@ -396,7 +406,7 @@ def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> 
         timed(e.name if e.name.startswith("val-") else f"eval-{e.name}", evaluate, e.name, models[e.stage], target, size,
               suite=e.suite, tasks=e.tasks, attempts=e.attempts, temperature=e.temperature)
     meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
-            "reused": {name: str(reuse_before / name) for name in reused} if reuse_before is not None else {},
+            "reused": {name: str(folder) for name, folder in reused.items()},
             "rl_selection": json.loads(selection.read_text()) if selection.is_file() else None,
             "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
     (out / "experiment.json").write_text(json.dumps(meta, indent=1))
