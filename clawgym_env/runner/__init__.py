@@ -34,7 +34,7 @@ from clawgym_env.runner.config import (
     import_object,
 )
 from clawgym_env.runner.folder import load_attempts, load_manifest, write_json_atomic
-from clawgym_env.runner.run import plan_jobs, resume, run_benchmark
+from clawgym_env.runner.run import plan_jobs, resume, run_benchmark, run_differences
 from clawgym_env.runner.worker import EpisodeWorker, episode_to_attempt
 
 __all__ = [
@@ -55,5 +55,6 @@ __all__ = [
     "plan_jobs",
     "resume",
     "run_benchmark",
+    "run_differences",
     "write_json_atomic",
 ]

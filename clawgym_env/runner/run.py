@@ -142,19 +142,24 @@ def _new_manifest(config: RunConfig, suite: SuiteInfo, info: WorkerInfo) -> RunM
     )
 
 
+def run_differences(config: RunConfig, suite: SuiteInfo, manifest: RunManifest) -> dict[str, tuple[Any, Any]]:
+    """Where ``manifest`` is not the run ``config`` makes of ``suite``: field -> (recorded, this run's); empty: the same."""
+    mine = {"suite_hash": suite.content_hash, "model": config.model, "attempts": config.attempts,
+            "task_ids": [t.task_id for t in suite.tasks], "harnesses": sorted(config.harnesses), "sampling": config.sampling()}
+    theirs = {"suite_hash": manifest.suite_hash, "model": manifest.model, "attempts": manifest.attempts,
+              "task_ids": manifest.task_ids, "harnesses": sorted(manifest.harnesses), "sampling": manifest.sampling}
+    return {k: (theirs[k], mine[k]) for k in mine if mine[k] != theirs[k]}
+
+
 def _check_same_run(out_dir: Path, config: RunConfig, suite: SuiteInfo, manifest: RunManifest) -> None:
     """Refuse to mix two different runs (or two versions of a suite) in one folder."""
-    if manifest.suite_hash != suite.content_hash:
+    diff = run_differences(config, suite, manifest)
+    if "suite_hash" in diff:
         raise RunError(
             f"{out_dir}/manifest.json: suite {manifest.suite!r} changed since this run began "
             f"(hash {manifest.suite_hash} -> {suite.content_hash}); results would mix task versions. "
             "Start a new run with another --out."
         )
-    mine = {"model": config.model, "attempts": config.attempts, "task_ids": [t.task_id for t in suite.tasks],
-            "harnesses": sorted(config.harnesses), "sampling": config.sampling()}
-    theirs = {"model": manifest.model, "attempts": manifest.attempts, "task_ids": manifest.task_ids,
-              "harnesses": sorted(manifest.harnesses), "sampling": manifest.sampling}
-    diff = [k for k in mine if mine[k] != theirs[k]]
     if diff:
         raise RunError(
             f"{out_dir}/manifest.json: this folder holds another run (differs in {', '.join(diff)}); "

@@ -311,29 +311,35 @@ def _model_spec(model: Path, size: Size) -> str:
 
 
 def reusable(folder: Path, e: Evaluation, model: Path, size: Size) -> str | None:
-    """Why ``folder`` is not the bench run that ``e`` of ``model`` would make (None: it is, and is complete)."""
+    """Why ``folder`` is not the bench run that ``e`` of ``model`` would make (None: it is, and is complete).
+
+    The runner's own test of "same run" (``run_differences``, what guards ``bench run`` into a used folder), plus the
+    harness versions, which a manifest records and that test does not compare.
+    """
     from clawgym_env.harness_registry import load_harness_class
-    from clawgym_env.runner import load_attempts
-    from clawgym_env.runner.folder import load_manifest
-    from clawgym_env.task import load_suite
+    from clawgym_env.runner import RunConfig, import_object, load_attempts, load_manifest, run_differences
 
     if not (folder / "manifest.json").is_file():
         return f"no {folder / 'manifest.json'}"
+    config = RunConfig(model=_model_spec(model, size), harnesses=_harnesses(size), suite=e.suite, tasks=e.tasks,
+                       attempts=e.attempts, max_tokens=size.max_tokens, temperature=e.temperature)  # as `evaluate` runs it
+    suite = import_object(config.worker).describe_suite(config)
     m = load_manifest(folder)
-    suite = load_suite(e.suite)
-    want = {"model": _model_spec(model, size), "suite": e.suite, "suite_hash": suite.content_hash, "attempts": e.attempts,
-            "harnesses": {h: load_harness_class(h).version for h in _harnesses(size)}, "task_ids": [t.full_id for t in suite.select(e.tasks)],
-            "max_tokens": size.max_tokens, "temperature": e.temperature}
-    have = {"model": m.model, "suite": m.suite, "suite_hash": m.suite_hash, "attempts": m.attempts, "harnesses": m.harnesses,
-            "task_ids": m.task_ids, "max_tokens": m.sampling.get("max_tokens"), "temperature": m.sampling.get("temperature")}
-    wrong = [f"{k} {have[k]!r} (this run: {want[k]!r})" for k in want if k != "task_ids" and have[k] != want[k]]
-    if have["task_ids"] != want["task_ids"]:
-        extra, missing = sorted(set(have["task_ids"]) - set(want["task_ids"])), sorted(set(want["task_ids"]) - set(have["task_ids"]))
-        wrong.append(f"task_ids differ (not in this run: {extra[:3]}, missing: {missing[:3]})")
+    wrong = []
+    for field, (have, want) in run_differences(config, suite, m).items():
+        if field == "task_ids":
+            extra, missing = sorted(set(have) - set(want)), sorted(set(want) - set(have))
+            wrong.append(f"task_ids differ (not in this run: {extra[:3]}, missing: {missing[:3]})")
+        elif field == "sampling":
+            wrong += [f"{k} {have.get(k)!r} (this run: {want.get(k)!r})" for k in sorted({*have, *want}) if have.get(k) != want.get(k)]
+        else:
+            wrong.append(f"{field} {have!r} (this run: {want!r})")
+    versions = {h: load_harness_class(h).version for h in config.harnesses}
+    if m.harnesses != versions:
+        wrong.append(f"harness versions {m.harnesses!r} (this run: {versions!r})")
     if wrong:
         return "; ".join(wrong)
-    done = len(load_attempts(folder))
-    expected = len(want["task_ids"]) * len(want["harnesses"]) * e.attempts
+    done, expected = len(load_attempts(folder)), len(suite.tasks) * len(config.harnesses) * e.attempts
     return None if done == expected else f"{done} of {expected} attempts recorded"
 
 

@@ -32,7 +32,6 @@ def solved(run: Path, stage: str) -> tuple[Counter[str], int]:
 
 def main(runs: list[str], draws: int = 10_000) -> None:
     units: list[float] = []
-    per_variant = 0
     for run in map(Path, runs):
         (sft, n_sft), (rl, n_rl) = solved(run, "after-sft"), solved(run, "after-rl")
         variants = sorted(set(sft) | set(rl))
