@@ -171,26 +171,31 @@ def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_
 
 def _build_model(folder: Path, recipe: dict, tokenizer, max_positions: int) -> None:
     import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    pad = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=recipe["hidden"],
-        intermediate_size=recipe["hidden"] * 2,
-        num_hidden_layers=recipe["layers"],
-        num_attention_heads=recipe["heads"],
-        num_key_value_heads=recipe["kv_heads"],
-        head_dim=recipe["head_dim"],
-        max_position_embeddings=max_positions,
-        tie_word_embeddings=True,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        bos_token_id=None,
-    )
     torch.manual_seed(recipe["seed"])
-    model: Any = Qwen3ForCausalLM(config)
+    model: Any = Qwen3ForCausalLM(Qwen3Config(**config_fields(recipe, tokenizer, max_positions)))
+    save_model(model, folder, tokenizer)
+
+
+def config_fields(recipe: dict, tokenizer: Any, max_positions: int) -> dict[str, Any]:
+    """The Qwen3 config fields every tiny model shares (the MoE adds its experts to them)."""
+    return {
+        "vocab_size": len(tokenizer), "hidden_size": recipe["hidden"], "intermediate_size": recipe["hidden"] * 2,
+        "num_hidden_layers": recipe["layers"], "num_attention_heads": recipe["heads"],
+        "num_key_value_heads": recipe["kv_heads"], "head_dim": recipe["head_dim"],
+        "max_position_embeddings": max_positions, "tie_word_embeddings": True,
+        "eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        "pad_token_id": tokenizer.convert_tokens_to_ids("<|endoftext|>"), "bos_token_id": None,
+    }
+
+
+def save_model(model: Any, folder: Path, tokenizer: Any) -> None:
+    """Save ``model`` in fp32, generating until ``<|im_end|>``."""
+    import torch
+    from transformers import GenerationConfig
+
+    eos, pad = tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")
     model = model.to(torch.float32)
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, bos_token_id=None)
     model.save_pretrained(folder)
