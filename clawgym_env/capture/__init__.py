@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clawgym_env.capture.records import CallRecord, TokenSource
+from clawgym_env.capture.routing import RoutedExperts
 from clawgym_env.capture.store import CaptureWriter, read_capture
 
-__all__ = ["CallRecord", "CaptureWriter", "TokenSource", "read_capture"]
+__all__ = ["CallRecord", "CaptureWriter", "RoutedExperts", "TokenSource", "read_capture"]

@@ -10,9 +10,11 @@ CPU for the page-cache copy from ~40 to ~6 us a call.
 A format-2 line is a CallRecord's JSON with ``"v": 2`` and, when it shares something with an
 earlier record of the same file, ``"delta"``, each of whose keys is optional::
 
-    "delta": {"prompt": [I, L], "messages": [I, K], "tools": I}
+    "delta": {"prompt": [I, L], "messages": [I, K], "tools": I, "routing": [I, R]}
 
 - ``prompt [I, L]``: prompt_ids = (base.prompt_ids + base.completion_ids)[:L] + the line's prompt_ids
+- ``routing [I, R]``: routing rows = base.routing's first R rows + the line's rows (``routing.py``; only
+  where the base is the prompt's, and R <= L: the tokens both calls hold, routed alike)
 - ``messages [I, K]``: messages = base.messages[:K] + the line's messages
 - ``tools I``: tools = base.tools (the line's tools are ``[]``)
 
@@ -98,12 +100,18 @@ class DeltaWriter:
         cands = [last] if last is not None and last.session_id == record.session_id else []
         delta: dict[str, Any] = {}
         base = self._prompt_base(record, hints, cands)
+        routing = record.routing
         if base is not None:
             ref, shared = base
             delta["prompt"] = [ref.call_index, shared]
             data["prompt_ids"] = record.prompt_ids[shared:]  # type: ignore[index]
             if ref is not last:
                 cands.insert(0, ref)
+            if routing is not None and ref.routing is not None and (rows := routing.shared_rows(ref.routing, shared)):
+                delta["routing"] = [ref.call_index, rows]
+                data["routing"] = routing.line_json(rows)
+        if routing is not None and "routing" not in delta:
+            data["routing"] = routing.line_json()
         # without hints, records from elsewhere: equal JSON, not the same objects
         best, k = None, 0
         msgs = record.messages
@@ -211,8 +219,8 @@ class DeltaReader:
         return rec
 
     def _resolve(self, rec: CallRecord, delta: Any, line_no: int) -> None:
-        if not isinstance(delta, dict) or set(delta) - {"prompt", "messages", "tools"}:
-            self._fail(line_no, "delta", f"is {delta!r}, not an object with keys prompt, messages, tools")
+        if not isinstance(delta, dict) or set(delta) - {"prompt", "messages", "tools", "routing"}:
+            self._fail(line_no, "delta", f"is {delta!r}, not an object with keys prompt, messages, tools, routing")
         if "prompt" in delta:
             base, n = self._ref(rec, delta["prompt"], line_no, "delta.prompt")
             if base.prompt_ids is None:
@@ -227,6 +235,15 @@ class DeltaReader:
                 self._fail(line_no, "delta.messages",
                            f"shares {n} messages with call {base.call_index}, which has only {len(base.messages)}")
             rec.messages = base.messages[:n] + rec.messages
+        if "routing" in delta:
+            base, n = self._ref(rec, delta["routing"], line_no, "delta.routing")
+            if rec.routing is None or base.routing is None or n > base.routing.tokens:
+                self._fail(line_no, "delta.routing", f"shares {n} routing rows with call {base.call_index}, which has "
+                                                     f"{base.routing.tokens if base.routing else 'no'} rows")
+            try:
+                rec.routing = base.routing.head(n).extended(rec.routing)  # type: ignore[union-attr]
+            except ValueError as exc:
+                self._fail(line_no, "delta.routing", str(exc))
         if "tools" in delta:
             if type(delta["tools"]) is not int:
                 self._fail(line_no, "delta.tools", f"is {delta['tools']!r}, not a call index")

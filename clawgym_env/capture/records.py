@@ -7,6 +7,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from clawgym_env.capture.routing import RoutedExperts
+
 __all__ = ["JSON_OPTIONS", "CallRecord", "TokenSource"]
 
 JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -32,6 +34,8 @@ class CallRecord(BaseModel):
     prompt_ids: list[int] | None = Field(default=None, description="Exact prompt ids sent to the policy.")
     completion_ids: list[int] | None = Field(default=None, description="Exact sampled ids.")
     logprobs: list[float] | None = Field(default=None, description="Rollout logprob of each completion id.")
+    routing: RoutedExperts | None = Field(default=None, description="Experts a mixture-of-experts engine routed each "
+                                          "forwarded token to (capture/routing.py); None for dense models.")
     completion_text: str = Field(default="", description="Decoded completion.")
     response: dict[str, Any] | None = Field(default=None, description="Parsed assistant message returned.")
     finish_reason: str = Field(default="stop", description='"stop", "length", "tool_calls" or "error".')

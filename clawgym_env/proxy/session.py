@@ -223,6 +223,8 @@ class ProxySession:
                    finish_reason=finish, token_source=source, policy_version=c.policy_version)
         if c.meta:
             rec["meta"] = {**(rec.get("meta") or {}), **c.meta}
+        if c.routing is not None:
+            rec["routing"] = c.routing
         return Reply(message=message, finish_reason=finish, model=head.model, prompt_tokens=n_prompt,
                      completion_tokens=n_out, response_id=head.response_id, created=head.created)
 

@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from clawgym_env.capture.routing import RoutedExperts
+
 __all__ = ["Completion", "CompletionDelta", "CompletionRequest", "PolicyBackend", "StreamingBackend", "deliver"]
 
 
@@ -67,6 +69,8 @@ class Completion:
     proxy decide ("sampled" when completion_ids are given, else "none")."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Merged into the call's ``CallRecord.meta`` (e.g. a replayed call's source, a branch point)."""
+    routing: RoutedExperts | None = None
+    """A mixture-of-experts backend's routed experts of every token it forwarded for this call (``CallRecord.routing``)."""
 
 
 @dataclass
