@@ -86,14 +86,18 @@ class RunningBatch:
         out = backend.model(input_ids=nxt, attention_mask=self.mask, position_ids=positions, use_cache=True,
                             **{backend.cache_arg: self.cache})
         self.cache = getattr(out, backend.cache_arg)
+        if backend.routing is not None:
+            experts = backend.routing.take()  # one row per running call, in batch order
+            for i, r in enumerate(self.rows):
+                r.add_routing(experts[i : i + 1])
         return out.logits[:, -1, :].float().cpu()
 
-    def kv_of(self, i: int) -> tuple[list[int], list[tuple[Any, Any]], int]:
-        """Row ``i``'s ids in the cache (prompt + completion but the last id), their per-layer KV and offset."""
+    def kv_of(self, i: int) -> tuple[list[int], list[tuple[Any, Any]], int, Any]:
+        """Row ``i``'s ids in the cache (prompt + completion but the last id), their per-layer KV, offset and experts."""
         r = self.rows[i]
         n = len(r.prompt) + len(r.ids) - 1
         layers = [(layer.keys[i : i + 1], layer.values[i : i + 1]) for layer in self.cache.layers]
-        return (r.prompt + r.ids)[:n], layers, self.mask.shape[1] - n
+        return (r.prompt + r.ids)[:n], layers, self.mask.shape[1] - n, r.routed()
 
     def drop_done(self) -> None:
         """Remove finished rows from the batch and the cache; trim columns that only pad."""
@@ -220,7 +224,7 @@ class Batcher:
         stats["calls"] += 1
         try:  # what one request asks (its seed, its prompt) can fail only that request: never the batch, never a hang
             row = Row(job, tokenizer=b.tokenizer, eos=b.eos_token_ids, max_positions=b.max_positions,
-                      raw_logprobs=b.logprobs_mode == "raw")
+                      raw_logprobs=b.logprobs_mode == "raw", num_experts=b.routing.num_experts if b.routing else None)
             if row.done:  # no room for a single token
                 job.loop.call_soon_threadsafe(_finish, job, row.result())
                 return

@@ -7,7 +7,9 @@ its parent's key and its own ids, as vLLM's automatic prefix caching does) lets 
 find the longest stored prefix of full blocks, whichever session left it, and share one copy of
 it. Keys are 16-byte blake2b digests and each block also keeps its ids and parent, checked on
 lookup, so a hit is exact. The store is an LRU bounded in bytes; a chain is touched leaf first,
-so leaves are evicted before the prefixes other chains share.
+so leaves are evicted before the prefixes other chains share. For a mixture-of-experts model a block
+also keeps the experts its tokens were routed to when its keys and values were computed: a call that
+reuses the block was routed so there (``_hf_routing.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class _Block:
     kv: Any
     """(layers, 2, kv_heads, block, head_dim): one tensor, so a block costs one copy and one free."""
     nbytes: int
+    routing: Any = None
+    """(block, MoE layers, top_k) expert indices of its tokens; None for a dense model."""
 
 
 class PrefixCache:
@@ -56,16 +60,18 @@ class PrefixCache:
             parent = key
         return out
 
-    def lookup(self, prompt: list[int]) -> tuple[int, Any | None]:
-        """(n, kv) for the longest stored block prefix of ``prompt`` short of its last id, else (0, None).
+    def lookup(self, prompt: list[int]) -> tuple[int, Any | None, Any | None]:
+        """(n, kv, routing) for the longest stored block prefix of ``prompt`` short of its last id, else (0, None, None).
 
-        ``kv`` is one (layers, 2, kv_heads, n, head_dim) tensor. The last prompt id is always left
-        to prefill, since its logits are what the next token is sampled from.
+        ``kv`` is one (layers, 2, kv_heads, n, head_dim) tensor, ``routing`` the (n, MoE layers, top_k)
+        experts of those tokens (None for a dense model). The last prompt id is always left to prefill,
+        since its logits are what the next token is sampled from.
         """
+        import numpy as np
         import torch
 
         if self.budget <= 0:
-            return 0, None
+            return 0, None, None
         hits: list[tuple[bytes, _Block]] = []
         for key, parent, chunk in self._chain(prompt, (len(prompt) - 1) // self.block):
             blk = self._blocks.get(key)
@@ -73,13 +79,16 @@ class PrefixCache:
                 break
             hits.append((key, blk))
         if not hits:
-            return 0, None
+            return 0, None, None
         self._touch([k for k, _ in hits])
-        return len(hits) * self.block, torch.cat([blk.kv for _, blk in hits], dim=3)
+        routed = hits[0][1].routing is not None
+        routing = np.concatenate([blk.routing for _, blk in hits]) if routed else None
+        return len(hits) * self.block, torch.cat([blk.kv for _, blk in hits], dim=3), routing
 
-    def put(self, ids: list[int], layers: list[tuple[Any, Any]], offset: int = 0) -> None:
+    def put(self, ids: list[int], layers: list[tuple[Any, Any]], offset: int = 0, routing: Any = None) -> None:
         """Store the full blocks of ``ids`` not stored yet; the keys/values of ``ids[i]`` are
-        ``layers[j][0|1][row, :, offset + i]`` (``row`` is the leading dimension, size 1 or indexed before)."""
+        ``layers[j][0|1][row, :, offset + i]`` (``row`` is the leading dimension, size 1 or indexed before),
+        its experts ``routing[i]`` (MoE models)."""
         import torch
 
         if self.budget <= 0:
@@ -93,7 +102,8 @@ class PrefixCache:
             for i in missing:
                 key, parent, chunk = chain[i]
                 kv = whole[:, :, :, (i - lo) * b : (i - lo + 1) * b].clone()
-                blk = _Block(parent, chunk, kv, kv.numel() * kv.element_size())
+                rows = None if routing is None else routing[i * b : (i + 1) * b].copy()
+                blk = _Block(parent, chunk, kv, kv.numel() * kv.element_size() + (0 if rows is None else rows.nbytes), rows)
                 self._blocks[key] = blk
                 self.bytes += blk.nbytes
         self._touch([key for key, _, _ in chain])

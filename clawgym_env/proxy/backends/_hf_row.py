@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from clawgym_env.capture.routing import RoutedExperts
 from clawgym_env.proxy.backends.base import Completion, CompletionDelta, CompletionRequest
 
 __all__ = ["Job", "Row"]
@@ -34,7 +35,8 @@ class Job:
 class Row:
     """One request's decoding state inside the running batch."""
 
-    def __init__(self, job: Job, *, tokenizer: Any, eos: set[int], max_positions: int, raw_logprobs: bool) -> None:
+    def __init__(self, job: Job, *, tokenizer: Any, eos: set[int], max_positions: int, raw_logprobs: bool,
+                 num_experts: int | None = None) -> None:
         import torch
 
         self.job = job
@@ -49,6 +51,8 @@ class Row:
         self.finish = "length"
         self.done = self.budget == 0
         self.cached_tokens = 0
+        self.num_experts = num_experts
+        self.routing: list[Any] = []  # MoE models: [rows, layers, top_k] expert chunks, one row per forwarded position
         self._sent = 0  # ids already handed out as deltas
         self._sent_text = 0  # characters of text already handed out
         self._hold = max((len(s) for s in job.request.stop if s), default=1) - 1
@@ -90,6 +94,20 @@ class Row:
             self._send_delta(final=False)
         return token
 
+    def add_routing(self, experts: Any) -> None:
+        """Append the experts of the next forwarded positions (``[rows, layers, top_k]``)."""
+        self.routing.append(experts)
+
+    def routed(self) -> Any:
+        """Every forwarded position's experts ``[rows, layers, top_k]`` (numpy), or None for a dense model."""
+        import numpy as np
+
+        if self.num_experts is None:
+            return None
+        if len(self.routing) > 1:
+            self.routing = [np.concatenate(self.routing)]
+        return self.routing[0] if self.routing else None
+
     def _decode(self) -> str:
         return self.tokenizer.decode(self.ids, skip_special_tokens=True)
 
@@ -127,7 +145,9 @@ class Row:
             text = text[: self.text_end]
         if self.job.deltas is not None:
             self._send_delta(final=True, text=text)
+        experts = self.routed()
         return Completion(
+            routing=None if experts is None else RoutedExperts.from_array(experts, self.num_experts),  # type: ignore[arg-type]
             completion_ids=self.ids,
             logprobs=self.logprobs,
             text=text,

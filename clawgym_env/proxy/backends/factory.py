@@ -23,6 +23,7 @@ __all__ = ["SPEC_FORMS", "backend_from_spec"]
 SPEC_FORMS = """\
   default | hf:smollm2           embedded SmolLM2-135M-Instruct (in-process transformers)
   hf:tiny                        tiny random Qwen3 test model
+  hf:tiny-moe                    tiny random Qwen3-MoE test model (4 experts, top-2; its captures hold the routing)
   hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw&num_threads=1&prefix_cache_mb=1024]
                                  a local Hugging Face model folder
   vllm:URL[#MODEL]               a running vLLM server (MODEL: served name; a local folder also gives the tokenizer)
@@ -133,6 +134,10 @@ def _hf(spec: str, rest: str, overrides: dict[str, Any]) -> PolicyBackend:
         from clawgym_env.models.testing import tiny_model_path
 
         path = tiny_model_path()
+    elif target == "tiny-moe":
+        from clawgym_env.models.testing import tiny_moe_model_path
+
+        path = tiny_moe_model_path()
     else:
         path = Path(target).expanduser()
         if not (path / "config.json").is_file():

@@ -20,6 +20,10 @@ skips the shared system prompt and tools), its completion's when it ends (so the
 call, which extends this one, prefills only the new turn). ``update_weights`` empties the store.
 ``usage["cached_prompt_tokens"]`` says how many prompt tokens were reused.
 
+Mixture-of-experts models: hooks on the routers record the experts every forwarded token was routed
+to (``_hf_routing``), prompt tokens reused from the prefix store with the rows stored beside them,
+and ``Completion.routing`` returns them (``CallRecord.routing``: what routing replay trains with).
+
 Stops: ``completion_ids`` hold every sampled id, the EOS id included (it is trained on); on a
 stop string, the ids end with the token that completed it and ``text`` is cut before it.
 A call whose caller was cancelled (the harness hung up) stops decoding at the next step.
@@ -47,6 +51,7 @@ from typing import Any, Literal
 from clawgym_env.errors import ConfigError, PolicyBackendError, PromptTooLong
 from clawgym_env.proxy.backends._hf_batch import Batcher
 from clawgym_env.proxy.backends._hf_prefix import PrefixCache
+from clawgym_env.proxy.backends._hf_routing import RoutingTap
 from clawgym_env.proxy.backends._hf_row import Job, Row
 from clawgym_env.proxy.backends.base import Completion, CompletionDelta, CompletionRequest, StreamingBackend
 
@@ -113,6 +118,8 @@ class HFBackend(StreamingBackend):
         self.cache_arg = "cache" if "cache" in params else "past_key_values"
         self._closed = False
         self.prefix = PrefixCache(int(prefix_cache_mb * 2**20), prefix_block_tokens)
+        self.routing = RoutingTap.attach(self.model)
+        """Hooks recording the routed experts of a mixture-of-experts model; None for a dense one."""
         self._batcher = Batcher(self)
         self.stats = {"calls": 0, "steps": 0, "joins": 0, "max_rows": 0, "prefix_hit_tokens": 0}
         """Counters: calls, decode steps, calls that joined rows already decoding, the largest batch, reused tokens."""
@@ -205,7 +212,7 @@ class HFBackend(StreamingBackend):
         import torch
         from transformers.cache_utils import DynamicCache, DynamicLayer
 
-        start, stored = self.prefix.lookup(row.prompt)
+        start, stored, routed = self.prefix.lookup(row.prompt)
         kwargs: dict[str, Any] = {}
         if stored is not None:
             past = DynamicCache()
@@ -216,10 +223,14 @@ class HFBackend(StreamingBackend):
             self.stats["prefix_hit_tokens"] += start
         ids = torch.tensor([row.prompt[start:]], device=self.device)
         out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **kwargs)
+        if self.routing is not None:
+            if routed is not None:
+                row.add_routing(routed)
+            row.add_routing(self.routing.take())
         cache = getattr(out, self.cache_arg)
         mergeable = isinstance(cache, DynamicCache) and all(type(layer) is DynamicLayer for layer in cache.layers)
         if mergeable:
-            self.prefix.put(row.prompt, [(layer.keys, layer.values) for layer in cache.layers])
+            self.prefix.put(row.prompt, [(layer.keys, layer.values) for layer in cache.layers], routing=row.routed())
         return out.logits[0, -1, :].float().cpu(), cache, mergeable
 
     def _next_seed(self, request: CompletionRequest) -> int:
