@@ -11,6 +11,7 @@ from clawgym_env.tree.build import (
     classify_calls,
     load_calls,
 )
+from clawgym_env.tree.flex import TREE_FLEX, register_tree_flex
 from clawgym_env.tree.node import BRANCH_KINDS, BranchKind, CallInfo, CallRef, TreeNode
 from clawgym_env.tree.pack import (
     NaiveBatch,
@@ -26,6 +27,7 @@ from clawgym_env.tree.pack import (
 __all__ = [
     "BRANCH_KINDS",
     "TREE_ATTENTION",
+    "TREE_FLEX",
     "BranchKind",
     "CallInfo",
     "CallRef",
@@ -43,6 +45,7 @@ __all__ = [
     "pack_tree",
     "pack_trees",
     "register_tree_attention",
+    "register_tree_flex",
     "tree_attention",
     "tree_attention_mask",
     "tree_mask_mod",

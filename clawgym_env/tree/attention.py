@@ -77,6 +77,12 @@ def _attend_block(q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, keys:
     v = value.index_select(2, keys)
     qpos = torch.arange(q0, q0 + q.shape[2], device=q.device)
     allowed = (keys[None, :] <= qpos[:, None]) & (qpos[:, None] < subtree_end[keys][None, :])
+    return masked_attention(q, k, v, allowed, scale, dropout)
+
+
+def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, scale: float | None,
+                     dropout: float = 0.0) -> torch.Tensor:
+    """``[B, H, n, d]`` queries over gathered ``[B, Hkv, m, d]`` keys under an ``[n, m]`` bool mask (GQA aware)."""
     if q.device.type != "cpu":
         return scaled_dot_product_attention(q, k, v, attn_mask=allowed[None, None], dropout_p=dropout, scale=scale,
                                             enable_gqa=q.shape[1] != k.shape[1])

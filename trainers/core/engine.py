@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from clawgym_env.errors import ConfigError
-from clawgym_env.tree import TREE_ATTENTION, PackedTree, register_tree_attention
+from clawgym_env.tree import TREE_ATTENTION, TREE_FLEX, PackedTree, register_tree_attention, register_tree_flex
 from trainers.core.cpus import on_cpus
 from trainers.core.distributed import (
     broadcast,
@@ -42,7 +42,7 @@ from trainers.tree_grpo.config import TreeGRPOConfig
 
 __all__ = ["PackSlot", "TreeTrainerBase", "mask_kind_for"]
 
-_MASKS = {"eager": "additive", "sdpa": "bool", "flex_attention": "block", TREE_ATTENTION: "tree"}
+_MASKS = {"eager": "additive", "sdpa": "bool", "flex_attention": "block", TREE_ATTENTION: "tree", TREE_FLEX: "block"}
 
 
 def mask_kind_for(model: Any) -> str:
@@ -82,6 +82,7 @@ class TreeTrainerBase:
         """The sampler's RNG (pairs to sample); only the main process samples."""
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         init_kwargs = config.model_init_kwargs if isinstance(config.model_init_kwargs, dict) else {}
+        register_tree_flex()  # attn_implementation="tree_flex": FlexAttention over the pack's BlockMask
         attn = init_kwargs.get("attn_implementation", register_tree_attention())  # GRPOConfig.model_init_kwargs
         load = {"dtype": torch.float32, "attn_implementation": attn}  # fp32 master weights; bf16/fp16 is autocast
         model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)

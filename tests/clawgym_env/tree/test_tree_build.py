@@ -171,8 +171,8 @@ def test_public_surface_is_pinned() -> None:
 
     assert tree_pkg.__all__ == sorted(tree_pkg.__all__, key=lambda s: (not s.isupper(), s))
     assert set(tree_pkg.__all__) == {
-        "BRANCH_KINDS", "TREE_ATTENTION", "BranchKind", "CallInfo", "CallRef", "NaiveBatch", "PackedTree", "PrefixTree",
+        "BRANCH_KINDS", "TREE_ATTENTION", "TREE_FLEX", "BranchKind", "CallInfo", "CallRef", "NaiveBatch", "PackedTree", "PrefixTree",
         "TreeBlocks", "TreeFilters", "TreeNode", "build_forest", "build_tree", "classify_calls", "load_calls",
-        "pack_naive", "pack_tree", "pack_trees", "register_tree_attention", "tree_attention", "tree_attention_mask",
+        "pack_naive", "pack_tree", "pack_trees", "register_tree_attention", "register_tree_flex", "tree_attention", "tree_attention_mask",
         "tree_mask_mod", "unpack_logprobs",
     }
