@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = ["BRANCH_KINDS", "BranchKind", "CallInfo", "CallRef", "TreeNode"]
 
@@ -61,6 +61,9 @@ class TreeNode:
     ends: list[CallRef] = field(default_factory=list)  # calls whose path ends at this node's last token
     children: dict[int, TreeNode] = field(default_factory=dict, repr=False)
     kind: BranchKind = "main"
+    routing: Any = field(default=None, repr=False)
+    """Mixture-of-experts trees: [len, MoE layers, top_k] int16 experts the calls routed each token to, -1 where
+    none did (set by ``tree/routing.py``, which keys a second child of the same first token ``token + v * 2**32``)."""
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -100,6 +103,7 @@ class TreeNode:
             ends=self.ends,
             children=self.children,
             kind=self.kind,
+            routing=None if self.routing is None else self.routing[offset:],
         )
         for child in tail.children.values():
             child.parent = tail
@@ -107,6 +111,7 @@ class TreeNode:
         self.sampled = self.sampled[:offset]
         self.logprobs = self.logprobs[:offset]
         self.samplers = {k: v for k, v in self.samplers.items() if k < offset}
+        self.routing = None if self.routing is None else self.routing[:offset]
         self.ends = []
         self.children = {tail.tokens[0]: tail}
         return tail

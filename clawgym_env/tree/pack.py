@@ -18,7 +18,9 @@ import torch
 
 from clawgym_env.errors import TreeError
 from clawgym_env.tree.build import PrefixTree
+from clawgym_env.tree.naive import NaiveBatch, pack_naive
 from clawgym_env.tree.node import CallRef, TreeNode
+from clawgym_env.tree.routing import pack_routing
 
 __all__ = [
     "NaiveBatch",
@@ -73,6 +75,8 @@ class PackedTree:
     call_tokens: dict[CallRef, torch.Tensor] = field(default_factory=dict)  # completion token indices per call
     context_tokens: int = 0  # ancestor tokens re-included only as context (split packs)
     spans: list[tuple[TreeNode, int, int]] = field(default_factory=list)  # (node, first index, tokens laid out), per node
+    routing: torch.Tensor | None = None  # [N, MoE layers, top_k] long: experts the rollout routed each token to, -1 free
+    call_counts: torch.Tensor | None = None  # [N] float32: calls whose path holds the token; 0 where it is only context
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -150,6 +154,8 @@ class PackedTree:
             call_tokens=dict(self.call_tokens),
             context_tokens=self.context_tokens + extra,
             spans=list(self.spans),
+            routing=None if self.routing is None else cat(self.routing, self.routing.new_full((extra, *self.routing.shape[1:]), -1)),
+            call_counts=None if self.call_counts is None else cat(self.call_counts, torch.zeros(extra)),
         )
 
     def token_logprobs(self, logits: torch.Tensor) -> torch.Tensor:
@@ -243,6 +249,7 @@ def _layout(trees: Sequence[PrefixTree], plan: _Plan) -> PackedTree:
     loss: list[bool] = []
     lps: list[float] = []
     rix: list[int] = []
+    ncalls: list[int] = []
     s_tok: list[int] = []
     s_roll: list[int] = []
     start: dict[TreeNode, int] = {}
@@ -265,6 +272,7 @@ def _layout(trees: Sequence[PrefixTree], plan: _Plan) -> PackedTree:
             prev.append(len(ids) - 2 if off else last)
             owned = off >= own_lo
             context += not owned
+            ncalls.append(len(node.calls) if owned else 0)
             is_loss = owned and node.sampled[off]
             loss.append(is_loss)
             lps.append(node.logprobs[off] if is_loss else 0.0)
@@ -295,6 +303,8 @@ def _layout(trees: Sequence[PrefixTree], plan: _Plan) -> PackedTree:
     )
     packed.call_tokens = _call_tokens(trees, plan, start)
     packed.spans = [(node, s, plan[node][0]) for node, s in start.items()]
+    packed.routing = pack_routing(packed.spans, len(ids))
+    packed.call_counts = torch.tensor(ncalls, dtype=torch.float32)
     return packed
 
 
@@ -335,66 +345,3 @@ def pack_trees(trees: PrefixTree | Sequence[PrefixTree], max_tokens: int | None 
 def pack_tree(tree: PrefixTree | Sequence[PrefixTree]) -> PackedTree:
     """The whole tree (or trees) in one packed sequence."""
     return pack_trees(tree, None)[0]
-
-
-@dataclass
-class NaiveBatch:
-    """One row per call (prompt + completion), the layout chain-merging frameworks end up with."""
-
-    rows: list[torch.Tensor]  # each [L_i] long
-    refs: list[CallRef]
-    prompt_lens: list[int]
-    loss_masks: list[torch.Tensor]  # [L_i] bool: sampled completion tokens
-    rollout_logprobs: list[torch.Tensor]  # [L_i] float32
-    rollout_index: list[int]
-
-    @property
-    def num_tokens(self) -> int:
-        """Tokens forwarded (no padding counted)."""
-        return sum(int(r.shape[0]) for r in self.rows)
-
-    def padded(self, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-        """Right-padded ``input_ids`` and 2D ``attention_mask`` for a batched forward."""
-        width = max(int(r.shape[0]) for r in self.rows)
-        ids = torch.full((len(self.rows), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(self.rows), width), dtype=torch.long)
-        for i, r in enumerate(self.rows):
-            ids[i, : r.shape[0]] = r
-            mask[i, : r.shape[0]] = 1
-        return ids, mask
-
-    def row_logprobs(self, i: int, logits: torch.Tensor) -> torch.Tensor:
-        """Completion-token logprobs of row ``i`` from its own forward's logits ([L, V] or [1, L, V])."""
-        logits = logits.reshape(-1, logits.shape[-1])
-        row = self.rows[i].to(logits.device)
-        lp = torch.log_softmax(logits[: row.shape[0] - 1], dim=-1).gather(-1, row[1:, None])[:, 0]
-        return lp[self.prompt_lens[i] - 1 :]
-
-
-def pack_naive(tree: PrefixTree) -> NaiveBatch:
-    """Every call of the tree as its own row, rebuilt from the tree (so filters apply equally)."""
-    rows, refs, plens, masks, lps, rix = [], [], [], [], [], []
-    for ref in sorted(tree.calls, key=lambda r: (tree.rollout_index(r.episode_id), r.call_index)):
-        info = tree.calls[ref]
-        prompt, completion = tree.call_path(ref)
-        row = torch.tensor(prompt + completion, dtype=torch.long)
-        mask = torch.zeros(row.shape[0], dtype=torch.bool)
-        lp = torch.zeros(row.shape[0], dtype=torch.float32)
-        if info.trainable:
-            mask[len(prompt) :] = True
-            node_lps = _path_logprobs(info.end)  # type: ignore[arg-type]
-            lp[len(prompt) :] = torch.tensor(node_lps[len(prompt) :], dtype=torch.float32)
-        rows.append(row)
-        refs.append(ref)
-        plens.append(len(prompt))
-        masks.append(mask)
-        lps.append(lp)
-        rix.append(tree.rollout_index(ref.episode_id))
-    return NaiveBatch(rows, refs, plens, masks, lps, rix)
-
-
-def _path_logprobs(node: TreeNode) -> list[float]:
-    out: list[float] = []
-    for n in [*node.ancestors(), node]:
-        out.extend(n.logprobs)
-    return out
