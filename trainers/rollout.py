@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.tree import PrefixTree, TreeFilters, build_forest
+from clawgym_env.tree.routing import RoutingSplit, route_tree
 
 if TYPE_CHECKING:
     from clawgym_env.episode import EpisodeResult
@@ -51,6 +52,8 @@ class Group:
     """Completion tokens the policy sampled for this group (replayed and scripted calls not counted)."""
     versions: set[int] = field(default_factory=set)
     """Policy versions that sampled the group's calls (as recorded in every capture)."""
+    routing: RoutingSplit | None = None
+    """Mixture-of-experts captures: how often the calls sharing a token routed it differently (``tree`` is split there)."""
 
     @property
     def zero_variance(self) -> bool:
@@ -176,6 +179,9 @@ def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *,
             trainable.append(ep.calls)
     if trainable:
         group.tree = build_forest(trainable, filters=filters)
+        routed = [c for calls in trainable for c in calls if c.routing is not None]
+        if routed:  # a MoE policy's captures: each node keeps the routing its calls agree on (clawgym_env.tree.routing)
+            group.tree, group.routing = route_tree(group.tree, routed)
         for reason, items in group.tree.dropped.items():
             dropped[reason].extend(items)
     group.dropped = dict(dropped)
@@ -265,4 +271,10 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     out["groups_trained"] = float(len(batch.groups))
     out["groups_skipped"] = float(len(batch.skipped))
     out["frac_reward_zero_std"] = sum(g.zero_variance for g in batch.all_groups) / max(1, len(batch.all_groups))
+    splits = [g.routing for g in batch.groups if g.routing is not None]
+    if splits:
+        for split in splits:
+            for k, v in split.metrics().items():
+                out[k] = out.get(k, 0.0) + v
+        out["routing/shared_disagree"] = out["routing/disagreeing_tokens"] / max(1.0, out["routing/shared_tokens"])
     return out

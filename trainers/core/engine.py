@@ -34,6 +34,7 @@ from trainers.core.distributed import (
 )
 from trainers.core.logprobs import pack_logprobs
 from trainers.core.policy_step import policy_update
+from trainers.core.routing import RoutingReplay, router_aux_coef, unreplayed_metrics
 from trainers.core.rollout_side import TrainingRollouts
 from trainers.core.slots import PackSlot, build_slots, mismatch_metrics, rank_share
 from trainers.core.weight_sync import PolicyWeights
@@ -110,6 +111,14 @@ class TreeTrainerBase:
         self.scheduler = self._scheduler(optimizer)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.accelerator.register_for_checkpointing(self.scheduler)
+        self.router_aux_coef = router_aux_coef(config.router_aux_loss_coef, model)
+        """TRL's rule: the weight of a mixture-of-experts policy's load-balancing loss (0 for a dense policy)."""
+        self.routing_replays = {id(m): r for m in (self.model, self.ref_model) if m is not None
+                                and (r := RoutingReplay.attach(self.accelerator.unwrap_model(m))) is not None}
+        """id(model) -> routing replay hooks (``trainers.core.routing``) of a mixture-of-experts policy and its reference."""
+        if self.routing_replays and config.branching:
+            raise ConfigError("--branching with a mixture-of-experts policy: the routing split of a group's tree "
+                              "(clawgym_env.tree.routing) would change the per-node values TreeRL credits; drop --branching")
         self.harness_adapters = dict(harness_adapters or {})
         """Harness name -> adapter instance, for harnesses not in the registry (or built with options)."""
         self.rollouts = TrainingRollouts(config, self.model_path, device=str(self.device), backend=backend, tasks=tasks,
@@ -189,7 +198,16 @@ class TreeTrainerBase:
         return build_slots(batch, self.config.pack_max_tokens, self.config.branching)
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
-        """Logprob of the pack's loss tokens under ``model`` ([N], 0 elsewhere): one forward with the tree mask."""
+        """Logprob of the pack's loss tokens under ``model`` ([N], 0 elsewhere): one forward with the tree mask.
+
+        A mixture-of-experts model routes each token to the experts the rollout did (``--routing_replay``)."""
+        replay = self.routing_replays.get(id(model))
+        if replay is not None:
+            replay.load(pack.routing, replay=self.config.routing_replay)
+        return self.pack_logprobs(model, pack)
+
+    def pack_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
+        """``forward_logprobs`` with the routing ``model``'s replay hooks hold now (a MoE policy) or none."""
         return pack_logprobs(model, pack, mask_kind=self.mask_kind, device=self.device, dtype=next(model.parameters()).dtype,
                              chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model))
 
@@ -203,6 +221,7 @@ class TreeTrainerBase:
             return metrics
         metrics.update(self.pair_advantages(slots, batch, rollouts))
         if self.policy_enabled():
+            metrics.update(unreplayed_metrics(self, slots))
             metrics.update(policy_update(self, slots, rollouts))
             if metrics["optimizer_step"]:
                 self.policy_version += 1
@@ -211,6 +230,7 @@ class TreeTrainerBase:
                     self.sync_weights()
                     metrics["sync_s"] = time.perf_counter() - t_sync
         else:
+            metrics.update(unreplayed_metrics(self, slots))
             metrics.update(self._measure_mismatch(self.my_slots(slots)[0]))
         metrics["policy_version"] = float(self.policy_version)
         metrics["train_s"] = time.perf_counter() - t0

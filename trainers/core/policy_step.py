@@ -15,6 +15,7 @@ import torch
 
 from trainers.core.distributed import reduce_totals
 from trainers.core.losses import clipped_policy_loss, pair_weights, truncated_is_weights
+from trainers.core.routing import aux_loss
 from trainers.core.slots import PackSlot, mismatch_metrics, rank_share
 
 if TYPE_CHECKING:
@@ -67,6 +68,11 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
                     weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts, num_rollouts=num_rollouts,
                                            max_completion_length=int(c.max_completion_length or 1)).to(lp.device)
                     loss = (loss_pairs * weights).sum()
+                    if trainer.router_aux_coef:  # TRL's MoE load-balancing term, a mean over the step's packs
+                        aux = aux_loss(trainer, s.pack)
+                        loss = loss + aux * (trainer.router_aux_coef / len(slots))
+                        if it == 0 and not stand_in:
+                            agg["aux_loss"] += float(aux.detach()) / len(slots)
                     acc.backward(loss * scale)
                 if it == 0 and not stand_in:
                     agg["loss"] += float(loss.detach())
@@ -90,5 +96,7 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
            "is_weight/mean": agg.get("is_weight_sum", 0.0) / pairs, "clip_ratio": agg.get("clip_sum", 0.0) / pairs,
            "kl": agg.get("kl_sum", 0.0) / pairs, "learning_rate": trainer.scheduler.get_last_lr()[0],
            "rollouts_trained": float(num_rollouts), "optimizer_step": float(stepped)}
+    if trainer.router_aux_coef:
+        out["aux_loss"] = agg.get("aux_loss", 0.0)
     out.update(mism)
     return out

@@ -130,6 +130,15 @@ class TreeGRPOConfig(GRPOConfig):
     pack_max_tokens: int | None = field(
         default=None, metadata={"help": "Split a group's tree into packs of at most this many tokens (default: one pack)."}
     )
+    routing_replay: bool = field(
+        default=True, metadata={"help": "Mixture-of-experts policies: forward every token through the experts the rollout "
+                                        "engine routed it to (R3, from the captured routing; gate weights from the trainer's "
+                                        "router). No effect on dense models."}
+    )
+    log_unreplayed_mismatch: bool = field(
+        default=True, metadata={"help": "Mixture-of-experts policies: also log the trainer/sampler gap and top-k disagreement "
+                                        "without replay (one more forward per pack, without gradient)."}
+    )
     # LoRA, with TRL's ModelConfig names
     use_peft: bool = field(default=False, metadata={"help": "Train a LoRA adapter (peft) instead of every weight."})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})

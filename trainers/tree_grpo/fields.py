@@ -24,7 +24,7 @@ USED = frozenset({
     "ddp_broadcast_buffers", "ddp_static_graph", "ddp_backend", "ddp_timeout", "resume_from_checkpoint", "model_init_kwargs",
     "num_generations", "max_completion_length", "temperature", "top_p", "beta", "num_iterations", "epsilon", "delta",
     "epsilon_high", "importance_sampling_level", "scale_rewards", "loss_type", "use_vllm", "disable_dropout",
-    "use_bias_correction_kl",
+    "use_bias_correction_kl", "router_aux_loss_coef",
 })
 NO_EFFECT = frozenset({
     "logging_strategy", "logging_first_step", "log_on_each_node", "logging_nan_inf_filter", "log_level", "log_level_replica",
@@ -57,7 +57,7 @@ INSTEAD: dict[str, str] = {
     **dict.fromkeys(["sync_ref_model", "ref_model_mixup_alpha", "ref_model_sync_steps"], "the reference model is the initial policy; " + _NOT),
     **dict.fromkeys(["top_entropy_quantile", "entropy_coef", "use_adaptive_entropy", "entropy_coef_min", "entropy_coef_max",
                      "entropy_coef_delta", "entropy_target", "sapo_temperature_neg", "sapo_temperature_pos", "vespo_k_pos",
-                     "vespo_lambda_pos", "vespo_k_neg", "vespo_lambda_neg", "mask_truncated_completions", "router_aux_loss_coef",
+                     "vespo_lambda_pos", "vespo_k_neg", "vespo_lambda_neg", "mask_truncated_completions",
                      "cast_lm_head_to_fp32", "neftune_noise_alpha", "label_smoothing_factor", "tf32", "torch_compile",
                      "torch_compile_backend", "torch_compile_mode", "use_liger_kernel", "liger_kernel_config", "trust_remote_code",
                      "torch_empty_cache_steps", "full_determinism", "data_seed", "average_tokens_across_devices",
