@@ -32,6 +32,7 @@ from typing import Any
 
 from clawgym_env.errors import ConfigError, PolicyBackendError, PromptTooLong
 from clawgym_env.proxy.backends._http import JSONClient
+from clawgym_env.proxy.backends._vllm_routing import experts_in, routed_experts
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend
 from clawgym_env.proxy.backends.vllm_server import VLLMServer
 
@@ -125,7 +126,7 @@ class VLLMBackend(PolicyBackend):
         if context is not None and len(body["prompt"]) >= context:
             raise PromptTooLong(len(body["prompt"]), context)
         data = await self._http.request("POST", "/v1/completions", body, what="vLLM server")
-        return parse_completion(data, version)
+        return parse_completion(data, version, experts_in(self._tokenizer_path))
 
     async def context_length(self) -> int | None:
         """The served model's ``max_model_len`` (``GET /v1/models``, asked once); None where the server does not say."""
@@ -175,8 +176,9 @@ class VLLMBackend(PolicyBackend):
             await asyncio.to_thread(self.server.stop)
 
 
-def parse_completion(data: Any, version: int | None) -> Completion:
-    """Read token ids, logprobs, text and finish reason from a vLLM completions response."""
+def parse_completion(data: Any, version: int | None, num_experts: int | None = None) -> Completion:
+    """Read token ids, logprobs, text, finish reason and (MoE, ``--enable-return-routed-experts``) the routed experts
+    from a vLLM completions response (``_vllm_routing``)."""
     try:
         choice = data["choices"][0]
     except (KeyError, IndexError, TypeError) as exc:
@@ -205,4 +207,5 @@ def parse_completion(data: Any, version: int | None) -> Completion:
         finish_reason=finish if finish in ("stop", "length") else "error",
         policy_version=version,
         usage=usage,
+        routing=routed_experts(choice, num_experts),
     )
