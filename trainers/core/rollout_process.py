@@ -7,7 +7,9 @@ on one GIL instead of running on two cores: measured on the demo, the train step
 while rollouts ran beside it. Here the ``HFBackend`` lives in a spawned child; the proxy's calls
 and the trainer's weight pushes go to it over a pipe (tensors through torch's shared-memory
 pickling). The proxy keeps the tokenizer in this process. Same sampling, seeds and logprobs as
-the in-process backend (tested).
+the in-process backend (tested). With ``--weight_sync broadcast`` the child instead joins the
+trainer's weight group as rank 1 and receives the tensors there (gloo on CPU, NCCL on GPUs:
+``trainers.core.collective_sync``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,7 @@ def _serve(spec: str, tokenizer_path: str, conn: Any) -> None:
 async def _answer(backend: Any, conn: Any) -> None:
     loop = asyncio.get_running_loop()
     calls: dict[int, asyncio.Task[None]] = {}
+    group: list[Any] = []  # the weight group, once joined (--weight_sync broadcast)
 
     async def call(key: int, request: CompletionRequest) -> None:
         try:
@@ -64,12 +68,34 @@ async def _answer(backend: Any, conn: Any) -> None:
             state, version = payload
             await asyncio.to_thread(backend.update_weights, state, version)
             conn.send(("weights", key, None))
+        elif kind in ("join", "receive"):
+            try:
+                await asyncio.to_thread(_weight_group_message, backend, group, kind, payload)
+                conn.send(("done", key, None))
+            except Exception as exc:  # noqa: BLE001 - the trainer's push raises it
+                conn.send(("error", key, f"{type(exc).__name__}: {exc}"))
         elif kind == "close":
             for t in list(calls.values()):
                 t.cancel()
             await backend.aclose()
             conn.send(("closed", key, None))
             return
+
+
+def _weight_group_message(backend: Any, group: list[Any], kind: str, payload: Any) -> None:
+    """The child's side of ``CollectiveBroadcast``: join the group as rank 1, or receive and load a version."""
+    import torch
+
+    from clawgym_env.proxy.backends.vllm_worker.clawgym_weight_group import open_group, receive_state
+
+    if kind == "join":
+        host, port, world_size, name = payload
+        group[:] = [open_group(host, port, 1, world_size, name), name]
+        return
+    meta, version = payload
+    pg, name = group
+    device = next(backend.model.parameters()).device if name == "nccl" else torch.device("cpu")
+    backend.update_weights(dict(receive_state(pg, meta, device)), version)
 
 
 class ChildHFBackend(PolicyBackend):
@@ -114,6 +140,7 @@ class ChildHFBackend(PolicyBackend):
         self._send_lock = threading.Lock()
         self._calls: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Completion]]] = {}
         self._acks: dict[int, threading.Event] = {}
+        self._pending: dict[int, Future[None]] = {}  # weight-group joins and receives (CollectiveBroadcast)
         self._closed = False
         self._reader = threading.Thread(target=self._read, name="clawgym-rollout-policy-reader", daemon=True)
         self._reader.start()
@@ -167,6 +194,28 @@ class ChildHFBackend(PolicyBackend):
         self._send("weights", key, ({k: v.detach().cpu().clone() for k, v in state.items()}, version))
         self.policy_version = version
 
+    @property
+    def receivers(self) -> int:
+        """Processes that join the weight group: the child."""
+        return 1
+
+    def _request(self, kind: str, payload: Any) -> Future[None]:
+        key = next(self._keys)
+        self._pending[key] = future = Future()
+        self._send(kind, key, payload)
+        return future
+
+    def join_weight_group(self, host: str, port: int, world_size: int, backend: str) -> Future[None]:
+        """The child joins ``CollectiveBroadcast``'s group as rank 1 (the future completes once it has)."""
+        return self._request("join", (host, port, world_size, backend))
+
+    def receive_weights(self, meta: list[Any], version: int) -> Future[None]:
+        """The child receives the announced tensors; calls sent after this one sample with them, as ``version``."""
+        self.wait_loaded()
+        future = self._request("receive", (meta, version))
+        self.policy_version = version
+        return future
+
     def wait_loaded(self) -> None:
         """Block until every pushed state dict is loaded in the child."""
         for key, done in list(self._acks.items()):
@@ -189,6 +238,13 @@ class ChildHFBackend(PolicyBackend):
                 if key in self._acks:
                     self._acks[key].set()
                 continue
+            if key in self._pending:
+                future = self._pending.pop(key)
+                if kind == "done":
+                    future.set_result(None)
+                else:
+                    future.set_exception(PolicyBackendError(f"rollout policy (child process): {payload}"))
+                continue
             entry = self._calls.get(key)
             if entry is None:
                 continue
@@ -197,6 +253,9 @@ class ChildHFBackend(PolicyBackend):
             loop.call_soon_threadsafe(deliver, future, result)
 
     def _fail_all(self, why: str) -> None:
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(PolicyBackendError(why))
         for loop, future in list(self._calls.values()):
             loop.call_soon_threadsafe(deliver, future, PolicyBackendError(why))
 

@@ -18,6 +18,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from trainers.core.cpus import on_cpus
 from trainers.core.weight_sync import ExecutorCopy, FixedPolicy, PolicyWeights, WeightSync, weight_sync_for
 from trainers.rollout import RolloutBatch, StratifiedTasks, build_batch, group_staleness, harness_name, sample_pairs, tree_filters
@@ -167,7 +169,7 @@ class TrainingRollouts:
             assert self._executor is not None
             return FixedPolicy() if (c.rollout_backend or "").startswith("scripted:") else ExecutorCopy(self._executor, self.loop)
         return weight_sync_for(self.backend, folder=Path(c.output_dir) / "policy-latest", loop=self.loop,
-                               nccl=c.weight_sync == "nccl")
+                               broadcast=c.weight_sync == "broadcast", device=torch.device(self.device))
 
     # -- batches --------------------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ against. Which sync a run uses follows from where its rollouts are sampled (``we
   the state dict goes once into the object store and each node loads it.
 - ``ServerReload``: a vLLM server: the policy is written to ``<output_dir>/policy-latest`` and
   the server reloads it (``VLLMBackend.reload_weights``).
-- ``NCCLBroadcast`` (``trainers.core.nccl_sync``, GPU only): tensors broadcast to vLLM workers.
+- ``CollectiveBroadcast`` (``--weight_sync broadcast``, ``trainers.core.collective_sync``): tensors
+  broadcast over a process group with the rollout processes, gloo on CPU and NCCL on CUDA: to the
+  ``--rollout_process`` child, or to a vLLM server's GPU workers (``trainers.core.nccl_sync``).
 - ``FixedPolicy``: a scripted policy has no weights; nothing moves (tests, off-policy warm starts).
 """
 
@@ -89,22 +91,33 @@ class FixedPolicy:
         return None
 
 
-def weight_sync_for(backend: Any, *, folder: Path, loop: LoopThread, nccl: bool = False) -> WeightSync:
-    """The sync for the rollout ``backend`` a local executor samples from (Ray workers: ``ExecutorCopy``)."""
+def weight_sync_for(backend: Any, *, folder: Path, loop: LoopThread, broadcast: bool = False,
+                    device: torch.device | None = None) -> WeightSync:
+    """The sync for the rollout ``backend`` a local executor samples from (Ray workers: ``ExecutorCopy``).
+
+    ``broadcast``: tensors over a process group from the trainer's ``device`` (gloo on CPU, NCCL on CUDA).
+    """
+    import torch
+
     from clawgym_env.proxy.backends.hf import HFBackend
     from clawgym_env.proxy.backends.scripted import ScriptedBackend
     from clawgym_env.proxy.backends.vllm import VLLMBackend
-
-    if isinstance(backend, VLLMBackend):
-        if nccl:
-            from trainers.core.nccl_sync import NCCLBroadcast
-
-            return NCCLBroadcast(backend, loop)
-        return ServerReload(backend, folder, loop)
-    if nccl:
-        raise ConfigError("--weight_sync nccl needs a vLLM rollout backend (--rollout_backend vllm:...); drop it for hf:")
     from trainers.core.rollout_process import ChildHFBackend
 
+    device = device if device is not None else torch.device("cpu")
+    if isinstance(backend, VLLMBackend):
+        if broadcast:
+            from trainers.core.nccl_sync import vllm_broadcast
+
+            return vllm_broadcast(backend, loop, device)
+        return ServerReload(backend, folder, loop)
+    if broadcast:
+        if not isinstance(backend, ChildHFBackend):
+            raise ConfigError("--weight_sync broadcast sends tensors to rollout processes: set --rollout_process (hf: policy "
+                              "in a child process) or --rollout_backend vllm:...; or drop it")
+        from trainers.core.collective_sync import CollectiveBroadcast
+
+        return CollectiveBroadcast(backend, device)
     if isinstance(backend, HFBackend | ChildHFBackend):
         return InProcessCopy(backend)
     if isinstance(backend, ScriptedBackend):

@@ -65,7 +65,8 @@ class TreeGRPOConfig(GRPOConfig):
     ray_address: str | None = field(default=None, metadata={"help": "Ray cluster to join with --executor ray (default: start one)."})
     weight_sync: str = field(
         default="auto", metadata={"help": "'auto': copy into an in-process backend, reload a vLLM server from a saved folder; "
-                                          "'nccl': broadcast tensors to the vLLM workers (GPU)."}
+                                          "'broadcast': send the tensors over a process group to the rollout processes (the "
+                                          "--rollout_process child, or a vLLM server's GPU workers): NCCL on CUDA, gloo on CPU."}
     )
     async_rollouts: bool = field(
         default=False, metadata={"help": "Keep sampling the next max_staleness steps' groups with the newest weights while the trainer "
@@ -250,8 +251,8 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"max_leaves={self.max_leaves}: set a positive count, or None to keep every episode")
         if self.max_staleness < 0:
             raise ConfigError(f"max_staleness={self.max_staleness}: set 0 (strictly on-policy) or a positive number of versions")
-        if self.weight_sync not in ("auto", "nccl"):
-            raise ConfigError(f"weight_sync={self.weight_sync!r}: set 'auto' or 'nccl'")
+        if self.weight_sync not in ("auto", "broadcast"):
+            raise ConfigError(f"weight_sync={self.weight_sync!r}: set 'auto' or 'broadcast' (NCCL on GPUs, gloo on CPU)")
         if self.async_rollouts and self.max_staleness < 1:
             raise ConfigError("async_rollouts samples the next groups while the trainer steps, so they are at least one version "
                               "behind; set --max_staleness 1 (or more)")

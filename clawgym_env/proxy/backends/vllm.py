@@ -146,11 +146,23 @@ class VLLMBackend(PolicyBackend):
 
     async def reload_weights(self, path: str | Path, version: int) -> None:
         """Make the server serve the checkpoint folder ``path`` (readable by the server); see the module doc."""
-        target = str(Path(path).resolve())
+        await self._paused_update("clawgym_reload_weights", {"weights_path": str(Path(path).resolve())}, version)
+
+    async def join_weight_group(self, host: str, port: int, world_size: int, backend: str) -> None:
+        """The server's workers join the trainer's weight group as ranks 1.. (``--weight_sync broadcast``)."""
+        kwargs = {"host": host, "port": port, "world_size": world_size, "backend": backend}
+        await self._dev("POST", "/collective_rpc", {"method": "clawgym_join_weight_group", "args": [], "kwargs": kwargs})
+
+    async def receive_weights(self, meta: list[Any], version: int) -> None:
+        """Serve the tensors the trainer broadcasts next (announced in ``meta``, in order) as ``version``."""
+        await self._paused_update("clawgym_receive_weights", {"meta": meta}, version)
+
+    async def _paused_update(self, method: str, kwargs: dict[str, Any], version: int) -> None:
+        """Run the worker extension's ``method`` with the scheduler paused, drop the prefix cache, serve ``version``."""
         await self._dev("POST", "/pause?mode=wait")
         try:
             self._syncing_to = version
-            await self._dev("POST", "/collective_rpc", {"method": "clawgym_reload_weights", "args": [], "kwargs": {"weights_path": target}})
+            await self._dev("POST", "/collective_rpc", {"method": method, "args": [], "kwargs": kwargs})
             await self._dev("POST", "/reset_prefix_cache")
         finally:
             await self._dev("POST", "/resume")

@@ -2,6 +2,8 @@
 
 ``clawgym_vllm_worker.py`` is put on the server's PYTHONPATH by ``launch_vllm_server`` and named
 with ``--worker-extension-cls``; it imports vLLM and torch only. Do not import it from ClawGym.
+``clawgym_weight_group.py`` imports torch only: the trainer, the rollout child and the vLLM workers
+all use it for ``--weight_sync broadcast``.
 """
 
 from pathlib import Path

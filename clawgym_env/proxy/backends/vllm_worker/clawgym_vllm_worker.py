@@ -20,20 +20,46 @@ class WeightSync:
     def clawgym_reload_weights(self: Any, weights_path: str) -> int:
         """Reload all weights from ``weights_path``; return how many packed layers were rebuilt."""
         self.reload_weights(weights_path=weights_path)
-        from vllm.platforms import current_platform
+        return _rebuild_packed(self)
 
-        if not current_platform.is_cpu():
-            return 0
-        from vllm.config import set_current_vllm_config
+    def clawgym_join_weight_group(self: Any, host: str, port: int, world_size: int, backend: str) -> int:
+        """Join the trainer's weight group (``--weight_sync broadcast``) as rank 1 + this worker's rank; return it."""
+        from clawgym_weight_group import open_group
+        from vllm.distributed.parallel_state import get_world_group
 
-        rebuilt = 0
-        with set_current_vllm_config(self.vllm_config):
-            for module in self.model_runner.get_model().modules():
-                weight = getattr(module, "weight", None)
-                method = getattr(module, "quant_method", None)
-                # layers that pack a copy and keep their weight (embedding / LM head); linear
-                # layers drop theirs (an empty tensor) and were rebuilt by the reload itself
-                if hasattr(module, "cpu_linear") and weight is not None and weight.ndim == 2 and weight.numel() and method:
-                    method.process_weights_after_loading(module)
-                    rebuilt += 1
-        return rebuilt
+        rank = 1 + get_world_group().rank
+        self.clawgym_weight_group = open_group(host, port, rank, world_size, backend)
+        return rank
+
+    def clawgym_receive_weights(self: Any, meta: list[Any]) -> int:
+        """Receive the announced tensors from the trainer's broadcast and load each; return how many."""
+        from clawgym_weight_group import receive_state
+
+        model = self.model_runner.get_model()
+        count = 0
+        for name, tensor in receive_state(self.clawgym_weight_group, meta, self.device):
+            model.load_weights(weights=[(name, tensor)])
+            count += 1
+        _rebuild_packed(self)
+        return count
+
+
+def _rebuild_packed(worker: Any) -> int:
+    """Rebuild the packed matmul of layers that keep their weight next to one (CPU build); return how many."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return 0
+    from vllm.config import set_current_vllm_config
+
+    rebuilt = 0
+    with set_current_vllm_config(worker.vllm_config):
+        for module in worker.model_runner.get_model().modules():
+            weight = getattr(module, "weight", None)
+            method = getattr(module, "quant_method", None)
+            # layers that pack a copy and keep their weight (embedding / LM head); linear
+            # layers drop theirs (an empty tensor) and were rebuilt by the reload itself
+            if hasattr(module, "cpu_linear") and weight is not None and weight.ndim == 2 and weight.numel() and method:
+                method.process_weights_after_loading(module)
+                rebuilt += 1
+    return rebuilt
