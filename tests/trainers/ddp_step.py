@@ -4,6 +4,8 @@
     ddp_step.py OUT two            step on batch 0, checkpoint, step on batch 1; OUT/result.pt
     ddp_step.py OUT resume CKPT    resume CKPT, step on batch 1; OUT/result.pt
     ddp_step.py OUT trunk          one step of a DetachedTrunkForward trainer on a batch with 300-token trunks
+
+Flags after the mode: ``--fsdp`` (shard the policy), ``--lora`` (train a LoRA adapter), ``--bf16``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def batch(seed: int, system_tokens: int = 40) -> Any:
                        policy_version=0, skip_zero_variance=False)
 
 
-def trainer(out: Path, resume: str | None = None, detached: bool = False) -> Any:
+def trainer(out: Path, resume: str | None = None, detached: bool = False, flags: tuple[str, ...] = ()) -> Any:
     from clawgym_env.models import tiny_model_path
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
@@ -46,15 +48,17 @@ def trainer(out: Path, resume: str | None = None, detached: bool = False) -> Any
         pass
 
     cfg = TreeGRPOConfig(output_dir=str(out), suite=str(SUITE), harness="custom", max_steps=4, save_steps=0, seed=0,
-                         learning_rate=1e-3, beta=0.04, max_completion_length=16, use_cpu=True)
+                         learning_rate=1e-3, beta=0.04, max_completion_length=16, use_cpu=True, fsdp="--fsdp" in flags,
+                         use_peft="--lora" in flags, lora_r=4, bf16="--bf16" in flags)
     return (DetachedTrunkGRPO if detached else TreeGRPOTrainer)(cfg, tiny_model_path(), resume_from_checkpoint=resume)
 
 
 def main() -> None:
     out, mode = Path(sys.argv[1]), sys.argv[2]
+    flags = tuple(a for a in sys.argv[3:] if a.startswith("--"))
     from trainers.tree_sft.forward import shared_prefix_len
 
-    t = trainer(out / "run", sys.argv[3] if mode == "resume" else None, detached=mode == "trunk")
+    t = trainer(out / "run", sys.argv[3] if mode == "resume" else None, detached=mode == "trunk", flags=flags)
     metrics = []
     trunks: list[int] = []
     if mode in ("step", "two", "trunk"):
@@ -66,10 +70,11 @@ def main() -> None:
         t.save_checkpoint()
     if mode in ("two", "resume"):
         metrics.append(t.train_step(batch(1)))
-    if t.accelerator.is_main_process:
-        params = {k: v.detach().clone() for k, v in t.policy.state_dict().items()}
-        torch.save({"metrics": metrics, "params": params, "processes": t.accelerator.num_processes,
-                    "version": t.policy_version, "trunks": trunks}, out / "result.pt")
+    if t.accelerator.is_main_process:  # the policy as rollouts get it (sharded: gathered at the last sync; LoRA: merged)
+        params = {k: v.detach().clone() for k, v in t.policy_weights().state_dict().items()}
+        trainable = [n for n, p in t.policy.named_parameters() if p.requires_grad]
+        torch.save({"metrics": metrics, "params": params, "processes": t.accelerator.num_processes, "trainable": trainable,
+                    "version": t.policy_version, "trunks": trunks, "sharded": t.sharded}, out / "result.pt")
     t.close()
 
 

@@ -1,4 +1,5 @@
-"""The trainers under ``accelerate launch``: 2 CPU processes (gloo) reproduce the 1-process step and resume.
+"""The trainers under ``accelerate launch``: 2 CPU processes (gloo) reproduce the 1-process step and resume,
+replicated (DDP) and sharded (``--fsdp``: FSDP2's fully_shard).
 
 Fixed SYNTHETIC batches (no sandboxes), the real tiny model, real optimizer steps. Two
 processes on the 2-core box: small packs, ~1 minute each (slow tier).
@@ -90,8 +91,40 @@ def test_detached_trunk_step_under_two_processes_equals_one(tmp_path: Path) -> N
     assert_same(one, two)
 
 
-def test_fsdp_on_cpu_is_refused_not_run_as_independent_copies(tmp_path: Path) -> None:
-    """accelerate 1.15 sets up no process group for --use_fsdp without CUDA: each rank would train alone."""
+def test_accelerates_own_fsdp_is_refused_for_the_trainers_own(tmp_path: Path) -> None:
+    """accelerate 1.16 sets up no FSDP without CUDA (its --use_fsdp leaves MULTI_CPU, whose prepare wraps DDP): refused,
+    pointing at --fsdp, rather than run as something else."""
     proc = launch(tmp_path / "fsdp", "step", mode="--use_fsdp", ok=False)
-    assert proc.returncode != 0 and "FSDP needs CUDA in accelerate" in proc.stderr
+    assert proc.returncode != 0 and "drop accelerate's --use_fsdp and set --fsdp" in proc.stderr
     assert not (tmp_path / "fsdp" / "result.pt").exists()
+
+
+def test_fsdp2_step_over_two_cpu_processes_equals_one_process(tmp_path: Path) -> None:
+    """--fsdp: the policy sharded over 2 gloo processes (fully_shard per decoder layer) takes the 1-process step."""
+    one = launch(tmp_path / "one", "step", processes=1)
+    two = launch(tmp_path / "two", "step", "--fsdp", processes=2)
+    assert two["sharded"] and not one["sharded"]
+    assert_same(one, two)
+    moved = max(float((p - two["params"][n]).abs().max()) for n, p in launch_initial().items())
+    assert moved > 1e-4
+
+
+def test_fsdp2_checkpoint_is_sharded_and_resumes_the_run(tmp_path: Path) -> None:
+    through = launch(tmp_path / "through", "two", "--fsdp")
+    ckpt = tmp_path / "through" / "run" / "checkpoint-1"
+    shards = sorted(p.name for p in (ckpt / "sharded").glob("*.distcp"))
+    assert len(shards) == 2 and (ckpt / "sharded" / ".metadata").is_file()  # each rank wrote its own shard
+    assert (ckpt / "model" / "config.json").is_file()
+    resumed = launch(tmp_path / "resumed", "resume", str(ckpt), "--fsdp")
+    assert resumed["version"] == through["version"] == 2
+    assert_same({"metrics": through["metrics"][1:], "params": through["params"]}, resumed, atol=1e-6)
+
+
+def test_fsdp2_lora_trains_only_the_adapter_as_one_process_does(tmp_path: Path) -> None:
+    one = launch(tmp_path / "one", "step", "--lora", processes=1)
+    two = launch(tmp_path / "two", "step", "--lora", "--fsdp", processes=2)
+    assert two["trainable"] and all(".lora_" in n for n in two["trainable"])
+    assert_same(one, two)  # the merged weights the rollouts get
+    initial = launch_initial()
+    changed = {n for n, p in initial.items() if not torch.equal(p, two["params"][n])}
+    assert changed and all(n.endswith("proj.weight") for n in changed)  # adapted linears only; embeddings, norms untouched

@@ -3,7 +3,9 @@
 ``<ckpt>/accelerate/`` is ``Accelerator.save_state`` (model, optimizer, the registered scheduler,
 every rank's RNG); ``<ckpt>/model/`` the policy as a Hugging Face folder; ``trainer.pt`` the
 sampler's RNG and subclass state (PPO's value model); ``trainer_state.json`` step, policy
-version, log history and the process count.
+version, log history and the process count. A sharded policy (``--fsdp``) keeps its model and
+optimizer state in ``<ckpt>/sharded/`` instead, each rank writing its own shards
+(``torch.distributed.checkpoint``), and ``model/`` holds the gathered (LoRA: merged) weights.
 """
 
 from __future__ import annotations
@@ -35,9 +37,16 @@ def save_checkpoint(trainer: TreeTrainerBase, ckpt: Path) -> Path:
         shutil.rmtree(tmp)
     acc.wait_for_everyone()
     acc.save_state(str(tmp / "accelerate"), safe_serialization=False)
+    if trainer.sharded:
+        from trainers.core.fsdp import save_sharded
+
+        save_sharded(trainer.model, trainer.optimizer, tmp / "sharded")
     if acc.is_main_process:
-        trainer.policy.save_pretrained(tmp / "model")
-        trainer.tokenizer.save_pretrained(tmp / "model")
+        if trainer.sharded:
+            trainer.policy_weights().save_pretrained(tmp / "model")  # gathered at the last sync
+        else:
+            trainer.policy.save_pretrained(tmp / "model")
+            trainer.tokenizer.save_pretrained(tmp / "model")
         torch.save({"sampler_rng": trainer.rng.getstate(), "extra": trainer.extra_state()}, tmp / "trainer.pt")
         (tmp / "trainer_state.json").write_text(
             json.dumps({"step": trainer.step, "policy_version": trainer.policy_version, "log_history": trainer.history,
@@ -60,7 +69,13 @@ def load_checkpoint(trainer: TreeTrainerBase, ckpt: Path) -> None:
     if saved_procs != trainer.accelerator.num_processes:
         raise ConfigError(f"{ckpt}: saved by {saved_procs} process(es), resumed with {trainer.accelerator.num_processes}; "
                           f"relaunch with `accelerate launch --num_processes {saved_procs}` (each rank's RNG is in it)")
+    if (ckpt / "sharded").is_dir() and not trainer.sharded:
+        raise ConfigError(f"{ckpt}: saved with --fsdp (sharded model and optimizer); resume it with --fsdp")
     trainer.accelerator.load_state(str(ckpt / "accelerate"))
+    if trainer.sharded:
+        from trainers.core.fsdp import load_sharded
+
+        load_sharded(trainer.model, trainer.optimizer, ckpt / "sharded")
     state = torch.load(ckpt / "trainer.pt", weights_only=False)  # our own file
     trainer.rng.setstate(state["sampler_rng"])
     trainer.load_extra_state(state.get("extra", {}))

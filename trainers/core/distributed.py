@@ -6,7 +6,8 @@ batch is broadcast, and each rank forwards its share of the packs (balanced by t
 Gradients meet in DDP's all-reduce, so each rank scales its share of the batch loss by the
 number of processes (DDP averages). Mixed precision is accelerate's autocast over fp32 master
 weights. Checkpoints are ``Accelerator.save_state`` (model, optimizer, scheduler, every rank's RNG)
-plus the trainer's own step/version/history and the sampler's RNG.
+plus the trainer's own step/version/history and the sampler's RNG. With ``--fsdp`` the same
+launch shards the policy instead of replicating it (``trainers.core.fsdp``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ __all__ = ["balance_by_tokens", "broadcast", "leave_process_group", "make_accele
            "trackers"]
 
 
-_NO_FSDP = ("FSDP needs CUDA in accelerate (on a CPU-only box its plugin finds no device, or the processes come up "
-            "unjoined); on CPU launch DDP: `accelerate launch --multi_gpu --num_processes N`")
+_NO_FSDP = ("the tree trainers shard the policy themselves (torch's fully_shard, on CPU and GPU alike): drop accelerate's "
+            "--use_fsdp and set --fsdp, launched with `accelerate launch --multi_gpu --num_processes N` (or torchrun)")
 
 
 def mixed_precision(config: TreeGRPOConfig) -> str:
@@ -52,7 +53,7 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     from accelerate import Accelerator
     from accelerate.utils import DistributedDataParallelKwargs, InitProcessGroupKwargs, ProjectConfiguration
 
-    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true") and not torch.cuda.is_available():
+    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true"):
         raise ConfigError(_NO_FSDP)
     out = Path(config.output_dir)
     ddp = DistributedDataParallelKwargs(

@@ -99,6 +99,12 @@ class TreeTrainerBase:
 
             model = add_adapter(model, config)
         model.train()
+        self.sharded = bool(config.fsdp)
+        """--fsdp: the policy's parameters are sharded over the processes (``trainers.core.fsdp``)."""
+        if self.sharded:
+            from trainers.core.fsdp import shard_policy
+
+            model = shard_policy(model, bf16=bool(config.bf16))
         self.ref_model = None
         if config.beta != 0.0:
             self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device).eval()
@@ -109,7 +115,8 @@ class TreeTrainerBase:
             betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon, weight_decay=config.weight_decay,
         )
         self.scheduler = self._scheduler(optimizer)
-        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        # a sharded policy is not prepare-d: accelerate would wrap it in DDP on CPU (trainers.core.fsdp)
+        self.model, self.optimizer = (model, optimizer) if self.sharded else self.accelerator.prepare(model, optimizer)
         self.accelerator.register_for_checkpointing(self.scheduler)
         self.router_aux_coef = router_aux_coef(config.router_aux_loss_coef, model)
         """TRL's rule: the weight of a mixture-of-experts policy's load-balancing loss (0 for a dense policy)."""
@@ -119,6 +126,7 @@ class TreeTrainerBase:
         if self.routing_replays and config.branching:
             raise ConfigError("--branching with a mixture-of-experts policy: the routing split of a group's tree "
                               "(clawgym_env.tree.routing) would change the per-node values TreeRL credits; drop --branching")
+        self._gathered: PolicyWeights | None = None
         self.harness_adapters = dict(harness_adapters or {})
         """Harness name -> adapter instance, for harnesses not in the registry (or built with options)."""
         self.rollouts = TrainingRollouts(config, self.model_path, device=str(self.device), backend=backend, tasks=tasks,
@@ -130,6 +138,8 @@ class TreeTrainerBase:
         self.setup_models()
         if resume_from_checkpoint is not None:
             self.load_checkpoint(resume_from_checkpoint)
+        elif self.sharded:
+            self.sync_weights()  # gathers what the first rollout reads (at version 0 nothing is pushed)
 
     # -- pieces a subclass overrides ------------------------------------------------------------
 
@@ -171,7 +181,13 @@ class TreeTrainerBase:
         return self.accelerator.unwrap_model(self.model)
 
     def policy_weights(self) -> PolicyWeights:
-        """The policy as the weight sync reads it: plain Hugging Face names, a LoRA adapter merged in."""
+        """The policy as the weight sync reads it: plain Hugging Face names, a LoRA adapter merged in.
+
+        A sharded policy: the weights gathered at the last ``sync_weights`` (gathering is collective)."""
+        if self.sharded:
+            if self._gathered is None:
+                raise RuntimeError("a sharded policy's weights are read after sync_weights gathers them")
+            return self._gathered
         if self.config.use_peft:
             from trainers.core.lora import merged_weights
 
@@ -184,8 +200,16 @@ class TreeTrainerBase:
         return PolicyWeights(state_dict=self.policy.state_dict, save_pretrained=save)
 
     def sync_weights(self) -> None:
-        """Give the rollout side the policy's weights (``trainers.core.weight_sync``); later captures carry the version."""
-        self.rollouts.push(self.policy_weights(), self.policy_version)
+        """Give the rollout side the policy's weights (``trainers.core.weight_sync``); later captures carry the version.
+
+        Every process calls it: a sharded policy is first gathered (collectively); only the main process samples.
+        """
+        if self.sharded:
+            from trainers.core.fsdp import gather_policy
+
+            self._gathered = gather_policy(self.model, self.tokenizer, merge_lora=self.config.use_peft)
+        if self.accelerator.is_main_process:
+            self.rollouts.push(self.policy_weights(), self.policy_version)
 
     # -- one step -------------------------------------------------------------------------------
 
@@ -225,25 +249,25 @@ class TreeTrainerBase:
             metrics.update(policy_update(self, slots, rollouts))
             if metrics["optimizer_step"]:
                 self.policy_version += 1
-                if self.accelerator.is_main_process:  # only the main process samples
-                    t_sync = time.perf_counter()
-                    self.sync_weights()
-                    metrics["sync_s"] = time.perf_counter() - t_sync
+                t_sync = time.perf_counter()
+                self.sync_weights()
+                metrics["sync_s"] = time.perf_counter() - t_sync
         else:
             metrics.update(unreplayed_metrics(self, slots))
-            metrics.update(self._measure_mismatch(self.my_slots(slots)[0]))
+            metrics.update(self._measure_mismatch(*self.my_slots(slots)))
         metrics["policy_version"] = float(self.policy_version)
         metrics["train_s"] = time.perf_counter() - t0
         metrics["train_cpu_s"] = time.thread_time() - c0  # this thread's CPU: wall above it is waiting for a core or the GIL
         return metrics
 
-    def _measure_mismatch(self, slots: list[PackSlot]) -> dict[str, float]:
+    def _measure_mismatch(self, slots: list[PackSlot], own: int) -> dict[str, float]:
         with torch.no_grad():
-            return mismatch_metrics(self.accelerator, [(s, self.forward_logprobs(self.model, s.pack)) for s in slots])
+            pairs = [(s, self.forward_logprobs(self.model, s.pack)) for s in slots]
+        return mismatch_metrics(self.accelerator, pairs[:own])
 
-    def my_slots(self, slots: list[PackSlot]) -> tuple[list[PackSlot], bool]:
-        """This rank's share of the packs (``trainers.core.slots.rank_share``)."""
-        return rank_share(self.accelerator, slots)
+    def my_slots(self, slots: list[PackSlot]) -> tuple[list[PackSlot], int]:
+        """The packs this rank forwards, and how many are its own (``trainers.core.slots.rank_share``)."""
+        return rank_share(self.accelerator, slots, equal_counts=self.sharded)
 
 
     # -- loop, logging, checkpoints ---------------------------------------------------------------

@@ -35,8 +35,7 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
     for s in slots:
         counts.index_add_(0, s.pair_rollout, torch.ones_like(s.pair_rollout))
     num_rollouts = int((counts > 0).sum())
-    mine, stand_in = rank_share(acc, slots)
-    scale = 0.0 if stand_in else float(acc.num_processes)
+    mine, own = rank_share(acc, slots, equal_counts=trainer.sharded)
     agg: dict[str, float] = defaultdict(float)
     mism: dict[str, float] = {}
     stepped = False
@@ -44,6 +43,8 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
         for it in range(c.num_iterations):
             first: list[tuple[PackSlot, torch.Tensor]] = []
             for j, s in enumerate(mine):
+                stand_in = j >= own  # a zero-weight forward that keeps the ranks' collectives in step
+                scale = 0.0 if stand_in else float(acc.num_processes)
                 sync = contextlib.nullcontext() if j == len(mine) - 1 else acc.no_sync(trainer.model)
                 with sync:
                     lp = trainer.forward_logprobs(trainer.model, s.pack)

@@ -61,18 +61,20 @@ def build_slots(batch: RolloutBatch, pack_max_tokens: int, branching: bool) -> t
     return out, rollouts
 
 
-def rank_share(accelerator: Any, slots: list[PackSlot]) -> tuple[list[PackSlot], bool]:
-    """This rank's share of the packs (balanced by tokens), and whether it is a zero-weight stand-in.
+def rank_share(accelerator: Any, slots: list[PackSlot], equal_counts: bool = False) -> tuple[list[PackSlot], int]:
+    """The packs this rank forwards (its share, balanced by tokens) and how many of them are its own.
 
-    A rank with no pack of its own forwards the smallest pack with weight 0, so that every rank
-    takes part in each gradient all-reduce.
+    The rest are zero-weight stand-ins (the smallest pack): a rank with no pack of its own forwards
+    one, so every rank takes part in each gradient all-reduce; with ``equal_counts`` (a sharded
+    policy, whose every forward all-gathers parameters) every rank forwards as many packs as the
+    rank with the most.
     """
     if accelerator.num_processes == 1:
-        return slots, False
-    share = balance_by_tokens([len(s.pack) for s in slots], accelerator.num_processes)[accelerator.process_index]
-    if share:
-        return [slots[i] for i in share], False
-    return [min(slots, key=lambda s: len(s.pack))], True
+        return slots, len(slots)
+    shares = balance_by_tokens([len(s.pack) for s in slots], accelerator.num_processes)
+    mine = [slots[i] for i in shares[accelerator.process_index]]
+    forwards = max(len(s) for s in shares) if equal_counts else max(1, len(mine))
+    return mine + [min(slots, key=lambda s: len(s.pack))] * (forwards - len(mine)), len(mine)
 
 
 def mismatch_metrics(accelerator: Any, pairs: list[tuple[PackSlot, torch.Tensor]]) -> dict[str, float]:
