@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import PolicyBackend
     from clawgym_env.task import TaskSpec
 
-__all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "episode_reward", "group_staleness",
+__all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "collect_episodes", "episode_reward", "group_staleness",
            "harness_name", "make_group", "rollout_metrics", "sample_pairs", "StratifiedTasks", "TASK_SAMPLING", "tree_filters"]
 
 CrashedPolicy = Literal["mask", "penalize"]
@@ -230,6 +230,17 @@ def collect(
     wall_time_s: float | None = None,
 ) -> RolloutBatch:
     """One step's batch from ``backend`` in this process (the local executor, started and stopped here)."""
+    groups = collect_episodes(tasks, harnesses, weights, backend, pairs_per_step=pairs_per_step, num_generations=num_generations,
+                              rng=rng, sandbox=sandbox, sampling=sampling, concurrency=concurrency, wall_time_s=wall_time_s)
+    return build_batch(groups, filters=filters, policy_version=policy_version, skip_zero_variance=skip_zero_variance)
+
+
+def collect_episodes(
+    tasks: Sequence[TaskSpec], harnesses: Sequence[str | Harness], weights: Sequence[float], backend: PolicyBackend, *,
+    pairs_per_step: int, num_generations: int, rng: random.Random, sandbox: str = "bwrap",
+    sampling: dict[str, Any] | None = None, concurrency: int = 8, wall_time_s: float | None = None,
+) -> list[tuple[TaskSpec, str | Harness, list[EpisodeResult]]]:
+    """``collect``'s groups before they become trees: (task, harness, episodes) per group."""
     from clawgym_env._sync import LoopThread
     from trainers.rollout_stream import RolloutStream, local_executor
 
@@ -245,8 +256,7 @@ def collect(
         stream.close()
         loop.run(executor.stop())
         loop.close()
-    return build_batch([(*g.pair, g.episodes) for g in done], filters=filters, policy_version=policy_version,
-                       skip_zero_variance=skip_zero_variance)
+    return [(*g.pair, list(g.episodes)) for g in done]
 
 
 def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
