@@ -27,7 +27,9 @@ def test_tree_flex_step_equals_tree_sdpa_step(real_batch: Any, tmp_path: Path, a
     path = tiny_moe_model_path() if arch == "moe" else tiny_model_path()
     runs = {}
     for attn in ("tree_sdpa", "tree_flex"):
-        cfg = make_config(tmp_path / attn, model_init_kwargs={"attn_implementation": attn}, beta=0.04)
+        # adam_epsilon 1e-4, not 1e-8: Adam's first update is lr * g / (|g| + eps), so at 1e-8 a gradient entry of 1e-9
+        # whose sign float noise flips moves its weight by 2 * lr; the two attentions' gradients differ by ~1e-7
+        cfg = make_config(tmp_path / attn, model_init_kwargs={"attn_implementation": attn}, beta=0.04, adam_epsilon=1e-4)
         trainer = TreeGRPOTrainer(cfg, path)
         assert trainer.policy.config._attn_implementation == attn and trainer.mask_kind == ("block" if attn == "tree_flex" else "tree")
         metrics = trainer.train_step(copy.deepcopy(real_batch))
