@@ -200,3 +200,16 @@ def test_a_routing_that_does_not_fit_the_model_is_refused() -> None:
         replay.load(torch.zeros(5, 3, 2, dtype=torch.long), replay=True)
     with pytest.raises(ConfigError, match="names expert 9"):
         replay.load(torch.full((5, 2, 2), 9, dtype=torch.long), replay=True)
+
+
+def test_activation_checkpointing_recomputes_with_the_replayed_routing(moe_batch: Any, tmp_path: Path) -> None:
+    """The backward's recomputed forward must route as the forward did: a trainer whose routers differ from the
+    sampler's (so replay changes the routing) gets the same step with and without activation checkpointing."""
+    sampler_view = perturbed_router_model(tmp_path, 1e-3)  # the trainer starts from other routers than the sampler's
+    runs = []
+    for ckpt in (False, True):
+        trainer = TreeGRPOTrainer(make_config(tmp_path / str(ckpt), activation_checkpointing=ckpt), sampler_view)
+        runs.append(trainer.train_step(copy.deepcopy(moe_batch)))
+    assert runs[0]["routing/topk_disagree"] > 0  # replay does change the routing here
+    assert runs[0]["grad_norm"] == pytest.approx(runs[1]["grad_norm"], rel=1e-5)
+    assert runs[0]["loss"] == pytest.approx(runs[1]["loss"], rel=1e-5, abs=1e-7)
