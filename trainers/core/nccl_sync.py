@@ -26,10 +26,11 @@ __all__ = ["VLLMWorkers", "vllm_broadcast"]
 
 
 class VLLMWorkers:
-    """A ``BroadcastTarget``: the ``workers`` (tensor-parallel ranks) of one vLLM server."""
+    """A ``BroadcastTarget``: the workers (tensor-parallel ranks) of one vLLM server, counted by asking it."""
 
-    def __init__(self, backend: VLLMBackend, loop: LoopThread, workers: int = 1) -> None:
-        self.backend, self.loop, self.workers = backend, loop, workers
+    def __init__(self, backend: VLLMBackend, loop: LoopThread) -> None:
+        self.backend, self.loop = backend, loop
+        self.workers = loop.run(backend.weight_receivers())
 
     @property
     def receivers(self) -> int:
@@ -42,9 +43,9 @@ class VLLMWorkers:
         return self.loop.submit(self.backend.receive_weights(meta, version))
 
 
-def vllm_broadcast(backend: VLLMBackend, loop: LoopThread, device: torch.device, workers: int = 1) -> CollectiveBroadcast:
+def vllm_broadcast(backend: VLLMBackend, loop: LoopThread, device: torch.device) -> CollectiveBroadcast:
     """The broadcast sync to a vLLM server; the trainer must be on CUDA (NCCL to the server's GPU workers)."""
     if device.type != "cuda":
         raise ConfigError("--weight_sync broadcast to a vLLM server needs the trainer on a CUDA GPU (NCCL to its workers); "
                           "on CPU use --weight_sync auto (folder reload), or --rollout_process (gloo)")
-    return CollectiveBroadcast(VLLMWorkers(backend, loop, workers), device)
+    return CollectiveBroadcast(VLLMWorkers(backend, loop), device)

@@ -148,6 +148,15 @@ class VLLMBackend(PolicyBackend):
         """Make the server serve the checkpoint folder ``path`` (readable by the server); see the module doc."""
         await self._paused_update("clawgym_reload_weights", {"weights_path": str(Path(path).resolve())}, version)
 
+    async def weight_receivers(self) -> int:
+        """How many workers serve the model (tensor-parallel ranks): each joins the weight group."""
+        data = await self._dev("POST", "/collective_rpc", {"method": "clawgym_worker_rank", "args": [], "kwargs": {}})
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list) or not results:
+            raise PolicyBackendError(f"{self.base_url}: /collective_rpc clawgym_worker_rank answered {data!r}; start the "
+                                     "server with launch_vllm_server (its worker extension)")
+        return len(results)
+
     async def join_weight_group(self, host: str, port: int, world_size: int, backend: str) -> None:
         """The server's workers join the trainer's weight group as ranks 1.. (``--weight_sync broadcast``)."""
         kwargs = {"host": host, "port": port, "world_size": world_size, "backend": backend}

@@ -22,6 +22,12 @@ class WeightSync:
         self.reload_weights(weights_path=weights_path)
         return _rebuild_packed(self)
 
+    def clawgym_worker_rank(self: Any) -> int:
+        """This worker's rank in the server (one answer per worker: their count is the weight group's receivers)."""
+        from vllm.distributed.parallel_state import get_world_group
+
+        return int(get_world_group().rank)
+
     def clawgym_join_weight_group(self: Any, host: str, port: int, world_size: int, backend: str) -> int:
         """Join the trainer's weight group (``--weight_sync broadcast``) as rank 1 + this worker's rank; return it."""
         from clawgym_weight_group import open_group
