@@ -42,12 +42,28 @@ _NUMBER_RE = re.compile(
 )
 
 
+_MAX_NUMBER_CHARS = 200
+"""Longer than this, a text is not one number (``parse_number``)."""
+
+
+def _bounded(text: str) -> str:
+    """NFKC ``text`` with each whitespace run made one space: the number pattern's adjacent ``\\s*`` cost
+    cubic time in the length of a run (an answer of a digit, 2,000 spaces and a letter held a host for a minute)."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
 def extract_tagged(text: str, tag: str | None) -> str | None:
     """The content of the last ``<tag>...</tag>`` in ``text`` (None if absent); the whole text if tag is None."""
     if tag is None:
         return text.strip()
-    hits = re.findall(rf"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", text, flags=re.DOTALL | re.IGNORECASE)
-    return hits[-1].strip() if hits else None
+    # the pairs findall(<tag>(.*?)</tag>) would give, found in one pass (that regex rescans to the end
+    # from every unclosed <tag>: quadratic in an agent's answer)
+    opening = re.compile(rf"<{re.escape(tag)}>", re.IGNORECASE)
+    closing = re.compile(rf"</{re.escape(tag)}>", re.IGNORECASE)
+    last, pos = None, 0
+    while (o := opening.search(text, pos)) and (c := closing.search(text, o.end())):
+        last, pos = text[o.end() : c.start()], c.end()
+    return last.strip() if last is not None else None
 
 
 def normalize_text(text: str) -> str:
@@ -75,7 +91,9 @@ def parse_number(text: str) -> tuple[float, bool] | None:
     "1.5 million" -> (1.5e6, False); "$1,234" -> (1234.0, False); "12%" -> (12.0, True);
     "(300)" -> (-300.0, False).
     """
-    s = unicodedata.normalize("NFKC", text).strip().rstrip(".").strip()
+    s = _bounded(text).rstrip(".").strip()
+    if len(s) > _MAX_NUMBER_CHARS:
+        return None
     s = re.sub(r"^(?:approximately|approx\.?|about|around|~|≈)\s*", "", s, flags=re.IGNORECASE)
     s = re.sub(r"\s*(?:usd|dollars?|eur|euros?)$", "", s, flags=re.IGNORECASE)
     s = re.sub(r"^(?:usd|eur)\s*", "", s, flags=re.IGNORECASE)
@@ -92,7 +110,7 @@ def parse_number(text: str) -> tuple[float, bool] | None:
 def numbers_in(text: str) -> list[tuple[float, bool]]:
     """Every number in free text, in order (same reading as parse_number)."""
     out = []
-    for m in _NUMBER_RE.finditer(unicodedata.normalize("NFKC", text)):
+    for m in _NUMBER_RE.finditer(_bounded(text)):
         try:
             value, pct = _value(m)
         except (ValueError, OverflowError):

@@ -1,0 +1,88 @@
+"""Host-side parsers of agent output take time linear in its size.
+
+The host process grades every attempt of a run on one event loop: a parser that is quadratic or
+worse in what an agent wrote (a final answer, an answer file, a request body its code sends to
+the proxy) stops every other attempt with it, and no timeout can fire while it runs. Each parser
+below is fed input built to make the patterns it used to run backtrack, at a size ``n`` and at
+``16 n`` (``n`` some 10-40 kB: past the caches a linear scan still grows up to ~3x
+faster than its input): linear work grows about 16x, quadratic 256x, so the bound of 64x holds on a
+loaded box and still fails for anything super-linear. Each function was found super-linear in these inputs
+(``parse_number``: a minute for one answer of a digit, 2,000 spaces and a letter).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from clawgym_env.proxy._json_body import load_body
+from clawgym_env.proxy.session import CallFailed
+from clawgym_env.task.answer import extract_tagged, match_answer, numbers_in, parse_number
+
+FACTOR = 16
+BOUND = 64
+"""Growth allowed from n to FACTOR * n: linear is FACTOR, quadratic FACTOR ** 2."""
+
+
+def _batch(fn: Callable[[], Any], reps: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return time.perf_counter() - t0
+
+
+def growth(parse: Callable[[Any], Any], make: Callable[[int], Any], n: int, rounds: int = 3) -> float:
+    """How much longer ``parse`` takes on ``make(FACTOR * n)`` than on ``make(n)``: the best of
+    ``rounds`` batches each, taken in turn (the box is shared: load only ever adds time)."""
+    small, large = make(n), make(FACTOR * n)
+    reps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 0.02:
+        parse(small)
+        reps += 1
+    best_small = best_large = float("inf")
+    for _ in range(rounds):
+        best_small = min(best_small, _batch(lambda: parse(small), reps))
+        best_large = min(best_large, _batch(lambda: parse(large), reps))
+    return best_large / best_small
+
+
+def _refused(raw: bytes) -> None:
+    with pytest.raises(CallFailed):
+        load_body(raw)
+
+
+CASES = {
+    # extract_tagged: many unclosed tags (findall rescanned the rest of the text from each)
+    "extract_tagged, unclosed tags": (lambda s: extract_tagged(s, "answer"), lambda n: "<answer>" * n, 4_000),
+    "extract_tagged, pairs": (lambda s: extract_tagged(s, "answer"), lambda n: "<answer>1</answer> " * n, 2_000),
+    # the number pattern's adjacent \s* around a whitespace run that ends in no number
+    "parse_number, inner spaces": (parse_number, lambda n: "1" + " " * n + "x", 32_000),
+    "parse_number, unit suffix": (parse_number, lambda n: "1" + " " * n + "usdx", 32_000),
+    "numbers_in, spaces": (numbers_in, lambda n: " " * n, 32_000),
+    "numbers_in, mixed": (numbers_in, lambda n: "( $ 1 , 2 %  million ) " * n, 1_500),
+    "match_answer, numeric": (lambda s: match_answer(s, "1.47 billion"), lambda n: "1" + "\n\t " * n + "x", 12_000),
+    "match_answer, text": (lambda s: match_answer(s, "Norrvik"), lambda n: "a " * n, 16_000),
+    # the proxy's JSON string pattern behind a body that nests deep and fails to parse
+    "proxy body, unclosed string": (_refused, lambda n: b"[" * 300 + b'"' + b'\\"' * n, 16_000),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", list(CASES))
+def test_parser_time_grows_linearly(name: str) -> None:
+    parse, make, n = CASES[name]
+    ratio = growth(parse, make, n)
+    assert ratio < BOUND, f"{name}: {FACTOR}x the input took {ratio:.0f}x the time (super-linear)"
+
+
+def test_answers_keep_their_meaning_once_bounded() -> None:
+    """What the bounds must not change: whitespace runs, tags in any case, the last pair wins."""
+    assert parse_number("  1.5 \n\t million ") == (1.5e6, False)
+    assert parse_number("1" + " " * 5000 + "x") is None
+    assert numbers_in("a   1,200 \n\n %  and ( 3 )") == [(1200.0, True), (-3.0, False)]
+    assert extract_tagged("<ANSWER> a </answer> <answer>b</Answer> <answer>c", "answer") == "b"
+    assert extract_tagged("<answer>" * 50_000, "answer") is None
+    assert match_answer("The total  was\n\n 1,470 million", "1.47 billion")
