@@ -1,6 +1,6 @@
 """Claude Code (``@anthropic-ai/claude-code``), unmodified, run headless against the proxy.
 
-Measured (DESIGN.md): a native binary (~384 MB, shipped in the npm package's bin/claude.exe);
+Measured (docs/design.md, "Harnesses, measured"): a native binary (~384 MB, shipped in the npm package's bin/claude.exe);
 it only calls ``POST /v1/messages?beta=true`` with streaming; as root it refuses
 ``--dangerously-skip-permissions`` unless ``IS_SANDBOX=1``. Its own transcript is the
 ``stream-json`` stdout, which the episode runner keeps next to the capture.

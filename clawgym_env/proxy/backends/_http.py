@@ -1,6 +1,6 @@
 """The JSON-over-HTTP client that remote backends (vLLM, API passthrough) share.
 
-aiohttp, not httpx: measured here (DESIGN.md), an aiohttp client costs ~0.6 ms of CPU per call
+aiohttp, not httpx: measured (docs/design.md), an aiohttp client costs ~0.6 ms of CPU per call
 against ~4.3 ms for httpx, and httpx's p99 reached 1.6 s at 64 concurrent streams. A session is
 bound to the event loop that created it, so one is kept per loop.
 
