@@ -23,6 +23,7 @@ Layout and fields (paths are relative to the task folder and may not leave it)::
         - {kind: script, file: hidden/reward.sh}              # last stdout line: a float in [0, 1]
         - {kind: rubric, items: [{criterion, weight, options}], files: [output/report.md]}  # LLM judge
         - {kind: answer, expected: "1.5 million", tolerance: 0.05, tag: answer, source: final_message}
+        - {kind: answer, expected: "2,602", tolerance: 0, tag: FINAL_ANSWER, rule: officeqa}  # OfficeQA's scorer
       limits: {wall_time_s: 600, model_calls: 40, memory_mb: 4096}
       solution: solution/solve.sh   # bash in the sandbox, cwd = workspace, params in $CLAWGYM_PARAM_<NAME>;
                                     # or solution/final_message.txt
@@ -162,6 +163,9 @@ class AnswerVerifier(_VerifierBase):
     tolerance: float = Field(0.05, ge=0, description="Relative tolerance for numeric answers.")
     tag: str | None = Field("answer", description="Answer tag (<answer>...</answer>); null: the whole text.")
     source: str = Field("final_message", description='"final_message" or "file:<workspace path>".')
+    rule: Literal["clawgym", "officeqa"] = Field(
+        "clawgym", description="clawgym: numbers within tolerance, else normalised text. officeqa: OfficeQA's "
+        "official rule (a direct answer; the whole text when the tag is absent; tolerance at most 1).")
 
     @field_validator("expected", mode="before")
     @classmethod
@@ -191,6 +195,13 @@ class AnswerVerifier(_VerifierBase):
         return value
 
     _check_tol = field_validator("tolerance")(_finite)
+
+    @model_validator(mode="after")
+    def _officeqa_tolerance(self) -> AnswerVerifier:
+        if self.rule == "officeqa" and self.tolerance > 1:
+            raise ValueError(f"tolerance {self.tolerance} is above 1; the officeqa rule takes a relative tolerance "
+                             "in [0, 1] (its published levels: 0, 0.001, 0.01, 0.05)")
+        return self
 
 
 VerifierSpec = Annotated[

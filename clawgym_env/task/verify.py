@@ -27,6 +27,7 @@ from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.sandbox.base import Sandbox, Spawned
 from clawgym_env.task.answer import extract_tagged, match_answer
 from clawgym_env.task.judge import ask_judge, build_judge_messages
+from clawgym_env.task.officeqa_scoring import final_answer, officeqa_verdict
 from clawgym_env.task.spec import (
     AnswerVerifier,
     CodeVerifier,
@@ -326,6 +327,16 @@ async def _run_rubric(
     return _Outcome(score, subs, info)
 
 
+def _officeqa_outcome(v: AnswerVerifier, text: str) -> _Outcome:
+    """OfficeQA's official rule: the last tagged answer (else the whole text), a direct answer, matched."""
+    verdicts = [officeqa_verdict(e, text, v.tolerance, v.tag) for e in v.expected]
+    ok = any(passed for passed, _ in verdicts)
+    info: dict[str, Any] = {"extracted": final_answer(text, v.tag)[:1000], "expected": v.expected, "rule": "officeqa"}
+    if not ok:
+        info["why"] = verdicts[0][1]
+    return _Outcome(1.0 if ok else 0.0, {"match": 1.0 if ok else 0.0}, info)
+
+
 async def _run_answer(v: AnswerVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any]) -> _Outcome:
     if v.source == "final_message":
         text: str | None = str(transcript.get("final_message") or "")
@@ -333,6 +344,8 @@ async def _run_answer(v: AnswerVerifier, spec: TaskSpec, sandbox: Sandbox, trans
         text = await _read_inside(sandbox, v.source[len("file:") :], 100_000)
     if text is None:
         return _Outcome(0.0, {"match": 0.0}, {"error": f"{v.source} does not exist", "extracted": None})
+    if v.rule == "officeqa":
+        return _officeqa_outcome(v, text)
     found = extract_tagged(text, v.tag)
     if found is None and v.source != "final_message":
         found = text.strip()  # an answer file may hold the bare answer
