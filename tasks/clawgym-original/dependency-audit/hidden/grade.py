@@ -23,7 +23,8 @@ def grade(transcript, workspace_path):
         ids = {r[2] for r in body if len(r) == 4}
         if {e[2] for e in EXPECTED} <= ids:
             scores["all_vulnerabilities_found"] = 1.0
-        if ids and not ids & FALSE_FRIENDS and len(body) == len(ids):
+        # precision counts on full recall: any invented or single sure id has no false positive
+        if scores["all_vulnerabilities_found"] and ids <= {e[2] for e in EXPECTED} and len(body) == len(ids):
             scores["no_false_positives"] = 1.0
         if body == EXPECTED:
             scores["rows_exact"] = 1.0

@@ -19,14 +19,17 @@ def grade(transcript, workspace_path):
         names = {p.stem for p in folder.glob("*.txt") if p.is_file()}
     except Exception:
         return scores
-    if names == set(EXPECTED):
-        scores["right_invoices"] = 1.0
     texts = {}
     for inv in EXPECTED:
         try:
             texts[inv] = (folder / f"{inv}.txt").read_text(encoding="utf-8")
         except Exception:
             pass
+    # the right file names count once each file is a reminder to the right address (an empty file reminds no one)
+    addressed = all((texts.get(inv, "").strip().splitlines() or [""])[0].strip() == f"To: {v[0]}"
+                    for inv, v in EXPECTED.items())
+    if names == set(EXPECTED) and addressed:
+        scores["right_invoices"] = 1.0
     if len(texts) == len(EXPECTED):
         ok_head = ok_fill = True
         for inv, (email, client, amount, days, _, subject) in EXPECTED.items():

@@ -24,11 +24,12 @@ def grade(transcript, workspace_path):
     try:
         with open(ws / "output" / "actions.csv", newline="", encoding="utf-8") as f:
             rows = [r for r in csv.reader(f) if r]
-        if rows and [h.strip() for h in rows[0]] == ["owner", "task", "due", "meeting"]:
-            scores["header"] = 1.0
         body = [_norm(r) for r in rows[1:]]
         if len(body) == len(EXPECTED) and {r[2] + r[0] for r in body if len(r) == 4} == {e[2] + e[0] for e in EXPECTED}:
             scores["all_items_found"] = 1.0
+            # the header is given in the instruction: it counts once the rows under it are the right items
+            if [h.strip() for h in rows[0]] == ["owner", "task", "due", "meeting"]:
+                scores["header"] = 1.0
         if sorted(body) == sorted(EXPECTED):
             scores["fields_exact"] = 1.0
             if body == EXPECTED:

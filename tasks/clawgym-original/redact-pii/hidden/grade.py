@@ -21,6 +21,16 @@ def _texts(ws):
     return out
 
 
+def _in_place(texts, tag):
+    """Every expected line holding ``tag`` is in its file as expected: the tag replaced that value and nothing
+    around it changed (a file of placeholders alone redacts nothing, it deletes the ticket)."""
+    for name in FILES:
+        got = {ln.rstrip() for ln in texts[name].splitlines()}
+        if any(tag in ln and ln.rstrip() not in got for ln in EXPECTED[name].splitlines()):
+            return False
+    return True
+
+
 def grade(transcript, workspace_path):
     scores = {"emails_redacted": 0.0, "phones_redacted": 0.0, "cards_redacted": 0.0,
               "other_text_kept": 0.0, "counts": 0.0}
@@ -28,17 +38,17 @@ def grade(transcript, workspace_path):
     if texts is None:
         return scores
     blob = "\n".join(texts.values())
-    if not any(e in blob for e in EMAILS) and blob.count("[EMAIL]") == 3:
-        scores["emails_redacted"] = 1.0
-    if not any(p in blob for p in PHONES) and blob.count("[PHONE]") == 3:
-        scores["phones_redacted"] = 1.0
-    if not any(c in blob for c in CARDS) and blob.count("[CARD]") == 3:
-        scores["cards_redacted"] = 1.0
+    for key, tag, originals in (("emails_redacted", "[EMAIL]", EMAILS), ("phones_redacted", "[PHONE]", PHONES),
+                                ("cards_redacted", "[CARD]", CARDS)):
+        if not any(v in blob for v in originals) and blob.count(tag) == 3 and _in_place(texts, tag):
+            scores[key] = 1.0
     if all(texts[n].rstrip() == EXPECTED[n].rstrip() for n in FILES):
         scores["other_text_kept"] = 1.0
     try:
         counts = json.loads((Path(workspace_path) / "output" / "redaction_counts.json").read_text(encoding="utf-8"))
-        if {k: int(v) for k, v in counts.items()} == {"EMAIL": 3, "PHONE": 3, "CARD": 3}:
+        # the counts of replacements that were not made right are a guess, not a count
+        made = scores["emails_redacted"] and scores["phones_redacted"] and scores["cards_redacted"]
+        if made and {k: int(v) for k, v in counts.items()} == {"EMAIL": 3, "PHONE": 3, "CARD": 3}:
             scores["counts"] = 1.0
     except Exception:
         pass

@@ -22,6 +22,12 @@ def _sections(text):
     return {k: "\n".join(v) for k, v in out.items()}
 
 
+def _has_number(text, value):
+    """``value`` written in ``text`` as a whole number (58700, 58,700, +58 700, 58.700)."""
+    digits = re.sub(r"(?<=\d)[,. \u202f](?=\d{3}\b)", "", text)
+    return re.search(rf"(?<![\d.]){value}(?![\d]|\.\d)", digits) is not None
+
+
 def grade(transcript, workspace_path):
     out = Path(workspace_path) / "output"
     scores = {"department_variances": 0.0, "total_variance": 0.0, "report_sections": 0.0,
@@ -46,11 +52,14 @@ def grade(transcript, workspace_path):
     if all(s in sec for s in SECTIONS):
         scores["report_sections"] = 1.0
     top = sec.get("Top overruns", "")
-    pos = [top.find(name) for name in TOP]
-    if all(p >= 0 for p in pos) and pos == sorted(pos):
+    # the first three departments named are the top three, in order: every name listed in some order is not a pick
+    named = sorted((m.start(), name) for name in VAR for m in re.finditer(re.escape(name), top))
+    firsts = list(dict.fromkeys(name for _, name in named))
+    if firsts[:3] == TOP:
         scores["top_overruns_ordered"] = 1.0
-    table = sec.get("Variance by department", "")
-    if all(name in table for name in VAR) and table.count("|") >= 8 * 3:
+    rows = [ln for ln in sec.get("Variance by department", "").splitlines() if ln.strip().startswith("|")]
+    # a table of names without their figures is structure: each department's row must give its variance
+    if all(any(name in r and _has_number(r, abs(eur)) for r in rows) for name, (eur, _) in VAR.items()):
         scores["department_table"] = 1.0
     # the headings alone are free: they count once the sections hold the right table and overruns
     if not (scores["department_table"] and scores["top_overruns_ordered"]):

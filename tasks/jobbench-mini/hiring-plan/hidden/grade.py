@@ -56,7 +56,10 @@ def grade(transcript, workspace_path):
         text = (Path(workspace_path) / "output" / "hiring_plan.md").read_text(encoding="utf-8")
         heads = re.findall(r"^##\s+(.+?)\s*$", text, flags=re.M)
         budget = text.split("## Budget", 1)[1] if "## Budget" in text else ""
-        if all(s in heads for s in SECTIONS) and any(abs(n - cost) <= 1000 for n in _numbers(budget)):
+        # one stated total, for a plan that closes the gaps: a list of candidate totals around it is a hedge
+        near = [n for n in _numbers(budget) if n != BUDGET and abs(n - cost) <= 0.25 * cost]
+        if scores["gaps_closed"] and all(s in heads for s in SECTIONS) and near \
+                and all(abs(n - cost) <= 1000 for n in near):
             scores["report_states_cost"] = 1.0
     except Exception:
         pass

@@ -4,6 +4,9 @@ import re
 from pathlib import Path
 
 SECTIONS = ["Summary", "Impact", "Timeline", "Root cause", "Action items"]
+LOG_TIMES = {"13:58", "14:07", "14:09", "14:15", "14:21", "14:26", "14:31", "14:38", "14:44", "14:49", "14:52", "15:10"}
+KEY_TIMES = {"13:58", "14:07", "14:52"}  # the deploy, the alert, the resolution
+PEOPLE = {"amelia", "jun"}
 
 
 def _sections(text):
@@ -37,10 +40,14 @@ def grade(transcript, workspace_path):
     if re.search(r"\b45\s*(minutes|min)\b", impact) and re.search(r"3[,.\s]?510\b", impact):
         scores["impact_stated"] = 1.0
     bullets = [ln.strip() for ln in sec.get("Timeline", []) if re.match(r"^\s*[-*]\s", ln)]
-    if len(bullets) >= 6 and all(re.match(r"^[-*]\s+\**\d{2}:\d{2}", b) for b in bullets):
+    times = [m.group(1) if (m := re.match(r"^[-*]\s+\**(\d{2}:\d{2})", b)) else None for b in bullets]
+    # times in the right format are not a timeline: each must be an event's time in the log, the key ones present
+    if len(bullets) >= 6 and all(t in LOG_TIMES for t in times) and KEY_TIMES <= set(times):
         scores["timeline"] = 1.0
     actions = [ln.strip() for ln in sec.get("Action items", []) if re.match(r"^\s*(?:[-*]|\d+\.)\s", ln)]
-    if len(actions) >= 3 and all(re.search(r"\(owner:\s*[^)]+\)\.?\s*$", a) for a in actions):
+    owners = [m.group(1).strip().lower() if (m := re.search(r"\(owner:\s*([^)]+)\)\.?\s*$", a)) else None
+              for a in actions]
+    if len(actions) >= 3 and all(o in PEOPLE for o in owners):
         scores["action_items"] = 1.0
     if not scores["impact_stated"]:
         scores["sections"] = 0.0  # the headings alone are free: they count once the impact in them is right

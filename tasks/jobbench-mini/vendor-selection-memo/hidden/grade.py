@@ -27,9 +27,10 @@ def grade(transcript, workspace_path):
     sec = _sections(text)
     if all(s in sec for s in SECTIONS):
         scores["sections"] = 1.0
-    rec = sec.get("Recommendation", "")
-    named = re.findall(r"Tallis|Kestrel|Lumen|Orbis", rec)
-    if named and named[0] == "Tallis":
+    rec = sec.get("Recommendation", "").strip()
+    # exactly one vendor: the section's first sentence names Tallis and no other (every vendor listed is a hedge)
+    first = re.split(r"(?<=[.!?])\s|\n\s*\n", rec, maxsplit=1)[0] if rec else ""
+    if set(re.findall(r"Tallis|Kestrel|Lumen|Orbis", first)) == {"Tallis"}:
         scores["recommends_tallis"] = 1.0
     if re.search(r"221[,.\s]?700|221\.7\s*k", text):
         scores["first_year_cost"] = 1.0
