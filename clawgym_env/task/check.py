@@ -5,7 +5,9 @@ the solution (or nothing) run as the agent, then ``verify``. A do-nothing score 
 unless the task declares it (``metadata.expected_noop_score``), so partial credit for nothing
 is visible, never hidden. With strategies (``--adversarial``), every gaming attempt they propose
 is played the same way (its files written by the agent inside the sandbox) and the best score
-any reaches must stay within ``metadata.max_exploit_score``.
+any reaches must stay within ``metadata.max_exploit_score``. The attempts aim where the grader
+looks: the files and folders the reference solution creates or changes (listed in its sandbox
+right after it ran), besides the paths the instruction names.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from clawgym_env.errors import ClawGymError, ConfigError
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.sandbox.base import Mount, Sandbox, SandboxConfig
 from clawgym_env.task.adversarial import Attempt, Strategy, TaskView
+from clawgym_env.task.adversarial.reference import (
+    ReferenceOutput,
+    reference_outputs,
+    snapshot,
+)
 from clawgym_env.task.spec import RubricVerifier, TaskSpec
 from clawgym_env.task.suite import Suite
 from clawgym_env.task.verify import VerifyResult, make_transcript, params_env, verify
@@ -106,19 +113,22 @@ Act = Callable[[Sandbox], Awaitable[str]]
 
 
 async def _episode(spec: TaskSpec, backend: str, judge: PolicyBackend | None, final: str, act: Act | None,
-                   gate: asyncio.Semaphore | None, solution: Path | None = None) -> VerifyResult | str:
-    """One graded episode: fresh sandbox, the agent's act, then the one ``verify`` path real episodes use."""
+                   gate: asyncio.Semaphore | None, solution: Path | None = None,
+                   *, graded: bool = True) -> VerifyResult | str:
+    """One graded episode: fresh sandbox, the agent's act, then the one ``verify`` path real episodes use
+    (``graded=False``: the act alone; returns "" when it succeeded)."""
     from clawgym_env.sandbox import create_sandbox
 
     async with _slot(gate), create_sandbox(backend, _config(spec, solution)) as sb:
         failure = await act(sb) if act is not None else ""
-        if failure:
+        if failure or not graded:
             return failure
         messages = [{"role": "user", "content": spec.instruction}, {"role": "assistant", "content": final}]
         return await verify(spec, sb, make_transcript(spec, final, messages), judge=judge)
 
 
-def _solve(spec: TaskSpec) -> Act:
+def _solve(spec: TaskSpec, found: list[ReferenceOutput] | None = None) -> Act:
+    """Run the reference solution as the agent; with ``found``, record there what it created or changed."""
     assert spec.solution_path is not None
     sol = spec.solution_path
 
@@ -131,6 +141,8 @@ def _solve(spec: TaskSpec) -> Act:
             why = "timed out" if res.timed_out else f"exited {res.return_code}"
             tail = (res.stderr or res.stdout).strip()[-500:]
             return f"solution {sol.name} {why}: {tail}"
+        if found is not None:
+            found.extend(reference_outputs(spec, await snapshot(sb, spec)))
         return ""
 
     return act
@@ -153,12 +165,17 @@ def _write(spec: TaskSpec, attempt: Attempt) -> Act:
 
 
 async def _run_solution(spec: TaskSpec, backend: str, judge: PolicyBackend | None,
-                        gate: asyncio.Semaphore | None = None) -> tuple[float, str]:
+                        gate: asyncio.Semaphore | None = None, found: list[ReferenceOutput] | None = None,
+                        *, graded: bool = True) -> tuple[float, str]:
+    """Score the reference solution (``graded=False``: only run it, to fill ``found``)."""
     assert spec.solution_path is not None
     sol = spec.solution_path
     message_file = sol if sol.name == "final_message.txt" else sol.parent / "final_message.txt"
     final = message_file.read_text(encoding="utf-8") if message_file.is_file() else ""
-    result = await _episode(spec, backend, judge, final, _solve(spec), gate, sol.parent if sol.suffix == ".sh" else None)
+    result = await _episode(spec, backend, judge, final, _solve(spec, found), gate,
+                            sol.parent if sol.suffix == ".sh" else None, graded=graded)
+    if not graded:
+        return 0.0, str(result)
     if isinstance(result, str):
         return 0.0, result
     note = "" if result.score >= _FULL else f"solution scored {result.score:.3f}: {_summary(result)}"
@@ -177,8 +194,9 @@ async def _run_attempt(spec: TaskSpec, backend: str, judge: PolicyBackend | None
     return await _episode(spec, backend, judge, attempt.final_message, _write(spec, attempt), gate)
 
 
-def _attempts(spec: TaskSpec, strategies: Iterable[Strategy], judge: PolicyBackend | None) -> list[Attempt]:
-    view = TaskView(spec)
+def _attempts(spec: TaskSpec, strategies: Iterable[Strategy], judge: PolicyBackend | None,
+              reference: tuple[ReferenceOutput, ...] = ()) -> list[Attempt]:
+    view = TaskView(spec, reference)
     exempt = spec.exploit_exempt
     out: dict[str, Attempt] = {}
     for strategy in strategies:
@@ -192,9 +210,9 @@ def _attempts(spec: TaskSpec, strategies: Iterable[Strategy], judge: PolicyBacke
 
 async def _check_exploits(out: CheckResult, spec: TaskSpec, backend: str, judge: PolicyBackend | None,
                           strategies: list[Strategy], gate: asyncio.Semaphore | None,
-                          pass_threshold: float | None) -> None:
+                          pass_threshold: float | None, reference: tuple[ReferenceOutput, ...] = ()) -> None:
     out.max_exploit = spec.max_exploit_score
-    attempts = _attempts(spec, strategies, judge)
+    attempts = _attempts(spec, strategies, judge, reference)
     results = await asyncio.gather(*(_run_attempt(spec, backend, judge, a, gate) for a in attempts),
                                    return_exceptions=True)
     details: dict[str, VerifyResult] = {}
@@ -248,12 +266,16 @@ async def check_task(
     t0 = time.monotonic()
     out = CheckResult(task_id=spec.full_id, expected_noop=spec.expected_noop_score)
     needs_judge = any(isinstance(v, RubricVerifier) for v in spec.verifiers) and judge is None
+    found: list[ReferenceOutput] | None = [] if strategies is not None else None
     if spec.solution_path is not None and needs_judge:
         out.solution_status = "skipped"
         out.problems.append("solution not checked: the rubric verifier needs a judge (--judge)")
+        if found is not None:  # still run it: its outputs are where the gaming attempts aim
+            with contextlib.suppress(ClawGymError):
+                await _run_solution(spec, backend, judge, gate, found, graded=False)
     elif spec.solution_path is not None:
         try:
-            out.solution_score, note = await _run_solution(spec, backend, judge, gate)
+            out.solution_score, note = await _run_solution(spec, backend, judge, gate, found)
             out.solution_status = "pass" if out.solution_score >= _FULL else "fail"
             if note:
                 out.problems.append(note)
@@ -283,7 +305,7 @@ async def check_task(
     if strategies is not None:
         if out.noop_score is not None:
             out.attempts["do-nothing"] = round(out.noop_score, 3)
-        await _check_exploits(out, spec, backend, judge, strategies, gate, pass_threshold)
+        await _check_exploits(out, spec, backend, judge, strategies, gate, pass_threshold, tuple(found or ()))
     out.duration_s = time.monotonic() - t0
     return out
 

@@ -8,6 +8,7 @@ verify path and fails a task where any scores above ``metadata.max_exploit_score
 from __future__ import annotations
 
 from clawgym_env.task.adversarial.base import Attempt, Strategy, TaskView
+from clawgym_env.task.adversarial.reference import ReferenceOutput
 from clawgym_env.task.adversarial.registry import (
     BUILTIN,
     ENTRY_POINT_GROUP,
@@ -20,6 +21,7 @@ __all__ = [
     "BUILTIN",
     "ENTRY_POINT_GROUP",
     "Attempt",
+    "ReferenceOutput",
     "Strategy",
     "TaskView",
     "default_strategies",

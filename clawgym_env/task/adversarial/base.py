@@ -1,7 +1,8 @@
 """What a gaming strategy sees of a task and what it hands back.
 
 A strategy acts as a cheap policy would: it reads the instruction and the starting workspace
-(never the hidden files or the solution) and proposes final workspaces (files to write) and
+(never the hidden files, nor what the reference solution says: only where it writes and the
+substance-free shapes of what it writes) and proposes final workspaces (files to write) and
 final messages. ``clawgym tasks check --adversarial`` plays each proposal through the same
 sandbox and ``verify`` path as a real episode.
 """
@@ -16,12 +17,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
+from clawgym_env.task.adversarial.paths import Mentions, find_mentions
+from clawgym_env.task.adversarial.reference import ReferenceOutput
 from clawgym_env.task.spec import RubricVerifier, TaskSpec
 
 __all__ = ["Attempt", "Strategy", "TaskView"]
 
-_PATH_RE = re.compile(r"(?<![\w/.~$-])((?:[\w.-]+/)*[\w-]*\w\.[A-Za-z][A-Za-z0-9]{0,5})(?![\w/])")
-_NOT_FILES = {"e.g", "i.e", "etc", "vs", "a.m", "p.m"}
+_FILE_RE = re.compile(r"(?:[\w.-]+/)*[\w-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}")
 _NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 _ID_RE = re.compile(r"\b[A-Za-z]{1,6}[-_]?\d{1,6}\b")
 _MAX_FILE = 64_000
@@ -41,9 +43,11 @@ class Attempt:
 
 @dataclass(frozen=True)
 class TaskView:
-    """The task as an agent sees it: the instruction and the starting workspace's text files."""
+    """The task as an agent sees it (the instruction and the starting workspace's text files), plus the
+    paths and substance-free shapes of what the reference solution writes (``tasks check`` fills it)."""
 
     spec: TaskSpec
+    reference: tuple[ReferenceOutput, ...] = ()
 
     @cached_property
     def inputs(self) -> dict[str, str]:
@@ -65,30 +69,69 @@ class TaskView:
         return out
 
     @cached_property
+    def _existing(self) -> tuple[set[str], set[str]]:
+        root = self.spec.workspace_dir
+        if root is None or not root.is_dir():
+            return set(), set()
+        paths = list(root.rglob("*"))
+        return ({p.relative_to(root).as_posix() for p in paths if not p.is_dir()},
+                {p.relative_to(root).as_posix() for p in paths if p.is_dir()})
+
+    @cached_property
+    def mentions(self) -> Mentions:
+        """Files, folders and name patterns the instruction names (``paths.find_mentions``)."""
+        files, dirs = self._existing
+        return find_mentions(self.spec.instruction, self.spec.workspace_mount, files, dirs)
+
+    @cached_property
     def mentioned(self) -> list[str]:
-        """File paths the instruction names (relative, with an extension), in order of first mention."""
-        seen: list[str] = []
-        for m in _PATH_RE.finditer(self.spec.instruction):
-            path = m.group(1).strip(".").removeprefix("./")
-            if path.lower() in _NOT_FILES or re.fullmatch(r"[\d.]+", path) or path in seen:
-                continue
-            if path.startswith(self.spec.workspace_mount.strip("/") + "/"):
-                path = path[len(self.spec.workspace_mount.strip("/")) + 1 :]
-            seen.append(path)
-        return seen
+        """File paths the instruction names (relative; with an extension, or existing, or under a folder)."""
+        return self.mentions.files
 
     @cached_property
     def outputs(self) -> list[str]:
-        """Paths the instruction names that do not exist yet: what the agent is asked to write."""
-        names = set(self.inputs)
-        if self.spec.workspace_dir is not None:
-            names |= {p.relative_to(self.spec.workspace_dir).as_posix() for p in self.spec.workspace_dir.rglob("*")}
-        return [p for p in self.mentioned if p not in names]
+        """Files the agent is asked to write: those the instruction names that do not exist yet, every file the
+        reference solution creates, and names in the folders the instruction asks for that nothing else fills."""
+        files, dirs = self._existing
+        out = [p for p in self.mentioned if p not in files and p not in dirs]
+        out += [r.path for r in self.reference if r.kind == "file" and r.created and r.path not in out]
+        for folder in self.output_dirs:
+            if not any(r.path.startswith(folder + "/") for r in self.reference):
+                out += [f"{folder}/{name}" for name in self._names_for(folder) if f"{folder}/{name}" not in out]
+        return out
+
+    @cached_property
+    def output_dirs(self) -> list[str]:
+        """Folders the instruction asks for (a trailing slash, or a name pattern inside) or the solution creates."""
+        _, dirs = self._existing
+        found = [d for d in self.mentions.folders if d not in dirs]
+        return found + [r.path for r in self.reference if r.kind == "dir" and r.created and r.path not in found]
+
+    def _names_for(self, folder: str) -> list[str]:
+        """File names for a folder output from the instruction's pattern there: input ids or input file names."""
+        pattern = next((p for p in self.mentions.patterns if p.startswith(folder + "/")), None)
+        if pattern is None:
+            return []
+        last = pattern.rsplit("/", 1)[-1]
+        suffix = Path(re.sub(r"<[^>]*>|\{[^}]*\}", "x", last)).suffix
+        if suffix:
+            return [i + suffix for i in self.ids[:3]]
+        return list(dict.fromkeys(Path(p).name for p in self.inputs if not p.startswith(folder + "/")))[:3]
+
+    @cached_property
+    def changed(self) -> list[str]:
+        """Starting files the reference solution edits in place."""
+        return [r.path for r in self.reference if r.kind == "file" and not r.created]
 
     @cached_property
     def targets(self) -> list[str]:
-        """Outputs, or when the instruction names none, the input files it names (edited in place)."""
-        return self.outputs or [p for p in self.mentioned if p in self.inputs]
+        """Outputs and the files the solution edits, or when there are none, the input files the instruction
+        names (edited in place)."""
+        return [*self.outputs, *self.changed] or [p for p in self.mentioned if p in self.inputs]
+
+    def reference_for(self, path: str) -> ReferenceOutput | None:
+        """What the reference solution left at ``path``, or None."""
+        return next((r for r in self.reference if r.path == path), None)
 
     @cached_property
     def python_files(self) -> list[str]:
@@ -119,7 +162,7 @@ class TaskView:
     def quoted_keys(self) -> list[str]:
         """Words the instruction quotes ("key" or `key`): likely JSON keys, headers, labels."""
         found = re.findall(r'"([A-Za-z_][\w .-]{0,40})"|`([A-Za-z_][\w.-]{0,40})`', self.spec.instruction)
-        return list(dict.fromkeys(a or b for a, b in found if not _PATH_RE.fullmatch(a or b)))
+        return list(dict.fromkeys(a or b for a, b in found if not _FILE_RE.fullmatch(a or b)))
 
     @cached_property
     def headings(self) -> list[str]:
@@ -160,3 +203,7 @@ class Strategy(abc.ABC):
     @abc.abstractmethod
     def attempts(self, task: TaskView) -> list[Attempt]:
         """The gamed final states to grade for this task."""
+
+    def variants(self, files_by_tag: dict[str, dict[str, str]]) -> list[Attempt]:
+        """One attempt per variant that writes something, labelled ``"<name>:<tag>"``."""
+        return [Attempt(f"{self.name}:{tag}", files) for tag, files in files_by_tag.items() if files]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clawgym_env.errors import ConfigError
 from clawgym_env.task.adversarial.base import Strategy
+from clawgym_env.task.adversarial.claims import Hedge, UnsupportedClaims
 from clawgym_env.task.adversarial.code import (
     AlwaysEqual,
     PinSource,
@@ -25,6 +26,7 @@ from clawgym_env.task.adversarial.code import (
     TrivialTests,
     VerdictPrint,
 )
+from clawgym_env.task.adversarial.degenerate import BlanketMask, Hollow
 from clawgym_env.task.adversarial.judge_bait import JudgeBait
 from clawgym_env.task.adversarial.outputs import CopyInput, Empty, Everything, FirstItemOnly, Placeholder, Skeleton
 
@@ -33,6 +35,7 @@ __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "default_strategies", "load_strategy"
 ENTRY_POINT_GROUP = "clawgym.adversarial_strategies"
 BUILTIN: tuple[type[Strategy], ...] = (
     Empty, Placeholder, Skeleton, Everything, CopyInput, FirstItemOnly,
+    Hollow, BlanketMask, Hedge, UnsupportedClaims,
     AlwaysEqual, RaiseOnInspect, VerdictPrint, TestRunnerHook, PinSource, TrivialTests, JudgeBait,
 )
 

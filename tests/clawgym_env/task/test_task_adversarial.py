@@ -192,7 +192,8 @@ REPO = Path(__file__).resolve().parents[3]
 SHIPPED = [REPO / "tasks" / "jobbench-mini", REPO / "tasks" / "officeqa-mini", REPO / "trainers" / "suites" / "toy-rl",
            REPO / "tests" / "harnesses" / "tasks" / "h6-smoke"]
 RUNS_AGENT_CODE = ["smoke-*", "fix-failing-test", "implement-durations", "rename-function", "write-unit-tests",
-                   "tmp-cleanup-script", "dedupe-contacts", "backup-rotation", "budget-portfolio"]
+                   "tmp-cleanup-script", "dedupe-contacts", "backup-rotation", "budget-portfolio", "redact-pii",
+                   "sql-report-queries", "meeting-action-items", "dependency-audit", "invoice-reminders"]
 """The clawgym-original tasks whose graders run the agent's code or were lifted before (default tier)."""
 
 
