@@ -40,7 +40,8 @@ def run(
                                                    f"(default: the harness's; {DEFAULT_MODEL_MAX_TOKENS} for --model default).")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     top_p: Annotated[float | None, typer.Option("--top-p")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Run seed: each attempt samples with its own seed derived from it (reproducible, independent attempts).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Run seed: each attempt samples with its own seed derived "
+                                             "from it (reproducible, independent attempts).")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Backend spec for rubric verifiers.")] = None,
     save_workspaces: Annotated[bool, typer.Option("--save-workspaces", help="Keep final workspaces.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="HTML report path (default DIR/report.html).")] = None,
@@ -95,17 +96,24 @@ def resume(
 
 @app.command()
 def report(
-    out: Annotated[Path, typer.Argument(help="Results folder.")],
-    html: Annotated[Path | None, typer.Option("--html", help="Write the self-contained HTML report here.")] = None,
+    out: Annotated[list[Path], typer.Argument(help="Results folder(s).")],
+    html: Annotated[Path | None, typer.Option("--html", help="Write the self-contained HTML report here (one folder).")] = None,
 ) -> None:
-    """Print the results table of DIR (recomputed from its attempt records); optionally write HTML."""
-    from clawgym_env.errors import ClawGymError
-    from clawgym_env.report import print_report, write_html
+    """Print the results tables of DIR (recomputed from its attempt records); optionally write HTML.
+
+    With several folders (an experiment's stages), one row each: how it sampled, passes, Pass@1 and Pass@k."""
+    from clawgym_env.errors import ClawGymError, ConfigError
+    from clawgym_env.report import print_report, print_runs, write_html
 
     try:
-        print_report(out)
+        if len(out) > 1:
+            if html:
+                raise ConfigError("--html writes the report of one results folder; give one folder")
+            print_runs(out)
+            return
+        print_report(out[0])
         if html:
-            typer.echo(f"html report: {write_html(out, html)}")
+            typer.echo(f"html report: {write_html(out[0], html)}")
     except ClawGymError as exc:
         _fail(exc)
 

@@ -7,7 +7,9 @@ from clawgym_env.report.table import (
     compare_table,
     print_compare,
     print_report,
+    print_runs,
+    runs_table,
     summary_tables,
 )
 
-__all__ = ["compare_table", "print_compare", "print_report", "summary_tables", "write_html"]
+__all__ = ["compare_table", "print_compare", "print_report", "print_runs", "runs_table", "summary_tables", "write_html"]

@@ -11,7 +11,7 @@ from rich.table import Table
 from clawgym_env.metrics import GroupMetrics, Metrics, compute_metrics
 from clawgym_env.results import RunManifest
 
-__all__ = ["compare_table", "print_compare", "print_report", "summary_tables"]
+__all__ = ["compare_table", "print_compare", "print_report", "print_runs", "runs_table", "summary_tables"]
 
 
 def _short(digest: str) -> str:
@@ -67,6 +67,36 @@ def print_report(out_dir: Path, console: Console | None = None) -> Metrics:
                       f"cover only those. Run `clawgym bench resume {out_dir}` to finish it.[/]", highlight=False, soft_wrap=True)
     console.print(summary_tables(manifest, metrics))
     return metrics
+
+
+def runs_table(out_dirs: list[Path]) -> Table:
+    """One row per results folder: how it sampled and its overall figures, recomputed from the attempt records.
+
+    An experiment's stages are several folders; this puts them in one table (``clawgym bench report A B C``)."""
+    from clawgym_env.runner import load_attempts, load_manifest
+
+    t = Table(title="runs", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
+    t.add_column("run", justify="left", overflow="fold")
+    for col in ("tasks", "k", "T", "n", "pass", "score%", "p@1%", "p@k%", "err", "unfinished"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for out_dir in out_dirs:
+        manifest = load_manifest(out_dir)
+        attempts = load_attempts(out_dir)
+        m = compute_metrics(attempts, manifest.pass_threshold).overall
+        k = manifest.attempts
+        temperature = manifest.sampling.get("temperature")
+        planned = len(manifest.task_ids) * len(manifest.harnesses) * k
+        t.add_row(str(out_dir), str(len(manifest.task_ids)), str(k), "-" if temperature is None else f"{temperature:g}",
+                  str(m.attempts), str(m.passed), _pct(m.mean_score), _pct(m.pass_at.get(1)),
+                  _pct(m.pass_at.get(k)) if k > 1 else "-", str(m.errors), str(max(planned - len(attempts), 0)))
+    return t
+
+
+def print_runs(out_dirs: list[Path], console: Console | None = None) -> Table:
+    """Print ``runs_table`` of several results folders."""
+    t = runs_table(out_dirs)
+    (console or Console()).print(t)
+    return t
 
 
 def compare_table(a: tuple[str, RunManifest, Metrics], b: tuple[str, RunManifest, Metrics]) -> Table:

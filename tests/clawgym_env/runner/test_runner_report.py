@@ -78,6 +78,27 @@ def test_cli_report_compare_and_errors(two_runs: tuple[RunSummary, RunSummary], 
     assert r.exit_code == 2 and "no manifest.json" in r.output
 
 
+def test_cli_report_of_several_folders_is_one_row_each(two_runs: tuple[RunSummary, RunSummary], tmp_path: Path) -> None:
+    """An experiment's stages side by side: the counts are recomputed from each folder's attempt records."""
+    import shutil
+
+    a, b = two_runs
+    half = tmp_path / "half"
+    shutil.copytree(b.out_dir, half)
+    gone = sorted((half / "attempts").glob("*.json"))[0]
+    passed_gone = json.loads(gone.read_text())["status"] == "passed"
+    gone.unlink()
+    r = CliRunner().invoke(app, ["bench", "report", str(a.out_dir), str(half)], env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    rows = {line.split()[0]: line.split() for line in r.output.splitlines() if line.strip().startswith(str(tmp_path.anchor))}
+    ra, rh = rows[str(a.out_dir)], rows[str(half)]
+    # run tasks k T n pass score% p@1% p@k% err unfinished
+    assert ra[2] == "2" and ra[4] == "20" and int(ra[5]) == a.metrics.overall.passed and ra[10] == "0"
+    assert ra[8] == f"{100 * a.metrics.overall.pass_at[2]:.1f}"
+    assert rh[2] == "3" and rh[4] == "14" and int(rh[5]) == b.metrics.overall.passed - passed_gone and rh[10] == "1"
+    r = CliRunner().invoke(app, ["bench", "report", str(a.out_dir), str(half), "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 2 and "one results folder" in r.output and not (tmp_path / "r.html").exists()
+
 def test_cli_run_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--harness", "custom", "--suite", "fake:3",
