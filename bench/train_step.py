@@ -187,7 +187,7 @@ def per_call_grads(trainer: Any, model: Any, batch: Any) -> tuple[float, dict[st
     import torch
 
     from clawgym_env.tree import pack_naive
-    from trainers.core.losses import clipped_policy_loss, pair_weights, truncated_is_weights
+    from trainers.core.losses import clipped_policy_loss, importance_weights, pair_weights
     from trainers.tree_grpo.trainer import rollout_advantages
 
     c = trainer.config
@@ -206,16 +206,17 @@ def per_call_grads(trainer: Any, model: Any, batch: Any) -> tuple[float, dict[st
         lp = nb.row_logprobs(i, model(input_ids=row[None]).logits.float())[mask]
         roll = nb.rollout_logprobs[i][nb.prompt_lens[i]:][mask]
         r = nb.rollout_index[i]
-        w = truncated_is_weights(lp.detach(), roll, c.is_cap)
+        cap = c.vllm_importance_sampling_clip_max
+        w = importance_weights(lp.detach(), roll, mode="token_truncate", clip_min=c.vllm_importance_sampling_clip_min, clip_max=cap)
         loss_pairs, _ = clipped_policy_loss(lp, lp.detach(), torch.full_like(lp, adv[(0, tree.episodes[r])]), epsilon_low=c.epsilon,
                                             epsilon_high=c.epsilon_high, is_weights=w)
         pw = pair_weights(c.loss_type, torch.full((len(lp),), r, dtype=torch.long), tokens_per_rollout=counts,
-                          num_rollouts=int((counts > 0).sum()), max_completion_length=int(c.max_completion_length or 1))
+                          max_completion_length=int(c.max_completion_length or 1))
         loss = (loss_pairs * pw).sum()
         loss.backward()
         total += float(loss.detach())
         weights += float(w.sum())
-        capped += float((w >= c.is_cap).sum())
+        capped += float((w >= cap).sum())
         pairs += len(lp)
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
     return total, grads, {"is_weight_mean": weights / pairs, "is_capped_share": capped / pairs, "pairs": pairs}

@@ -212,7 +212,7 @@ def tool_model(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 def test_a_branched_training_step_through_the_custom_harness(tool_model: Path, tmp_path: Path) -> None:
     """trainer.rollout() samples roots then branches (bwrap, in-process HF backend), train_step updates on their tree."""
     cfg = make_config(tmp_path, branching=True, num_generations=2, branch_points=2, pairs_per_step=1, tasks="say-digits",
-                      max_completion_length=40, temperature=0.7, skip_zero_variance=False, learning_rate=1e-2)
+                      max_completion_length=40, temperature=0.7, learning_rate=1e-2)
     trainer = TreeGRPOTrainer(cfg, tool_model)
     try:
         batch = trainer.rollout()

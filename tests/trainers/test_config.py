@@ -29,7 +29,10 @@ def test_tree_fields_parse_and_trl_fields_keep_their_meaning(tmp_path: Path) -> 
         ({"harness": ""}, "set --harness"),
         ({"num_generations": 1}, "num_generations >= 2"),
         ({"loss_type": "cispo"}, "set loss_type to one of"),
-        ({"is_cap": 0.5}, "is_cap >= 1"),
+        ({"vllm_importance_sampling_mode": "token"}, "vllm_importance_sampling_mode='token': set one of"),
+        ({"temperature": 0.0}, "positive sampling temperature"),
+        ({"gradient_accumulation_steps": 3}, "set a divisor of pairs_per_step"),
+        ({"off_policy_mask_threshold": 0.5}, "token_mask"),
         ({"max_leaves": 0}, "max_leaves"),
         ({"max_staleness": -1}, "max_staleness"),
         ({"executor": "slurm"}, "executor"),
@@ -54,7 +57,7 @@ def test_invalid_settings_say_what_to_set(tmp_path: Path, kw: dict[str, Any], me
 
 def test_ppo_config_checks_its_value_fields(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, TreePPOConfig, value_warmup_steps=3)
-    assert cfg.value_warmup_steps == 3 and cfg.skip_zero_variance is False
+    assert cfg.value_warmup_steps == 3 and cfg.drop_zero_variance_from_loss is False
     with pytest.raises(ConfigError, match="value_warmup_steps"):
         make_config(tmp_path, TreePPOConfig, value_warmup_steps=-1)
     with pytest.raises(ConfigError, match="cliprange_value"):

@@ -77,7 +77,7 @@ class _Watch:
 
 
 def _run(tiny_path: Path, out: Path, **cpus: Any) -> tuple[list[dict[str, float]], _Watch, list[frozenset[int]]]:
-    cfg = make_config(out, max_steps=2, pairs_per_step=1, num_generations=2, skip_zero_variance=False, learning_rate=1e-2,
+    cfg = make_config(out, max_steps=2, pairs_per_step=1, num_generations=2, learning_rate=1e-2,
                       rollout_process=True, rollout_backend=f"hf:{tiny_path}?max_batch=1&seed=0", **cpus)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     watch, main_cpus = _Watch(trainer), []

@@ -67,7 +67,7 @@ def test_positive_advantage_raises_the_logprob_of_its_completions(real_batch: An
 
 def test_update_is_synced_to_the_backend_and_captures_carry_the_version(tiny_path: Path, tmp_path: Path) -> None:
     """A full step (rollout + update): captures say version 0, the backend then serves version 1 weights."""
-    trainer = TreeGRPOTrainer(make_config(tmp_path, pairs_per_step=1, num_generations=2, skip_zero_variance=False), tiny_path)
+    trainer = TreeGRPOTrainer(make_config(tmp_path, pairs_per_step=1, num_generations=2), tiny_path)
     history = trainer.train(steps=1)
     assert history[0]["policy_version"] == 1.0 and history[0]["mismatch"] < 1e-3
     backend = trainer.backend
@@ -81,7 +81,7 @@ def test_update_is_synced_to_the_backend_and_captures_carry_the_version(tiny_pat
 
 def test_mix_harness_batch_has_one_group_per_pair_with_its_own_advantages(tiny_path: Path, tmp_path: Path) -> None:
     cfg = make_config(tmp_path, harness="custom,custom-terse", mix_weights="1,1", pairs_per_step=4, num_generations=2,
-                      skip_zero_variance=False, seed=3)
+                      seed=3)
     trainer = TreeGRPOTrainer(cfg, tiny_path, harness_adapters={"custom-terse": TerseLoop()})
     batch = trainer.rollout()
     harnesses = {g.harness for g in batch.all_groups}
@@ -137,7 +137,7 @@ def test_eval_every_n_steps_runs_the_held_out_split(tiny_path: Path, tmp_path: P
     from tests.trainers.conftest import SUITE
 
     cfg = make_config(tmp_path, tasks="say-short", eval_suite=str(SUITE), eval_tasks="say-digits", eval_every_steps=1,
-                      eval_episodes=2, pairs_per_step=1, num_generations=2, skip_zero_variance=False,
+                      eval_episodes=2, pairs_per_step=1, num_generations=2,
                       report_to="tensorboard")
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     history = trainer.train(steps=1)
@@ -188,7 +188,7 @@ def test_bf16_autocasts_over_fp32_master_weights(real_batch: Any, tiny_path: Pat
 
 def test_save_steps_as_a_fraction_of_max_steps(tiny_path: Path, tmp_path: Path) -> None:
     """--save_steps 0.5 with --max_steps 2 saves after step 1 and step 2 (was: ZeroDivisionError)."""
-    cfg = make_config(tmp_path, save_steps=0.5, max_steps=2, pairs_per_step=1, num_generations=2, skip_zero_variance=False)
+    cfg = make_config(tmp_path, save_steps=0.5, max_steps=2, pairs_per_step=1, num_generations=2)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     try:
         trainer.train()
@@ -202,7 +202,7 @@ def test_lora_trains_only_the_adapter_and_the_backend_samples_with_merged_weight
                                                                                   tmp_path: Path) -> None:
     """--use_peft: only lora_* parameters move; after the sync the backend's captured logprobs equal the trainer's."""
     cfg = make_config(tmp_path, use_peft=True, lora_r=4, lora_alpha=8, learning_rate=3e-2, pairs_per_step=1,
-                      num_generations=2, skip_zero_variance=False)
+                      num_generations=2)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     try:
         before = {n: p.detach().clone() for n, p in trainer.policy.named_parameters()}

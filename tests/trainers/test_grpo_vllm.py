@@ -35,7 +35,7 @@ def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, t
     cfg = make_config(tmp_path / "out", suite=str(suite), rollout_backend=real_vllm.spec, tasks="say-short",
                       harness="custom,claude-code-bash",
                       mix_weights="1,1", pairs_per_step=2, num_generations=2, max_completion_length=12, learning_rate=1e-3,
-                      skip_zero_variance=False, crashed_episodes="penalize", seed=0)  # seed 0 draws one pair of each
+                      crashed_episodes="penalize", seed=0)  # seed 0 draws one pair of each
     trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
     backend = trainer.backend
     try:

@@ -1,4 +1,4 @@
-"""Loss pieces on toy tensors: group advantages, truncated IS, clipping, TRL normalisations, PPO."""
+"""Loss pieces on toy tensors: group advantages, importance weights, clipping, TRL normalisations, PPO."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from clawgym_env.errors import ConfigError
 from trainers.core.losses import (
     clipped_policy_loss,
     group_advantages,
+    importance_weights,
     kl_k3,
     mismatch,
     pair_weights,
     ppo_advantages,
-    truncated_is_weights,
+    sequence_log_ratios,
     value_loss,
 )
 
@@ -32,13 +33,31 @@ def test_group_advantages_are_standardised_within_each_group() -> None:
         group_advantages(rewards, scale_rewards="bogus")  # type: ignore[arg-type]
 
 
-def test_truncated_is_weights_cap_and_nan() -> None:
+def test_token_importance_weights_truncate_or_mask_and_ignore_nan() -> None:
     old = torch.tensor([-1.0, -1.0, -1.0, -1.0])
     roll = torch.tensor([-1.0, -3.0, -0.5, float("nan")])
-    w = truncated_is_weights(old, roll, cap=2.0)
-    assert torch.allclose(w, torch.tensor([1.0, 2.0, float(torch.exp(torch.tensor(-0.5))), 1.0]))
-    with pytest.raises(ConfigError, match="positive cap"):
-        truncated_is_weights(old, roll, cap=0)
+    e = float(torch.exp(torch.tensor(-0.5)))
+    w = importance_weights(old, roll, mode="token_truncate", clip_max=2.0)
+    assert torch.allclose(w, torch.tensor([1.0, 2.0, e, 1.0]))
+    w = importance_weights(old, roll, mode="token_truncate", clip_min=0.8, clip_max=2.0)
+    assert torch.allclose(w, torch.tensor([1.0, 2.0, 0.8, 1.0]))
+    w = importance_weights(old, roll, mode="token_mask", clip_min=0.8, clip_max=2.0)
+    assert torch.allclose(w, torch.tensor([1.0, 0.0, 0.0, 1.0]))
+    with pytest.raises(ConfigError, match="vllm_importance_sampling_mode='token'"):
+        importance_weights(old, roll, mode="token")
+
+
+def test_sequence_importance_weights_use_each_rollouts_summed_log_ratio() -> None:
+    """TRL's sequence_* modes: one ratio per sequence, exp of the summed per-token log ratios (here over packs)."""
+    old = torch.tensor([-1.0, -1.0, -2.0, -1.0])
+    roll = torch.tensor([-1.5, -1.2, -2.0, float("nan")])
+    rollout = torch.tensor([0, 0, 1, 1])
+    seq = sequence_log_ratios(old[:1], roll[:1], rollout[:1], 2) + sequence_log_ratios(old[1:], roll[1:], rollout[1:], 2)
+    assert torch.allclose(seq, torch.tensor([0.7, 0.0]))
+    w = importance_weights(old, roll, mode="sequence_truncate", clip_max=1.5, sequence_log_ratio=seq, rollout=rollout)
+    assert torch.allclose(w, torch.tensor([1.5, 1.5, 1.0, 1.0]))
+    w = importance_weights(old, roll, mode="sequence_mask", clip_max=1.5, sequence_log_ratio=seq, rollout=rollout)
+    assert torch.allclose(w, torch.tensor([0.0, 0.0, 1.0, 1.0]))
 
 
 def test_clipped_loss_matches_definition_and_clips_one_side_per_sign() -> None:
@@ -90,18 +109,39 @@ def test_pair_weights_reproduce_trl_normalisations() -> None:
     rollout = torch.tensor([0, 0, 0, 1])
     counts = torch.tensor([3, 1])
     l = torch.tensor([1.0, 2.0, 3.0, 10.0])
-    grpo = (l * pair_weights("grpo", rollout, tokens_per_rollout=counts, num_rollouts=2, max_completion_length=8)).sum()
-    assert torch.isclose(grpo, torch.tensor((2.0 + 10.0) / 2))  # mean of per-rollout means
-    dapo = (l * pair_weights("dapo", rollout, tokens_per_rollout=counts, num_rollouts=2, max_completion_length=8)).sum()
-    assert torch.isclose(dapo, torch.tensor(16.0 / 4))
-    dr = (l * pair_weights("dr_grpo", rollout, tokens_per_rollout=counts, num_rollouts=2, max_completion_length=8)).sum()
-    assert torch.isclose(dr, torch.tensor(16.0 / (2 * 8)))
+
+    def batch_loss(loss_type: str, pairs: slice = slice(None)) -> torch.Tensor:
+        return (l[pairs] * pair_weights(loss_type, rollout[pairs], tokens_per_rollout=counts, max_completion_length=8)).sum()
+
+    assert torch.isclose(batch_loss("grpo"), torch.tensor((2.0 + 10.0) / 2))  # mean of per-rollout means
+    assert torch.isclose(batch_loss("dapo"), torch.tensor(16.0 / 4))
+    assert torch.isclose(batch_loss("bnpo"), torch.tensor(16.0 / 4))  # one micro-batch: bnpo is dapo
+    assert torch.isclose(batch_loss("dr_grpo"), torch.tensor(16.0 / (2 * 8)))
     # split into two packs: the weighted sums add up to the same batch loss
-    a = pair_weights("grpo", rollout[:2], tokens_per_rollout=counts, num_rollouts=2, max_completion_length=8)
-    b = pair_weights("grpo", rollout[2:], tokens_per_rollout=counts, num_rollouts=2, max_completion_length=8)
-    assert torch.isclose((l[:2] * a).sum() + (l[2:] * b).sum(), grpo)
+    assert torch.isclose(batch_loss("grpo", slice(0, 2)) + batch_loss("grpo", slice(2, 4)), batch_loss("grpo"))
     with pytest.raises(ConfigError, match="loss_type"):
-        pair_weights("cispo", rollout, tokens_per_rollout=counts, num_rollouts=2, max_completion_length=8)
+        batch_loss("cispo")
+
+
+def test_pair_weights_normalise_each_micro_batch_as_trl() -> None:
+    """gradient_accumulation_steps = 2: rollouts 0, 1 in micro-batch 0, rollouts 2, 3 in micro-batch 1. TRL
+    normalises grpo/bnpo/dr_grpo within each micro-batch and divides by 2; dapo by the step's tokens."""
+    counts = torch.tensor([3, 1, 2, 0])  # rollout 3 sampled nothing: it does not count as a sequence
+    rollout = torch.tensor([0, 0, 0, 1, 2, 2])
+    l = torch.tensor([1.0, 2.0, 3.0, 10.0, 4.0, 8.0])
+    micro = torch.tensor([0, 0, 1, 1])
+
+    def loss(loss_type: str) -> float:
+        w = pair_weights(loss_type, rollout, tokens_per_rollout=counts, max_completion_length=8, micro_batch=micro,
+                         num_micro_batches=2)
+        return float((l * w).sum())
+
+    assert loss("grpo") == pytest.approx(((2.0 + 10.0) / 2 + 6.0 / 1) / 2)
+    assert loss("bnpo") == pytest.approx((16.0 / 4 + 12.0 / 2) / 2)
+    assert loss("dr_grpo") == pytest.approx((16.0 / (2 * 8) + 12.0 / (1 * 8)) / 2)
+    assert loss("dapo") == pytest.approx(28.0 / 6)
+    with pytest.raises(ConfigError, match="no rollout to train on"):
+        pair_weights("grpo", rollout[:0], tokens_per_rollout=torch.zeros(2, dtype=torch.long), max_completion_length=8)
 
 
 def test_mismatch_ignores_unsampled_tokens() -> None:

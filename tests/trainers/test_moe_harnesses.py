@@ -51,7 +51,7 @@ def per_call_gradient(group, adv: dict[str, float], coef: float) -> dict[str, to
 def test_grpo_step_on_the_moe_through_claude_code_bash_and_custom(tmp_path: Path) -> None:
     needs_claude_code()
     cfg = make_config(tmp_path, harness="claude-code-bash,custom", mix_weights="1,1", pairs_per_step=2, num_generations=2,
-                      skip_zero_variance=False, tasks="say-short", seed=1, crashed_episodes="penalize")
+                      tasks="say-short", seed=1, crashed_episodes="penalize")
     trainer = TreeGRPOTrainer(cfg, tiny_moe_model_path())
     batch = trainer.rollout()
     cc = [g for g in batch.groups if g.harness == "claude-code-bash"]
@@ -87,7 +87,7 @@ def test_ppo_step_on_the_moe_through_claude_code_bash(tmp_path: Path) -> None:
 
     needs_claude_code()
     cfg = make_config(tmp_path, TreePPOConfig, harness="claude-code-bash", pairs_per_step=1, num_generations=2,
-                      skip_zero_variance=False, tasks="say-short", seed=2, value_warmup_steps=1, crashed_episodes="penalize",
+                      tasks="say-short", seed=2, value_warmup_steps=1, crashed_episodes="penalize",
                       crashed_reward=1.0, whiten_advantages=False)
     trainer = TreePPOTrainer(cfg, tiny_moe_model_path())
     batch = trainer.rollout()

@@ -50,8 +50,8 @@ def test_ray_rollouts_match_local_rewards_with_a_scripted_policy(two_nodes: str,
     A scripted policy's tokens are re-tokenized text, never trained on (exact tokens only), so its
     steps are skipped; ``test_ray_workers_take_the_trainers_weights`` trains through Ray."""
     spec = f"scripted:{POLICY}?tokenizer={tiny_path}"
-    local, _ = run(tmp_path / "local", tiny_path, rollout_backend=spec, skip_zero_variance=False)
-    remote, trainer = run(tmp_path / "ray", tiny_path, rollout_backend=spec, skip_zero_variance=False, executor="ray",
+    local, _ = run(tmp_path / "local", tiny_path, rollout_backend=spec)
+    remote, trainer = run(tmp_path / "ray", tiny_path, rollout_backend=spec, executor="ray",
                           ray_address=two_nodes)
     for a, b in zip(local, remote, strict=True):
         assert b["reward"] == pytest.approx(a["reward"], abs=1e-9)
@@ -63,7 +63,7 @@ def test_ray_rollouts_match_local_rewards_with_a_scripted_policy(two_nodes: str,
 
 def test_ray_workers_take_the_trainers_weights(two_nodes: str, tiny_path: Path, tmp_path: Path) -> None:
     """hf policy on every node: after step 1 the nodes sample with version 1, so lag stays 0 and mismatch ~0."""
-    history, _ = run(tmp_path / "hf", tiny_path, executor="ray", ray_address=two_nodes, skip_zero_variance=False,
+    history, _ = run(tmp_path / "hf", tiny_path, executor="ray", ray_address=two_nodes,
                      learning_rate=1e-2)
     assert [m["policy_version"] for m in history] == [1.0, 2.0]
     assert history[1]["policy_lag/max"] == 0.0 and history[1]["groups_stale"] == 0.0

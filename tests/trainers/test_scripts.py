@@ -29,8 +29,7 @@ def test_ppo_script_runs_saves_and_logs(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
     monkeypatch.chdir(ROOT)
     argv = ["--config", "trainers/recipes/toy_ppo.yaml", "--max_steps", "2", "--value_warmup_steps", "1",
-            "--num_generations", "2", "--pairs_per_step", "1", "--save_steps", "1", "--output_dir", str(tmp_path),
-            "--skip_zero_variance", "false"]
+            "--num_generations", "2", "--pairs_per_step", "1", "--save_steps", "1", "--output_dir", str(tmp_path)]
     script, cfg = train_ppo.make_parser().parse_args_and_config(argv)
     trainer = train_ppo.main(script, cfg)
     assert [int(m["step"]) for m in trainer.history] == [1, 2]

@@ -48,7 +48,7 @@ def _two_template_suite(root: Path) -> Path:
 def test_stratified_grpo_trains_every_template_every_step(tiny_path: Path, tmp_path: Path) -> None:
     suite = _two_template_suite(tmp_path)
     cfg = make_config(tmp_path / "run", suite=str(suite), task_sampling="stratified", pairs_per_step=2, num_generations=3,
-                      max_steps=3, learning_rate=1e-2, skip_zero_variance=False, seed=1)
+                      max_steps=3, learning_rate=1e-2, seed=1)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     steps: list[list[str]] = []
     sample = trainer.rollout

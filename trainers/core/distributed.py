@@ -49,7 +49,7 @@ def trackers(config: TreeGRPOConfig) -> list[str]:
 
 
 def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
-    """One Accelerator per trainer: device, processes, mixed precision, accumulation, trackers."""
+    """One Accelerator per trainer: device, processes, mixed precision, trackers."""
     from accelerate import Accelerator
     from accelerate.utils import DistributedDataParallelKwargs, InitProcessGroupKwargs, ProjectConfiguration
 
@@ -63,7 +63,7 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     group = InitProcessGroupKwargs(backend=config.ddp_backend, timeout=timedelta(seconds=int(config.ddp_timeout or 1800)))
     accelerator = Accelerator(
         cpu=bool(config.use_cpu), mixed_precision=mixed_precision(config),
-        gradient_accumulation_steps=int(config.gradient_accumulation_steps),
+        gradient_accumulation_steps=1,  # a step's micro-batches are the policy update's (trainers.core.policy_step)
         log_with=trackers(config) or None,
         project_config=ProjectConfiguration(project_dir=str(out), logging_dir=str(out / "runs")),
         kwargs_handlers=[ddp, group],

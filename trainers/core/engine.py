@@ -169,8 +169,8 @@ class TreeTrainerBase:
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
         from transformers import get_scheduler
 
-        c = self.config  # optimizer steps, as TRL counts them
-        steps = max(1, math.ceil(c.max_steps / max(1, c.gradient_accumulation_steps))) * max(1, c.num_iterations)
+        c = self.config  # optimizer steps, as TRL counts them: one per pass over a step's micro-batches
+        steps = c.max_steps * max(1, c.num_iterations)
         warmup = c.get_warmup_steps(steps)
         return get_scheduler(c.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps,
                              scheduler_specific_kwargs=c.lr_scheduler_kwargs or None)
@@ -233,7 +233,8 @@ class TreeTrainerBase:
     def pack_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
         """``forward_logprobs`` with the routing ``model``'s replay hooks hold now (a MoE policy) or none."""
         return pack_logprobs(model, pack, mask_kind=self.mask_kind, device=self.device, dtype=next(model.parameters()).dtype,
-                             chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model))
+                             chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model),
+                             temperature=self.config.temperature)
 
     def train_step(self, batch: RolloutBatch) -> dict[str, float]:
         """Update on one batch (no sampling): advantages, ``num_iterations`` AdamW steps, weight sync."""

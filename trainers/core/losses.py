@@ -7,19 +7,23 @@ that sampled a trainable token. A pair's loss uses its token's logprob (computed
 forward) and its rollout's advantage, so the tree loss equals the per-call loss exactly, clipping
 included, while each shared token is forwarded once.
 
-What follows TRL 1.16 (``trl/trainer/grpo_trainer.py``), by definition rather than by import:
-group advantages ``(R - mean) / (std + 1e-4)`` (unbiased std, ``scale_rewards`` group/batch/none),
-the two-sided clipped surrogate with ``epsilon_low``/``epsilon_high`` and optional ``delta``,
-the k3 KL estimator multiplied by the ratio (gradient through both), and the normalisations of ``loss_type``:
-``grpo`` (mean over sequences of each sequence's token mean), ``bnpo``/``dapo`` (sum over tokens /
-tokens in the whole batch), ``dr_grpo`` (sum / (sequences x max_completion_length)). Here a
-*sequence* is a rollout (one episode: all its calls' sampled tokens). Ours: the pair layout, the
-truncated importance weight against captured rollout logprobs, and the PPO pieces
+What follows TRL 1.16 (``trl/trainer/grpo_trainer.py``), by definition rather than by import, and is
+checked against TRL's own ``GRPOTrainer`` (``tests/trainers/test_trl_conformance.py``): group advantages
+``(R - mean) / (std + 1e-4)`` (unbiased std, ``scale_rewards`` group/batch/none), the two-sided clipped
+surrogate with ``epsilon_low``/``epsilon_high`` and optional ``delta``, the k3 KL estimator multiplied by
+the ratio (gradient through both), the importance weights of served rollouts
+(``vllm_importance_sampling_mode``: token or sequence, truncate or mask), and the normalisations of
+``loss_type`` per micro-batch: ``grpo`` (mean over the micro-batch's sequences of each sequence's
+token mean), ``bnpo`` (sum / the micro-batch's tokens), ``dr_grpo`` (sum / (the micro-batch's
+sequences x max_completion_length)), each divided by the number of micro-batches, and ``dapo`` (sum /
+tokens of the whole step). Here a *sequence* is a rollout (one episode: all its calls' sampled
+tokens) and a micro-batch is a run of whole groups. Ours: the pair layout and the PPO pieces
 (``A_t = R - V(s_t)``, gamma = lambda = 1, branches independent).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
@@ -31,17 +35,22 @@ __all__ = [
     "LossType",
     "clipped_policy_loss",
     "group_advantages",
+    "IS_MODES",
+    "ISMode",
+    "importance_weights",
     "kl_k3",
     "mismatch",
     "pair_weights",
     "ppo_advantages",
-    "truncated_is_weights",
+    "sequence_log_ratios",
     "value_loss",
 ]
 
 LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo"]
 LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo")
 ScaleRewards = Literal["group", "batch", "none"]
+ISMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
+IS_MODES: tuple[str, ...] = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
 def group_advantages(
@@ -75,16 +84,44 @@ def group_advantages(
     return adv
 
 
-def truncated_is_weights(logp_old: torch.Tensor, logp_rollout: torch.Tensor, cap: float) -> torch.Tensor:
-    """Token-level truncated importance weights ``min(exp(logp_old - logp_rollout), cap)`` (no gradient).
+def importance_weights(
+    logp_old: torch.Tensor,
+    logp_rollout: torch.Tensor,
+    *,
+    mode: ISMode | str = "token_truncate",
+    clip_min: float | None = None,
+    clip_max: float | None = 3.0,
+    sequence_log_ratio: torch.Tensor | None = None,
+    rollout: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """TRL's importance weights of served rollouts, ``pi_train / pi_sampler`` per pair (no gradient).
 
-    They correct for the sampler (proxy backend) and the trainer disagreeing on the same weights.
-    A NaN rollout logprob (not captured) gives weight 1, as TRL does.
+    ``token_*``: ``exp(logp_old - logp_rollout)`` per token; ``sequence_*``: one ratio per rollout,
+    ``exp`` of its summed log ratio (``sequence_log_ratio[rollout]``, from ``sequence_log_ratios``).
+    ``*_truncate`` clamps to ``[clip_min, clip_max]``; ``*_mask`` sets ratios outside them to 0. A NaN
+    rollout logprob (not captured) contributes a log ratio of 0, as in TRL.
     """
-    if cap <= 0:
-        raise ConfigError(f"importance-sampling cap c={cap}: set a positive cap (e.g. 2.0)")
+    if mode not in IS_MODES:
+        raise ConfigError(f"vllm_importance_sampling_mode={mode!r}: set one of {list(IS_MODES)}")
+    if mode.startswith("sequence"):
+        if sequence_log_ratio is None or rollout is None:
+            raise ConfigError(f"importance_weights: mode {mode!r} needs sequence_log_ratio and rollout")
+        ratio = torch.exp(sequence_log_ratio.to(logp_old.device)[rollout.to(logp_old.device)])
+    else:
+        ratio = torch.exp(torch.nan_to_num((logp_old - logp_rollout).detach().float(), nan=0.0))
+    if mode.endswith("truncate"):
+        return torch.clamp(ratio, min=clip_min, max=clip_max)
+    lo = -math.inf if clip_min is None else clip_min
+    hi = math.inf if clip_max is None else clip_max
+    return ratio.masked_fill((ratio < lo) | (ratio > hi), 0.0)
+
+
+def sequence_log_ratios(
+    logp_old: torch.Tensor, logp_rollout: torch.Tensor, rollout: torch.Tensor, num_rollouts: int
+) -> torch.Tensor:
+    """``[R]`` summed ``logp_old - logp_rollout`` of each rollout's pairs (NaN counts 0); sum it over packs."""
     diff = torch.nan_to_num((logp_old - logp_rollout).detach().float(), nan=0.0)
-    return torch.clamp(torch.exp(diff), max=cap)
+    return torch.zeros(num_rollouts, dtype=torch.float32, device=diff.device).index_add(0, rollout.to(diff.device), diff)
 
 
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
@@ -138,26 +175,36 @@ def pair_weights(
     rollout: torch.Tensor,
     *,
     tokens_per_rollout: torch.Tensor,
-    num_rollouts: int,
     max_completion_length: int,
+    micro_batch: torch.Tensor | None = None,
+    num_micro_batches: int = 1,
 ) -> torch.Tensor:
-    """Weight of each pair so that ``sum(loss * weight)`` over ALL packs is the batch loss.
+    """Weight of each pair so that ``sum(loss * weight)`` over ALL packs is the step's loss, as TRL's.
 
     ``rollout`` holds each pair's global rollout index; ``tokens_per_rollout`` counts every
-    rollout's pairs over the whole batch (all packs), ``num_rollouts`` the rollouts that train.
-    Packs can then be forwarded and back-propagated one at a time (gradient accumulation) and
-    still sum to TRL's normalisation for ``loss_type``.
+    rollout's pairs over the whole step (all packs; a rollout with none does not train);
+    ``micro_batch`` gives each rollout's micro-batch (``gradient_accumulation_steps`` of them, default
+    one). TRL normalises ``grpo``, ``bnpo`` and ``dr_grpo`` within each micro-batch and divides by the
+    number of micro-batches, ``dapo`` by the tokens of the whole step. Packs can then be forwarded and
+    back-propagated one at a time and still sum to TRL's loss.
     """
-    if num_rollouts < 1:
-        raise ConfigError("pair_weights: no rollout to train on (num_rollouts=0)")
-    counts = tokens_per_rollout.float().clamp(min=1.0)
+    counts = tokens_per_rollout.float()
+    trains = counts > 0
+    if not bool(trains.any()):
+        raise ConfigError("pair_weights: no rollout to train on (every rollout has 0 tokens)")
+    mb = torch.zeros(counts.shape[0], dtype=torch.long) if micro_batch is None else micro_batch.long()
+    n = num_micro_batches
+    sequences = torch.zeros(n).index_add(0, mb[trains], torch.ones(int(trains.sum())))
+    tokens = torch.zeros(n).index_add(0, mb, counts)
+    mine = mb[rollout]
     if loss_type == "grpo":
-        return 1.0 / (counts[rollout] * num_rollouts)
-    if loss_type in ("bnpo", "dapo"):
-        total = float(tokens_per_rollout.sum().clamp(min=1))
-        return torch.full(rollout.shape, 1.0 / total)
+        return 1.0 / (counts[rollout] * sequences[mine] * n)
+    if loss_type == "bnpo":
+        return 1.0 / (tokens[mine] * n)
+    if loss_type == "dapo":
+        return torch.full(rollout.shape, 1.0 / float(counts.sum()))
     if loss_type == "dr_grpo":
-        return torch.full(rollout.shape, 1.0 / (num_rollouts * max_completion_length))
+        return 1.0 / (sequences[mine] * max_completion_length * n)
     raise ConfigError(f"loss_type={loss_type!r} is not supported by the tree trainers; use one of {list(LOSS_TYPES)}")
 
 

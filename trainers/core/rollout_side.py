@@ -7,7 +7,8 @@ one worker per node, each with its own backend built from the spec, sandboxes an
 groups come from a ``RolloutStream`` (``--async_rollouts``: ``max_staleness`` steps of groups sampled
 ahead of the trainer), and
 the weights move through the ``WeightSync`` the backend calls for. With ``rollout_cpus`` this side's
-threads and processes start on those CPUs (``trainers.core.cpus``).
+threads and processes start on those CPUs (``trainers.core.cpus``). An ``hf:`` policy captures tempered
+logprobs (``log_softmax(logits / temperature)``, ``tempered_spec``): what the trainer compares them with.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode
 
 import torch
 
@@ -31,7 +33,21 @@ if TYPE_CHECKING:
     from clawgym_env.executors import Executor
     from trainers.tree_grpo.config import TreeGRPOConfig
 
-__all__ = ["TrainingRollouts"]
+__all__ = ["TrainingRollouts", "tempered_spec"]
+
+
+def tempered_spec(spec: str) -> str:
+    """An ``hf:`` policy spec set to capture ``log_softmax(logits / temperature)`` (``logprobs_mode=tempered``).
+
+    The trainer scores tokens at the sampling temperature, as TRL does, so the importance weights and the
+    mismatch compare like with like (the same at temperature 1). Other specs are returned as given: a vLLM
+    server sampling at a temperature other than 1 must run ``--logprobs-mode processed_logprobs``.
+    """
+    if not spec.startswith("hf:"):
+        return spec
+    target, _, query = spec.partition("?")
+    options = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "logprobs_mode"]
+    return f"{target}?{urlencode([*options, ('logprobs_mode', 'tempered')])}"
 
 
 class TrainingRollouts:
@@ -77,14 +93,14 @@ class TrainingRollouts:
         if c.rollout_process:
             from trainers.core.rollout_process import ChildHFBackend
 
-            return ChildHFBackend(c.rollout_backend or f"hf:{self.model_path}?seed={c.seed}", self.model_path)
+            return ChildHFBackend(tempered_spec(c.rollout_backend or f"hf:{self.model_path}?seed={c.seed}"), self.model_path)
         if c.rollout_backend:
             from clawgym_env.proxy.backends.factory import backend_from_spec
 
-            return backend_from_spec(c.rollout_backend, tokenizer_path=self.model_path, option="--rollout_backend")
+            return backend_from_spec(tempered_spec(c.rollout_backend), tokenizer_path=self.model_path, option="--rollout_backend")
         from clawgym_env.proxy.backends.hf import HFBackend
 
-        return HFBackend(self.model_path, device=self.device, seed=c.seed)
+        return HFBackend(self.model_path, device=self.device, seed=c.seed, logprobs_mode="tempered")
 
     @property
     def tasks(self) -> list[Any]:
@@ -121,7 +137,7 @@ class TrainingRollouts:
         if c.executor == "ray":
             from clawgym_env.executors.ray_executor import RayExecutor
 
-            spec = c.rollout_backend or f"hf:{self.model_path}"
+            spec = tempered_spec(c.rollout_backend or f"hf:{self.model_path}")
             executor: Executor = RayExecutor(rollout_config(self.harnesses, suite=c.suite, model=spec, executor="ray",
                                                             ray_address=c.ray_address, **kw))
         else:
@@ -190,7 +206,7 @@ class TrainingRollouts:
             groups = [(*g.pair, g.episodes) for g in done]
         filters = tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents)
         batch = build_batch(groups, filters=filters, policy_version=policy_version,
-                            skip_zero_variance=c.skip_zero_variance, crashed=c.crashed_episodes,  # type: ignore[arg-type]
+                            skip_zero_variance=c.drop_zero_variance_from_loss, crashed=c.crashed_episodes,  # type: ignore[arg-type]
                             crashed_reward=c.crashed_reward)
         lags = [group_staleness(eps, policy_version) for _, _, eps in groups]
         self.staleness.update(lags)

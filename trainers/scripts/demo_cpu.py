@@ -67,7 +67,7 @@ def build(a: argparse.Namespace) -> Any:
     else:
         from trainers.tree_grpo.config import TreeGRPOConfig as Config  # type: ignore[assignment]
         from trainers.tree_grpo.trainer import TreeGRPOTrainer as Trainer  # type: ignore[assignment]
-    extra = {"value_warmup_steps": 2, "value_learning_rate": 3e-3} if a.algo == "ppo" else {"skip_zero_variance": True}
+    extra = {"value_warmup_steps": 2, "value_learning_rate": 3e-3} if a.algo == "ppo" else {"drop_zero_variance_from_loss": True}
     if a.async_rollouts:
         extra.update(async_rollouts=True, max_staleness=a.max_staleness)
     cfg = Config(

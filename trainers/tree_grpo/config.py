@@ -1,12 +1,16 @@
 """TreeGRPOConfig: TRL's GRPOConfig plus only what tree training through harnesses needs.
 
-Every TRL field keeps its meaning where the tree trainer uses it: ``learning_rate``,
-``max_grad_norm``, ``adam_*``, ``weight_decay``, ``num_generations`` (rollouts per (task, harness)
-group), ``loss_type``, ``epsilon``/``epsilon_high``/``delta``, ``beta``, ``scale_rewards``,
-``num_iterations``, ``temperature``/``top_p``, ``max_completion_length`` (max new tokens per model
-call, and Dr. GRPO's per-rollout constant), ``max_steps``, ``logging_steps``, ``save_steps``,
-``output_dir``, ``seed``, ``report_to``. The generation/vLLM/batch-size fields of GRPOConfig are
-not read: a step is ``pairs_per_step`` groups sampled through real harnesses.
+Every TRL field keeps its meaning where the tree trainer uses it (``trainers/tree_grpo/fields.py`` lists
+them; ``tests/trainers/test_trl_conformance.py`` checks the loss against TRL's ``GRPOTrainer``):
+``learning_rate``, ``max_grad_norm``, ``adam_*``, ``weight_decay``, ``num_generations`` (rollouts per
+(task, harness) group), ``loss_type``, ``epsilon``/``epsilon_high``/``delta``, ``beta``,
+``scale_rewards``, ``num_iterations``, ``gradient_accumulation_steps`` (micro-batches of a step),
+``temperature`` (sampling and the trainer's logprobs)/``top_p``, ``max_completion_length`` (max new
+tokens per model call, and Dr. GRPO's per-rollout constant), the ``vllm_importance_sampling_*``
+correction (every rollout is served, so it applies to every backend), ``max_steps``,
+``logging_steps``, ``save_steps``, ``output_dir``, ``seed``, ``report_to``. The generation/vLLM/
+batch-size fields of GRPOConfig are not read: a step is ``pairs_per_step`` groups sampled through
+real harnesses.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from trl import GRPOConfig
 
 from clawgym_env.errors import ConfigError
 from trainers.core.cpus import parse_cpus
-from trainers.core.losses import LOSS_TYPES
+from trainers.core.losses import IS_MODES, LOSS_TYPES
 from trainers.rollout import CRASHED_POLICIES, TASK_SAMPLING
 from trainers.tree_grpo.fields import refuse_unused
 
@@ -102,14 +106,14 @@ class TreeGRPOConfig(GRPOConfig):
                                              "whose sampled tokens had the highest mean surprisal)."}
     )
     # Parameters that control which rollouts train
-    is_cap: float = field(
-        default=2.0, metadata={"help": "Cap c of the truncated importance weight min(exp(logp_old - logp_rollout), c)."}
-    )
     max_leaves: int | None = field(default=None, metadata={"help": "Drop episodes whose prefix tree has more leaves."})
     drop_retries: bool = field(default=True, metadata={"help": "Drop retry subtrees and other dead leaves."})
     exclude_subagents: bool = field(default=False, metadata={"help": "Leave subagent and compaction branches out of the loss."})
-    skip_zero_variance: bool = field(
-        default=True, metadata={"help": "Skip groups whose rewards are all equal (their advantages are all zero)."}
+    drop_zero_variance_from_loss: bool = field(
+        default=False, metadata={"help": "Changes the loss: leave groups whose rewards are all equal out of the step, so "
+                                         "their tokens leave every loss_type normaliser, their KL term and the 'batch' "
+                                         "reward std. Default False keeps them with advantage 0, as TRL does (with beta=0 "
+                                         "they are not forwarded: they add nothing but their token counts)."}
     )
     max_staleness: int = field(
         default=0, metadata={"help": "Drop a group sampled by weights more than this many versions behind the trainer "
@@ -158,8 +162,17 @@ class TreeGRPOConfig(GRPOConfig):
     eval_tasks: str | None = field(default=None, metadata={"help": "Comma-separated task ids of eval_suite (default: all)."})
     eval_every_steps: int = field(default=0, metadata={"help": "Evaluate every N steps (0: never)."})
     eval_episodes: int = field(default=1, metadata={"help": "Episodes per (eval task, harness) pair."})
-    # TRL defaults changed for tree training on CPU-sized models
+    # TRL defaults changed for tree training on CPU-sized models and long agent episodes
     num_generations: int | None = field(default=4, metadata={"help": "Rollouts per (task, harness) group."})
+    vllm_importance_sampling_mode: str = field(
+        default="token_truncate", metadata={"help": "TRL's importance sampling of served rollouts against the captured "
+                                                    "logprobs: token_truncate (default here), token_mask, sequence_truncate "
+                                                    "or sequence_mask (TRL's default; a sequence is a whole episode)."}
+    )
+    vllm_importance_sampling_clip_max: float | None = field(
+        default=2.0, metadata={"help": "Upper bound C_max of the importance ratio (truncate: clamp; mask: zero above); "
+                                       "TRL's default is 3.0."}
+    )
     gradient_checkpointing: bool | None = field(
         default=None, metadata={"help": "Old name of activation_checkpointing (off by default for tree packs)."}
     )
@@ -241,8 +254,11 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"loss_type={self.loss_type!r}: set loss_type to one of {list(LOSS_TYPES)}")
         if self.importance_sampling_level != "token":
             raise ConfigError("importance_sampling_level must be 'token' for tree training; set importance_sampling_level='token'")
-        if self.is_cap < 1.0:
-            raise ConfigError(f"is_cap={self.is_cap}: set is_cap >= 1 (weights below 1 would down-weight on-policy tokens)")
+        if self.vllm_importance_sampling_mode not in IS_MODES:
+            raise ConfigError(f"vllm_importance_sampling_mode={self.vllm_importance_sampling_mode!r}: set one of {list(IS_MODES)}")
+        if not self.temperature > 0:
+            raise ConfigError(f"temperature={self.temperature}: set a positive sampling temperature (the trainer's logprobs "
+                              "are log_softmax(logits / temperature))")
         if self.crashed_episodes not in CRASHED_POLICIES:
             raise ConfigError(f"crashed_episodes={self.crashed_episodes!r}: set one of {list(CRASHED_POLICIES)}")
         if self.logprob_chunk_size < 0:
@@ -287,11 +303,10 @@ class TreeGRPOConfig(GRPOConfig):
             raise ConfigError(f"eval_every_steps={self.eval_every_steps} needs a held-out suite; set --eval_suite")
         if self.num_iterations < 1:
             raise ConfigError(f"num_iterations={self.num_iterations}: set at least 1")
-        if self.gradient_accumulation_steps < 1:
-            raise ConfigError(f"gradient_accumulation_steps={self.gradient_accumulation_steps}: set at least 1")
-        if self.gradient_accumulation_steps > 1 and self.num_iterations > 1:
-            raise ConfigError("gradient_accumulation_steps > 1 with num_iterations > 1: the extra passes would re-use gradients "
-                              "not yet applied; set one of them to 1")
+        if self.gradient_accumulation_steps < 1 or self.pairs_per_step % self.gradient_accumulation_steps:
+            raise ConfigError(f"gradient_accumulation_steps={self.gradient_accumulation_steps} splits a step's "
+                              f"pairs_per_step={self.pairs_per_step} groups into micro-batches of whole groups; set a "
+                              "divisor of pairs_per_step")
         if self.save_steps is not None and self.save_steps < 0:
             raise ConfigError(f"save_steps={self.save_steps}: set 0 (never), a step count, or a fraction of max_steps (< 1)")
         if self.use_peft and (self.lora_r < 1 or self.lora_alpha <= 0 or not 0 <= self.lora_dropout < 1):

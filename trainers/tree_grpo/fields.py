@@ -24,7 +24,8 @@ USED = frozenset({
     "ddp_broadcast_buffers", "ddp_static_graph", "ddp_backend", "ddp_timeout", "resume_from_checkpoint", "model_init_kwargs",
     "num_generations", "max_completion_length", "temperature", "top_p", "beta", "num_iterations", "epsilon", "delta",
     "epsilon_high", "importance_sampling_level", "scale_rewards", "loss_type", "use_vllm", "disable_dropout",
-    "use_bias_correction_kl", "router_aux_loss_coef",
+    "use_bias_correction_kl", "router_aux_loss_coef", "vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
+    "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min", "vllm_importance_sampling_cap",
 })
 NO_EFFECT = frozenset({
     "logging_strategy", "logging_first_step", "log_on_each_node", "logging_nan_inf_filter", "log_level", "log_level_replica",
@@ -50,9 +51,9 @@ INSTEAD: dict[str, str] = {
     **{k: _VLLM for k in ("vllm_mode", "vllm_model_impl", "vllm_enable_sleep_mode", "vllm_structured_outputs_regex",
                           "vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_server_timeout", "vllm_group_port",
                           "vllm_gpu_memory_utilization", "vllm_max_model_length", "vllm_tensor_parallel_size")},
-    **dict.fromkeys(["vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_max",
-                     "vllm_importance_sampling_clip_min", "vllm_importance_sampling_cap", "off_policy_mask_threshold"],
-                    "the truncated importance weight against the captured logprobs is always on; set --is_cap"),
+    "off_policy_mask_threshold": "off-policy sequence masking is not supported by the tree trainers (a sequence is a whole "
+                                 "episode, possibly over several packs); bound the importance ratio with "
+                                 "--vllm_importance_sampling_mode token_mask and --vllm_importance_sampling_clip_min/max",
     **dict.fromkeys(["reward_weights", "multi_objective_aggregation"], "rewards come from each task's verifiers; weight them in task.yaml"),
     **dict.fromkeys(["sync_ref_model", "ref_model_mixup_alpha", "ref_model_sync_steps"], "the reference model is the initial policy; " + _NOT),
     **dict.fromkeys(["top_entropy_quantile", "entropy_coef", "use_adaptive_entropy", "entropy_coef_min", "entropy_coef_max",

@@ -30,9 +30,6 @@ class TreePPOConfig(TreeGRPOConfig):
     whiten_advantages: bool = field(
         default=True, metadata={"help": "Normalise R - V(s) to zero mean and unit std over the batch's sampled tokens."}
     )
-    skip_zero_variance: bool = field(
-        default=False, metadata={"help": "Skip groups whose rewards are all equal (PPO still learns values from them)."}
-    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
