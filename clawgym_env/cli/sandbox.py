@@ -10,14 +10,21 @@ app = typer.Typer(help="Sandbox backends: check them, try them by hand.", no_arg
 
 
 @app.command()
-def doctor() -> None:
+def doctor(
+    clean: bool = typer.Option(False, "--clean", help="Also remove what runs killed without closing their sandboxes left "
+                               "(folders, tmpfs mounts, cgroups, containers); never a live run's."),
+) -> None:
     """Show which sandbox backends work on this machine, why not, and the fix."""
     from rich.console import Console
     from rich.table import Table
 
+    from clawgym_env.sandbox.doctor import clean as clean_leftovers
     from clawgym_env.sandbox.doctor import doctor as run_checks
     from clawgym_env.sandbox.doctor import usable_backends
 
+    if clean:
+        removed = clean_leftovers()
+        Console().print("removed: " + ", ".join(f"{n} {what}" for what, n in removed.items()))
     checks = run_checks()
     table = Table(title="clawgym sandbox doctor")
     for col in ("backend", "check", "status", "detail", "fix"):

@@ -1,16 +1,25 @@
-"""The processes of a docker sandbox: the shell wrapper of every exec (the last one out kills what is left)
-and the reaper, from the host through the container's cgroup where it is known, else from inside."""
+"""The processes of a docker sandbox: the shell wrapper of every exec (the last one out kills what is left),
+the reaper, from the host through the container's cgroup where it is known, else from inside; and the sweep
+of what sandboxes of a process that died without closing them (kill -9) left: containers, workspace tmpfs."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["KILL_OTHERS", "REAPER", "WRAP", "host_reap", "inner_pid"]
+from clawgym_env.sandbox._sweep import dead_owner, sweep_folders
+
+__all__ = ["KILL_OTHERS", "OWNER_LABEL", "REAPER", "WRAP", "host_reap", "inner_pid", "sweep_docker"]
+
+OWNER_LABEL = "clawgym.owner"
+"""Container label: the tag (``_sweep.owner_tag``) of the process whose sandbox it is."""
+_SWEPT: list[bool] = []
 
 _EACH_OTHER = 'for p in /proc/[0-9]*; do pid="${p#/proc/}"; case " $keep $$ " in *" $pid "*) continue;; esac; '
 """Opens a loop over the container's processes but its own ($keep) and this shell; the caller closes it."""
@@ -58,3 +67,18 @@ def host_reap(cgroup: Path, own: set[str], stopped: Callable[[], bool]) -> bool:
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
     return False
+
+
+def sweep_docker(client: Any, *, again: bool = False) -> int:
+    """Once per process (every call with ``again``): remove the containers, and the workspace folders with
+    their tmpfs, that sandboxes of processes now gone left behind; returns how many."""
+    if _SWEPT and not again:
+        return 0
+    _SWEPT.append(True)
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+        if dead_owner(str(c.labels.get(OWNER_LABEL, ""))):
+            with contextlib.suppress(Exception):  # gone meanwhile, or dockerd refused: the next sweep tries again
+                c.remove(force=True)
+                removed += 1
+    return removed + sweep_folders(Path(tempfile.gettempdir()), "clawgym-docker-")

@@ -1,8 +1,9 @@
 """Clean up after processes that died without closing their sandboxes (kill -9, OOM, crash).
 
-Sandbox folders and cgroups are named with their owner's tag, ``<pid>.<start time>``; a tag
-whose process no longer exists (or whose pid was reused: the start time differs) marks leftovers
-that are safe to remove. Live owners are never touched.
+Sandbox folders and cgroups are named with their owner's tag, ``<pid>.<start time>`` (docker
+containers carry it as the ``clawgym.owner`` label); a tag whose process no longer exists (or whose
+pid was reused: the start time differs) marks leftovers that are safe to remove: the tmpfs mounted
+on a folder is unmounted first. Live owners are never touched.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import re
 from pathlib import Path
 
 from clawgym_env.sandbox._fs import rmtree_hard
+from clawgym_env.sandbox._tmpfs import mounts_under, unmount
 
-__all__ = ["owner_tag", "sweep_cgroups", "sweep_folders"]
+__all__ = ["dead_owner", "owner_tag", "sweep_cgroups", "sweep_folders"]
 
 log = logging.getLogger("clawgym.sandbox")
-_TAGGED = re.compile(r"^clawgym-(?:bwrap-)?(\d+)\.(\d+)-")
+_TAGGED = re.compile(r"^clawgym-(?:bwrap-|docker-)?(\d+)\.(\d+)-")
 
 
 def _start_time(pid: int) -> str | None:
@@ -36,16 +38,20 @@ def owner_tag() -> str:
     return f"{pid}.{_start_time(pid) or 0}"
 
 
+def dead_owner(tag: str) -> bool:
+    """Whether ``tag`` (``<pid>.<start time>``) names a process that is gone (never this one)."""
+    pid, _, start = tag.partition(".")
+    return pid.isdigit() and int(pid) != os.getpid() and _start_time(int(pid)) != start
+
+
 def _dead(name: str) -> bool:
     m = _TAGGED.match(name)
-    if m is None:
-        return False
-    pid, start = int(m.group(1)), m.group(2)
-    return pid != os.getpid() and _start_time(pid) != start
+    return m is not None and dead_owner(f"{m.group(1)}.{m.group(2)}")
 
 
-def sweep_folders(root: Path) -> int:
-    """Remove ``clawgym-bwrap-<tag>-*`` folders under ``root`` whose owner is gone; return the count."""
+def sweep_folders(root: Path, prefix: str = "clawgym-bwrap-") -> int:
+    """Remove ``<prefix><tag>-*`` folders under ``root`` whose owner is gone, and the mounts on and under
+    them; return the count."""
     removed = 0
     try:
         entries = list(os.scandir(root))
@@ -53,9 +59,11 @@ def sweep_folders(root: Path) -> int:
         return 0
     for e in entries:
         try:
-            if e.name.startswith("clawgym-bwrap-") and e.is_dir(follow_symlinks=False) and (
+            if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False) and (
                 e.stat(follow_symlinks=False).st_uid == os.getuid() and _dead(e.name)
             ):
+                for point in mounts_under(Path(e.path)):
+                    unmount(point)
                 rmtree_hard(Path(e.path))
                 removed += 1
         except OSError:

@@ -74,6 +74,12 @@ class SandboxConfig:
     the host disk. bwrap keeps its folders on tmpfs, charged to the memory limit. Both: what a
     download takes out holds at most this much (apparent sizes; a sparse file is counted whole)."""
 
+    max_files: int | None = 100_000
+    """How many files and folders the sandbox's writable folders (workspace, HOME, /tmp) may hold: the inodes
+    of their own tmpfs, so creating one more fails inside (ENOSPC) while the episode runs, and what is left
+    goes with one unmount. Needs host root (both backends mount it); without it, bwrap has no such bound
+    (``clawgym sandbox doctor`` says so)."""
+
     @property
     def disk_bytes(self) -> int | None:
         return self.disk_mb << 20 if self.disk_mb else None

@@ -77,6 +77,7 @@ from clawgym_env.sandbox._fs import (
 from clawgym_env.sandbox._process import ChildProcess, Running, SpawnedProcess, adopt, start_process
 from clawgym_env.sandbox._seccomp import bpf_program
 from clawgym_env.sandbox._sweep import owner_tag
+from clawgym_env.sandbox._tmpfs import mount_tmpfs, unmount
 from clawgym_env.sandbox.base import (
     ExecResult,
     FinalLayers,
@@ -114,6 +115,8 @@ class BwrapSandbox(BwrapFiles):
         """How an exec's proxy port is served: "host", "socat" or "python" (``_bridge``)."""
         self._overlay = True
         self._pristine = True
+        self.file_limit = False
+        """Whether the sandbox's folders are a tmpfs of their own, holding at most ``config.max_files`` (``_tmpfs``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -134,6 +137,7 @@ class BwrapSandbox(BwrapFiles):
         sweep_once(root)
         self.dir = Path(tempfile.mkdtemp(prefix=f"clawgym-bwrap-{owner_tag()}-", dir=root))
         try:
+            self.file_limit = mount_tmpfs(self.dir, max_files=cfg.max_files, size_mb=cfg.disk_mb)
             for sub in ("upper", "final", "empty", "home", "tmp", "extra"):
                 (self.dir / sub).mkdir()
             os.chmod(self.dir / "tmp", 0o1777)
@@ -389,10 +393,15 @@ class BwrapSandbox(BwrapFiles):
             if not self._cg.remove_now():
                 return False
             self._cg = None
+        self._remove_dir()
+        return True
+
+    def _remove_dir(self) -> None:
         if self.dir is not None:
+            if self.file_limit:  # the agent's files go with the tmpfs, in the kernel: one call however many
+                unmount(self.dir)
             rmtree_hard(self.dir)
             self.dir = None
-        return True
 
     def _cleanup(self) -> None:
         if self._spare is not None:  # never used: killed here, its cgroup (ours) removed next
@@ -401,7 +410,5 @@ class BwrapSandbox(BwrapFiles):
         if self._cg is not None:
             self._cg.destroy()
             self._cg = None
-        if self.dir is not None:
-            rmtree_hard(self.dir)
-            self.dir = None
+        self._remove_dir()
 

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,9 +39,11 @@ from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox import _bridge
 from clawgym_env.sandbox._cgroup import limit_counters, limit_fired
 from clawgym_env.sandbox._docker_files import RO_TMPFS, DockerFiles
-from clawgym_env.sandbox._docker_procs import REAPER, WRAP, host_reap
+from clawgym_env.sandbox._docker_procs import OWNER_LABEL, REAPER, WRAP, host_reap, sweep_docker
 from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._process import OutputBuffer
+from clawgym_env.sandbox._sweep import owner_tag
+from clawgym_env.sandbox._tmpfs import mount_tmpfs, unmount
 from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCallback, SandboxConfig, SandboxState
 
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
@@ -117,7 +118,8 @@ class DockerSandbox(DockerFiles):
             raise SandboxStartError(
                 f"docker backend: image {image!r} not found. Fix: `bash scripts/docker-up.sh` builds clawgym-base:latest"
             ) from exc
-        self.dir = Path(tempfile.mkdtemp(prefix="clawgym-docker-"))
+        sweep_docker(self._client)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"clawgym-docker-{owner_tag()}-"))
         ws = self.dir / "workspace"
         ws.mkdir()
         self._mount_tmpfs(ws)
@@ -140,7 +142,7 @@ class DockerSandbox(DockerFiles):
             limits["pids_limit"] = cfg.pids
         if cfg.cpus:
             limits["nano_cpus"] = int(cfg.cpus * 1e9)
-        size = f",size={cfg.disk_mb}m" if cfg.disk_mb else ""
+        size = (f",size={cfg.disk_mb}m" if cfg.disk_mb else "") + (f",nr_inodes={cfg.max_files}" if cfg.max_files else "")
         tmpfs = {d: f"rw,nosuid,nodev,mode=1777{size}" for d in RO_TMPFS}
         tmpfs[self.home] = f"rw,nosuid,nodev,mode=0755{size}"
         security = ["no-new-privileges"]
@@ -157,7 +159,7 @@ class DockerSandbox(DockerFiles):
             self._container = self._client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True, network_mode="none",
                 volumes=volumes, working_dir=cfg.workspace_mount, hostname="clawgym",
-                labels={"clawgym.sandbox": "1"}, security_opt=security, cap_drop=caps,
+                labels={"clawgym.sandbox": "1", OWNER_LABEL: owner_tag()}, security_opt=security, cap_drop=caps,
                 read_only=True, tmpfs=tmpfs, **limits,
             )  # fmt: skip
             if self.uid != 0:
@@ -179,15 +181,21 @@ class DockerSandbox(DockerFiles):
         return dest
 
     def _mount_tmpfs(self, folder: Path) -> None:
-        """Put a size-limited tmpfs on ``folder`` (needs host root, as dockerd itself does)."""
-        if not self.config.disk_mb:
+        """Put a tmpfs limited in size and file count on ``folder`` (needs host root, as dockerd itself does)."""
+        cfg = self.config
+        if not (cfg.disk_mb or cfg.max_files):
             return
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.config.disk_mb}m,mode=0755,nosuid,nodev",
-                            "tmpfs", str(folder)], capture_output=True, text=True)  # fmt: skip
-        if r.returncode != 0:
+        try:
+            mounted = mount_tmpfs(folder, max_files=cfg.max_files, size_mb=cfg.disk_mb, mode=0o755)
+        except OSError as exc:
+            mounted, why = False, str(exc)
+        else:
+            why = "not permitted"
+        if not mounted:
             raise SandboxStartError(
-                f"docker backend: cannot mount a {self.config.disk_mb} MB tmpfs for the workspace ({r.stderr.strip()}); "
-                "run as root, or set SandboxConfig.disk_mb=None to accept a workspace without a disk limit"
+                f"docker backend: cannot mount a tmpfs of {cfg.disk_mb} MB and {cfg.max_files} files for the workspace "
+                f"({why}); run as root, or set SandboxConfig.disk_mb=None and max_files=None to accept a workspace "
+                "without these limits"
             )
         self._tmpfs = folder
 
@@ -401,7 +409,7 @@ class DockerSandbox(DockerFiles):
                 pass
             self._container = None
         if self._tmpfs is not None:
-            subprocess.run(["umount", "-l", str(self._tmpfs)], capture_output=True)
+            unmount(self._tmpfs)
             self._tmpfs = None
         if self.dir is not None:
             rmtree_hard(self.dir)

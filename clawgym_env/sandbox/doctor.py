@@ -6,10 +6,12 @@ starts a long-lived process: the bwrap probe is one ``bwrap ... true``, the dock
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-__all__ = ["Check", "check_bwrap", "check_docker", "check_none", "doctor", "usable_backends"]
+__all__ = ["Check", "check_bwrap", "check_docker", "check_none", "clean", "doctor", "usable_backends"]
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -69,6 +71,19 @@ def check_bwrap() -> list[Check]:
     root = sandbox_root()
     where = "tmpfs" if root == "/dev/shm" else "disk (set CLAWGYM_SANDBOX_DIR to a tmpfs for faster start/stop)"
     rows.append(Check("bwrap", "sandbox folders", "ok", f"{root}: {where}"))
+    from clawgym_env.sandbox._tmpfs import mount_tmpfs, unmount
+
+    probe_dir = Path(tempfile.mkdtemp(prefix="clawgym-doctor-"))
+    try:
+        if mount_tmpfs(probe_dir, max_files=16, size_mb=1):
+            unmount(probe_dir)
+            rows.append(Check("bwrap", "file-count limit", "ok", "a tmpfs of its own per sandbox (SandboxConfig.max_files)"))
+        else:
+            rows.append(Check("bwrap", "file-count limit", "warn", "not root: the number of files a sandbox may make is "
+                              "bounded by its memory limit alone, and removing them after it can take minutes",
+                              "run as root (mounting a tmpfs needs CAP_SYS_ADMIN)"))
+    finally:
+        probe_dir.rmdir()
     info = detect()
     if info is None:
         rows.append(
@@ -113,6 +128,30 @@ def check_none() -> list[Check]:
 def doctor() -> list[Check]:
     """Every check for every backend."""
     return [*check_bwrap(), *check_docker(), *check_none()]
+
+
+def clean() -> dict[str, int]:
+    """Remove what sandboxes of processes now gone (killed with SIGKILL, out of memory) left behind: bwrap
+    folders with their tmpfs, cgroups, docker containers and workspace folders with their tmpfs. What a live
+    process owns is never touched. Returns how many of each were removed."""
+    from clawgym_env.sandbox._cgroup import detect
+    from clawgym_env.sandbox._sweep import sweep_cgroups, sweep_folders
+    from clawgym_env.sandbox.bwrap import sandbox_root
+
+    info = detect()
+    removed = {"bwrap folders": sweep_folders(Path(sandbox_root())),
+               "cgroups": sweep_cgroups(sorted(set(info.parents.values()))) if info is not None else 0}
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+    except Exception:  # no docker here: nothing of it to clean
+        return removed
+    from clawgym_env.sandbox._docker_procs import sweep_docker
+
+    removed["docker containers and folders"] = sweep_docker(client, again=True)
+    return removed
 
 
 def usable_backends(checks: list[Check]) -> list[str]:

@@ -6,7 +6,7 @@ Tasks: ``procgen-multistep-train`` (``clawgym_env.task.procgen_multistep``): eac
 shell commands where a later one uses what an earlier one printed, so an episode is 3-4 calls and
 a branch at call k >= 1 resamples a decision that changes the reward. (The Pass@1 experiment's
 one-command ``procgen-train`` tasks are 2-call episodes: every branch point is the closing "Done.",
-which is why the runs ``sft80`` / ``sft120`` on them could not show anything;
+which is why the session-3 runs ``sft80`` / ``sft120`` on them could not show anything;
 ``--suite procgen-train --tasks '[wad]*-0[1-4]' --sft_tasks '[wad]*-0[1-4]' --rl_lr 1e-3 --max_tokens 48``
 reruns them.)
 
@@ -99,7 +99,7 @@ def run_arm(arm: str, model: Path, setup: Setup, seed: int, out: Path) -> dict[s
     cfg = TreeGRPOConfig(output_dir=str(out), suite=setup.suite, harness="custom", pairs_per_step=setup.pairs_per_step,
                          max_steps=setup.max_steps, learning_rate=setup.rl_lr, max_completion_length=setup.max_tokens,
                          temperature=setup.temperature, max_concurrent_episodes=4, seed=seed, use_cpu=True, save_steps=0,
-                         lr_scheduler_type="constant", skip_zero_variance=True, eval_suite=setup.suite,
+                         lr_scheduler_type="constant", drop_zero_variance_from_loss=True, eval_suite=setup.suite,
                          eval_tasks=",".join(t.id for t in tasks), eval_episodes=setup.eval_episodes, logging_steps=1, **shape)
     trainer = TreeGRPOTrainer(cfg, model, tasks=tasks)
     rows: list[dict[str, float]] = []
@@ -155,8 +155,10 @@ def side_by_side(result: dict[str, Any]) -> str:
     lines.append("training reward per step (tokens so far: reward)")
     for arm in ARMS:
         rows = result[arm]["rows"]
+        varied = sum(r["groups_trained"] for r in rows)  # groups without reward variance are not trained
         lines.append(f"{arm:>9}: " + "  ".join(f"{r['tokens']:.0f}:{r['reward']:.2f}" for r in rows)
-                     + f"   ({len(rows)} steps, {result[arm]['seconds']:.0f} s)")
+                     + f"   ({len(rows)} steps, {result[arm]['seconds']:.0f} s; groups with reward variance: "
+                     f"{varied:.0f} of {len(rows) * result['setup']['pairs_per_step']})")
     return "\n".join(lines)
 
 
@@ -177,12 +179,13 @@ def main(argv: list[str] | None = None) -> None:
     work = a.work or Path("experiments/branching/work") / a.out.name
     work.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
-    model = policy(work, setup)
+    model: Path | None = None  # built only when a seed has no results yet: a finished OUT reprints its tables
     for seed in [int(s) for s in a.seeds.split(",")]:
         path = a.out / f"seed-{seed}.json"
         if path.is_file():
             print(side_by_side(json.loads(path.read_text())))
             continue
+        model = model or policy(work, setup)
         result: dict[str, Any] = {"seed": seed, "setup": asdict(setup), "model": str(model),
                                   "command": " ".join(["python", "experiments/branching/compare.py", *(argv or sys.argv[1:])])}
         result["start"] = evaluate_start(model, setup, seed, work / f"eval-{seed}")

@@ -1,0 +1,91 @@
+"""A run killed from outside (SIGKILL: nothing of it gets to clean up) leaves nothing on the host once
+the next run has started: no sandbox folder, no tmpfs mount, no cgroup, no container, no process.
+
+Each run is ``clawgym bench run`` in a process of its own, real custom harness, real sandboxes. The
+first is killed while its episode's command sleeps; what it left is listed by its owner tag (the
+``<pid>.<start time>`` its sandboxes carry) and must be there, or the test proves nothing; a second,
+short run then starts, and nothing tagged with the dead run may be left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from clawgym_env.sandbox._tmpfs import mounts_under
+from clawgym_env.sandbox.bwrap import sandbox_root
+from tests.clawgym_env.sandbox.conftest import backend, processes_with  # noqa: F401  (bwrap; docker under its marker)
+from tests.security.conftest import ORIGINAL, REPO, bash
+
+MARKER = "sleep 41.25"
+
+
+def _bench(policy: Path, out: Path, sandbox: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "clawgym_env.cli.main", "bench", "run", "--model", f"scripted:{policy}",
+         "--harness", "custom", "--suite", str(ORIGINAL), "--tasks", "smoke-hello-file-p0", "--sandbox", sandbox,
+         "--out", str(out), "--no-progress"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _tag(pid: int) -> str:
+    return f"{pid}.{Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]}"
+
+
+def _left_by(tag: str) -> list[str]:
+    """Everything on the host that a sandbox of the process tagged ``tag`` made."""
+    found: list[str] = []
+    for root, prefix in ((Path(sandbox_root()), "clawgym-bwrap-"), (Path(tempfile.gettempdir()), "clawgym-docker-")):
+        for d in root.glob(f"{prefix}{tag}-*"):
+            found += [f"mount {m}" for m in mounts_under(d)] + [f"folder {d}"]
+    for cg in Path("/sys/fs/cgroup").glob(f"*/**/clawgym-{tag}-*"):
+        found.append(f"cgroup {cg}")
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        found += [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": f"clawgym.owner={tag}"})]
+    except Exception:  # no dockerd: no containers
+        pass
+    return found
+
+
+def test_a_run_killed_mid_episode_is_cleaned_up_by_the_next(backend: str, tmp_path: Path) -> None:
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(yaml.safe_dump({"replies": [bash(MARKER)], "default": "done"}))
+    quick = tmp_path / "quick.yaml"
+    quick.write_text(yaml.safe_dump({"replies": [], "default": "done"}))
+    run = _bench(slow, tmp_path / "killed", backend)
+    try:
+        tag = _tag(run.pid)
+        deadline = time.monotonic() + 180
+        while not processes_with(MARKER):
+            assert run.poll() is None, f"the run ended before its episode slept: {run.stderr.read().decode()[-2000:]}"  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the episode's command never started"
+            time.sleep(0.1)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    left = _left_by(tag)
+    assert any(x.startswith("folder") for x in left), f"the killed run left nothing to clean: {left}"
+    if backend == "docker":
+        assert any(x.startswith("container") for x in left) and any(x.startswith("mount") for x in left), left
+    nxt = _bench(quick, tmp_path / "next", backend)
+    _, err = nxt.communicate(timeout=300)
+    assert nxt.returncode == 0, err.decode()[-2000:]
+    assert _left_by(tag) == []
+    for _ in range(50):  # the killed sandbox's processes die with it (bwrap) or with its container (docker)
+        if not processes_with(MARKER):
+            break
+        time.sleep(0.1)
+    assert processes_with(MARKER) == []
