@@ -6,7 +6,7 @@ Tasks: ``procgen-multistep-train`` (``clawgym_env.task.procgen_multistep``): eac
 shell commands where a later one uses what an earlier one printed, so an episode is 3-4 calls and
 a branch at call k >= 1 resamples a decision that changes the reward. (The Pass@1 experiment's
 one-command ``procgen-train`` tasks are 2-call episodes: every branch point is the closing "Done.",
-which is why the session-3 runs ``sft80`` / ``sft120`` on them could not show anything;
+which is why the runs ``sft80`` / ``sft120`` on them could not show anything;
 ``--suite procgen-train --tasks '[wad]*-0[1-4]' --sft_tasks '[wad]*-0[1-4]' --rl_lr 1e-3 --max_tokens 48``
 reruns them.)
 
@@ -15,7 +15,7 @@ tool-call format by a short tree SFT on verified expert episodes of the ``--sft_
 through the custom harness (``trainers.tree_sft.expert``, then the Pass@1 experiment's ``sft``
 stage), then trained by RL on the ``--tasks`` variants. Not the
 Pass@1 experiment's SmolLM2-135M: it costs ~40 s per 600-token forward+backward and ~20 s per
-32-token call on this shared 2-core box, so four RL runs of it do not fit a session.
+32-token call on 2 CPU cores, so four RL runs of it take many hours.
 
 Arms, same tasks, learning rate, sampling and leaves per step (``pairs_per_step`` x 4):
 - ``chain``: ``num_generations=4`` independent episodes per group, GRPO's group baseline;
@@ -55,7 +55,7 @@ class Setup:
     """Pilot, eval at T=1 on the 24 tasks: 150 steps 0.08, 300 steps 0.75; in between leaves room both ways."""
     sft_lr: float = 1e-2
     rl_lr: float = 3e-4
-    """1e-3 unlearned the SFT policy in both arms in session 3 (``sft120``)."""
+    """1e-3 unlearned the SFT policy in both arms (``sft120``)."""
     pairs_per_step: int = 2
     max_tokens: int = 64
     temperature: float = 1.0
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     a = parser.parse_args(argv)
     import torch
 
-    torch.set_num_threads(1)  # on the shared 2-core box two threads made the tiny model's steps ~17x slower
+    torch.set_num_threads(1)  # on a busy 2-core machine two threads made the tiny model's steps ~17x slower
     setup = Setup(**{k: v for k, v in vars(a).items() if k in Setup.__dataclass_fields__})
     work = a.work or Path("experiments/branching/work") / a.out.name
     work.mkdir(parents=True, exist_ok=True)
