@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
+from clawgym_env.errors import ConfigError
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
 from harnesses._npm import SANDBOX_PATH, npm_install, npm_mount
@@ -37,6 +38,21 @@ class ClaudeCode(Harness):
     tools: ClassVar[tuple[str, ...] | None] = None
     """Built-in tools offered to the model (``--tools``); None keeps Claude Code's default set."""
 
+    def __init__(self, auto_compact_window: int | None = None, auto_compact_pct: float | None = None) -> None:
+        """Claude Code's own auto-compaction settings (env vars of the pinned version), unset by default.
+
+        ``auto_compact_window``: the context size it compacts against (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``, at least
+        100,000; without it an unknown model such as ``policy`` gets 1,000,000). ``auto_compact_pct``: compact once the
+        conversation passes this percent of it (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``). What it then sends is in
+        docs/trees.md. ``/compact`` would need a second user turn, which a one-shot ``-p`` episode does not have."""
+        if auto_compact_window is not None and auto_compact_window < 100_000:
+            raise ConfigError(f"claude-code auto_compact_window={auto_compact_window}: Claude Code {self.version} treats "
+                              "anything below 100000 as 100000; set 100000 or more and lower auto_compact_pct instead")
+        if auto_compact_pct is not None and not 0 < auto_compact_pct <= 100:
+            raise ConfigError(f"claude-code auto_compact_pct={auto_compact_pct}: give a percent in (0, 100]")
+        self.auto_compact_window = auto_compact_window
+        self.auto_compact_pct = auto_compact_pct
+
     def install(self, cache_dir: Path) -> Path:
         """npm-install the pinned package (npm run on Node 24: the package declares node >= 22)."""
         return npm_install(self, PACKAGE, cache_dir, check=[self.BINARY])
@@ -45,7 +61,13 @@ class ClaudeCode(Harness):
         return (npm_mount(self, PACKAGE, cache_dir, INSIDE),)
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
+        compaction = {}
+        if self.auto_compact_window is not None:
+            compaction["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(self.auto_compact_window)
+        if self.auto_compact_pct is not None:
+            compaction["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = f"{self.auto_compact_pct:g}"
         return {
+            **compaction,
             "ANTHROPIC_BASE_URL": session.base_url,
             "ANTHROPIC_API_KEY": session.api_key,
             "ANTHROPIC_MODEL": session.model,

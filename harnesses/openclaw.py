@@ -45,11 +45,20 @@ class OpenClaw(Harness):
     transcript: ClassVar[str] = ".openclaw-state"
     """Where the harness's own transcript is: its state dir (relative to HOME), sessions inside."""
 
-    def __init__(self, api: str = "openai-completions", timeout_s: int = 600, pinned: bool = True) -> None:
+    def __init__(self, api: str = "openai-completions", timeout_s: int = 600, pinned: bool = True,
+                 context_window: int = 131072, compaction: Mapping[str, Any] | None = None) -> None:
         """``pinned``: start the clock at 2026-01-01 and draw session UUIDs from a fixed seed (``harnesses._npm.pin_env``),
-        so its prompts (date, minute-stamped user turn, session id) are the same bytes in every run of a task."""
+        so its prompts (date, minute-stamped user turn, session id) are the same bytes in every run of a task.
+
+        ``context_window``: the model's context as the config declares it, which OpenClaw compacts against;
+        ``compaction``: its ``agents.defaults.compaction`` settings (e.g. ``{"midTurnPrecheck": {"enabled": true}}``
+        to compact between tool calls rather than after the run; docs/trees.md shows what it sends)."""
         if api not in APIS:
             raise ConfigError(f"OpenClaw api {api!r} is not supported; use one of {', '.join(APIS)}")
+        if context_window < 1024:
+            raise ConfigError(f"OpenClaw context_window={context_window}: give the model's context in tokens (>= 1024)")
+        self.context_window = context_window
+        self.compaction = dict(compaction or {})
         self.api = api
         self.dialect = APIS[api]  # type: ignore[misc]  # per-instance override of the ClassVar
         self.timeout_s = timeout_s
@@ -112,12 +121,15 @@ class OpenClaw(Harness):
             "models": [{
                 "id": session.model, "name": session.model, "reasoning": False, "input": ["text"],
                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                "contextWindow": 131072, "maxTokens": 4096,
+                "contextWindow": self.context_window, "maxTokens": min(4096, self.context_window // 8),
             }],
         }
+        defaults: dict[str, Any] = {"model": {"primary": f"{PROVIDER}/{session.model}"}}
+        if self.compaction:
+            defaults["compaction"] = self.compaction
         config = {
             "models": {"mode": "replace", "providers": {PROVIDER: provider}},
-            "agents": {"defaults": {"model": {"primary": f"{PROVIDER}/{session.model}"}}},
+            "agents": {"defaults": defaults},
         }
         config_path, state = self._paths(session)
         return {config_path: json.dumps(config, indent=2) + "\n", f"{state}/.keep": ""}

@@ -8,6 +8,7 @@ and is recorded.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from types import ModuleType
 from typing import Any
@@ -17,15 +18,47 @@ from clawgym_env.proxy.dialects import gemini, openai_chat
 from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply
 from clawgym_env.proxy.session import CallFailed, ProxySession
 
-__all__ = ["serve_call"]
+__all__ = ["client_meta", "serve_call"]
+
+
+_LINE_HEADER = b"x-claude-code-agent-id"
+"""Claude Code names each subagent in this header (absent on the main conversation's calls): a per-line id,
+kept apart from the client digest."""
+_CLIENT_VALUES = (b"user-agent", b"x-claude-code-session-id")
+"""Headers whose values join the client digest: the HTTP client, and the harness process's own session id."""
+
+
+def client_meta(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    """What a call's headers say about its sender, for telling the harness's calls from others (``tree/classify.py``):
+    ``client``, a digest of the header names in the order sent, the user agent and the harness's session id header
+    (one harness process sends the same on every call; curl, or another library, does not); ``agent_id``, Claude
+    Code's subagent id; ``retry_count`` where the client numbers its retries (the Anthropic and OpenAI SDKs'
+    ``x-stainless-retry-count``) and this is one."""
+    h = hashlib.blake2b(digest_size=6)
+    out: dict[str, Any] = {}
+    for name, value in headers:
+        if name == _LINE_HEADER:
+            out["agent_id"] = value.decode("latin-1")
+            continue
+        h.update(name + b"\n")
+        if name in _CLIENT_VALUES:
+            h.update(value + b"\n")
+        elif name == b"x-stainless-retry-count" and value.isdigit() and int(value) > 0:
+            out["retry_count"] = int(value)
+    out["client"] = h.hexdigest()
+    return out
 
 
 async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: ModuleType, path: str,
-                     body: dict[str, Any], started_at: float, t0: float, keepalive_s: float) -> None:
-    """Answer one model call of ``sess`` and record it; ``keepalive_s``: see ``ProxyServer.stream_keepalive_s``."""
+                     body: dict[str, Any], started_at: float, t0: float, keepalive_s: float,
+                     client: dict[str, Any] | None = None) -> None:
+    """Answer one model call of ``sess`` and record it; ``keepalive_s``: see ``ProxyServer.stream_keepalive_s``;
+    ``client``: ``client_meta`` of its headers, kept in the record's meta."""
     rec: dict[str, Any] = {"session_id": sess.session_id, "call_index": sess.next_index(),
                            "dialect": dialect.NAME, "path": path, "started_at": started_at,
                            "stream": bool(body.get("stream")), "model": str(body.get("model", ""))}
+    if client:
+        rec["meta"] = dict(client)
     status = 200
     opened: list[bool] = []  # non-empty once SSE headers went out (slow policy, keep-alive sent)
     parsed: ParsedRequest | None = None
@@ -39,7 +72,7 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Modul
         rec["tools"] = parsed.tools
         digest = sess.history.system_hash(parsed.messages)
         if digest is not None:  # which agent prompt this call ran under (subagents and side calls differ)
-            rec["meta"] = {"system_hash": digest}
+            rec["meta"] = {**(rec.get("meta") or {}), "system_hash": digest}
 
         async def keepalive() -> None:  # a slow policy: open the stream, keep it from idling out
             if not opened:

@@ -29,7 +29,7 @@ import uvicorn
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ProxyError
 from clawgym_env.proxy._asgi import Disconnected, send_json
-from clawgym_env.proxy._call import serve_call
+from clawgym_env.proxy._call import client_meta, serve_call
 from clawgym_env.proxy._json_body import read_json
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.proxy.dialects import anthropic, gemini, openai_chat, openai_responses
@@ -267,7 +267,8 @@ class ProxyServer:
             return await self._count_tokens(send, sess, dialect, body)
         if gemini_route is not None:
             body = {**body, "model": gemini_route[0], "stream": bool(stream)}
-        await serve_call(send, receive, sess, dialect, path, body, started_at, t0, self.stream_keepalive_s)
+        await serve_call(send, receive, sess, dialect, path, body, started_at, t0, self.stream_keepalive_s,
+                         client_meta(scope["headers"]))
 
     def _models(self, headers: dict[bytes, bytes]) -> dict[str, Any]:
         sess, _ = self._authenticate(headers, None)

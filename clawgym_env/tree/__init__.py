@@ -8,9 +8,9 @@ from clawgym_env.tree.build import (
     TreeFilters,
     build_forest,
     build_tree,
-    classify_calls,
     load_calls,
 )
+from clawgym_env.tree.classify import CallClass, classify_episode
 from clawgym_env.tree.flex import TREE_FLEX, register_tree_flex
 from clawgym_env.tree.node import BRANCH_KINDS, BranchKind, CallInfo, CallRef, TreeNode
 from clawgym_env.tree.pack import (
@@ -29,6 +29,7 @@ __all__ = [
     "TREE_ATTENTION",
     "TREE_FLEX",
     "BranchKind",
+    "CallClass",
     "CallInfo",
     "CallRef",
     "NaiveBatch",
@@ -39,7 +40,7 @@ __all__ = [
     "TreeNode",
     "build_forest",
     "build_tree",
-    "classify_calls",
+    "classify_episode",
     "load_calls",
     "pack_naive",
     "pack_tree",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import math
-from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import CaptureError, TreeError
+from clawgym_env.tree.classify import classify_episode
 from clawgym_env.tree.node import (
     BRANCH_KINDS,
     BranchKind,
@@ -26,7 +26,7 @@ from clawgym_env.tree.node import (
     new_span,
 )
 
-__all__ = ["PrefixTree", "TreeFilters", "build_forest", "build_tree", "classify_calls", "load_calls"]
+__all__ = ["PrefixTree", "TreeFilters", "build_forest", "build_tree", "load_calls"]
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,14 @@ class TreeFilters:
         same prompt, or never continued by a later call): the retry subtrees / dead leaves.
     max_leaves: leave out whole episodes whose own tree has more leaves than this.
     exclude_kinds: leave out calls of these branch kinds (e.g. {"subagent", "compaction"}).
+    keep_foreign: keep calls no behaviour of the harness explains (``foreign``); they are left out unless set, so
+        a policy's own requests through the proxy never train (views set it to show them).
     """
 
     drop_dead: bool = False
     max_leaves: int | None = None
     exclude_kinds: frozenset[BranchKind] = frozenset()
+    keep_foreign: bool = False
 
     def __post_init__(self) -> None:
         bad = set(self.exclude_kinds) - set(BRANCH_KINDS)
@@ -59,6 +62,8 @@ class PrefixTree:
     episodes: list[str]  # rollout ids; a rollout's index in this list is its rollout index
     calls: dict[CallRef, CallInfo]
     dropped: dict[str, list[str]] = field(default_factory=dict)  # reason -> episode ids or call refs
+    kind_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Episode -> branch kind -> calls the classifier gave that kind, kept in the tree or left out."""
 
     def nodes(self) -> list[TreeNode]:
         """All token-holding nodes in pre-order (the layout order used by packing)."""
@@ -107,6 +112,10 @@ class PrefixTree:
         path = info.end.path_tokens()
         return path[: info.prompt_len], path[info.prompt_len :]
 
+    def foreign_counts(self) -> dict[str, int]:
+        """Foreign calls per episode, kept in the tree or left out (0 for an episode with none)."""
+        return {ep: kinds.get("foreign", 0) for ep, kinds in self.kind_counts.items()}
+
     def leaf_counts(self) -> dict[str, int]:
         """Leaves of each episode's own subtree (a node no call of that episode continues past)."""
         return _leaf_counts(self.root)
@@ -141,69 +150,6 @@ def load_calls(path: Path | str) -> list[CallRecord]:
     except (OSError, EOFError) as exc:
         raise CaptureError(f"{p}: not a gzipped capture of CallRecords ({exc})") from exc
     return parse_capture(raw, str(p), strict=True)
-
-
-def _meta_kind(meta: Mapping[str, object]) -> BranchKind | None:
-    branch = meta.get("branch") or meta.get("kind")
-    if isinstance(branch, str) and branch in BRANCH_KINDS:
-        return branch  # type: ignore[return-value]
-    for kind in ("subagent", "compaction", "retry"):
-        if meta.get(kind):
-            return kind  # type: ignore[return-value]
-    return None
-
-
-def _branch_key(call: CallRecord, kind: BranchKind) -> tuple[str, str]:
-    """Calls of one line of work: the main line, or one subagent (by its id hint) etc."""
-    for key in ("subagent_id", "agent_id", "branch_id"):
-        if key in call.meta:
-            return (kind, str(call.meta[key]))
-    return (kind if kind != "retry" else "main", "")
-
-
-def _ids_bytes(ids: Sequence[int]) -> bytes:
-    return array("q", ids).tobytes()
-
-
-def _contains(hay: bytes, needle: bytes) -> bool:
-    """Whether ``needle`` (int64 ids) occurs in ``hay`` at a token boundary."""
-    start = hay.find(needle)
-    while start != -1:
-        if start % 8 == 0:
-            return True
-        start = hay.find(needle, start + 1)
-    return False
-
-
-def classify_calls(calls: Sequence[CallRecord]) -> dict[int, tuple[BranchKind, bool]]:
-    """Branch kind and dead flag of each call of ONE episode, keyed by call_index.
-
-    Kind comes from ``meta`` hints (``branch``/``kind`` = name, or ``subagent``/``compaction``/
-    ``retry`` truthy) and from structure: a call whose prompt equals an earlier call's prompt is
-    a retry. Dead: the call failed, a later call retried its prompt, or its completion ids never
-    occur in a later call's prompt while a later call of the same line of work exists.
-    """
-    ordered = sorted(calls, key=lambda c: c.call_index)
-    seen_prompts: set[tuple[int, ...]] = set()
-    kinds: dict[int, BranchKind] = {}
-    for call in ordered:
-        prompt = tuple(call.prompt_ids or ())
-        kind = _meta_kind(call.meta) or ("retry" if prompt in seen_prompts else "main")
-        seen_prompts.add(prompt)
-        kinds[call.call_index] = kind
-    prompt_bytes = [_ids_bytes(c.prompt_ids or ()) for c in ordered]
-    out: dict[int, tuple[BranchKind, bool]] = {}
-    for i, call in enumerate(ordered):
-        kind = kinds[call.call_index]
-        later = ordered[i + 1 :]
-        failed = call.error is not None or call.status >= 400 or not call.completion_ids
-        superseded = prompt_bytes[i] in prompt_bytes[i + 1 :]
-        key = _branch_key(call, kind)
-        has_successor = any(_branch_key(c, kinds[c.call_index]) == key for c in later)
-        needle = _ids_bytes(call.completion_ids or ())
-        continued = not has_successor or any(_contains(pb, needle) for pb in prompt_bytes[i + 1 :])
-        out[call.call_index] = (kind, failed or superseded or not continued)
-    return out
 
 
 def _insert(root: TreeNode, path: Sequence[int], prompt_len: int, logprobs: Sequence[float] | None, ref: CallRef) -> TreeNode:
@@ -285,6 +231,7 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
     root = TreeNode(tokens=[], depth=0)
     infos: dict[CallRef, CallInfo] = {}
     episodes: list[str] = []
+    kind_counts: dict[str, dict[str, int]] = {}
     for episode_id, ep_calls in by_episode.items():
         if filters.max_leaves is not None:  # count the episode's leaves on a scratch tree first
             scratch = TreeNode(tokens=[], depth=0)
@@ -292,7 +239,7 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
             if _leaf_counts(scratch).get(episode_id, 0) > filters.max_leaves:
                 dropped["too_many_leaves"].append(episode_id)
                 continue
-        ep_infos = _insert_episode(root, ep_calls, filters, dropped)
+        ep_infos = _insert_episode(root, ep_calls, filters, dropped, kind_counts.setdefault(episode_id, {}))
         if ep_infos:
             episodes.append(episode_id)
             infos.update(ep_infos)
@@ -300,18 +247,25 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
         for ref in node.ends:
             infos[ref].end = node
     _assign_kinds(root, infos)
-    return PrefixTree(root=root, episodes=episodes, calls=infos, dropped=dict(dropped))
+    return PrefixTree(root=root, episodes=episodes, calls=infos, dropped=dict(dropped), kind_counts=kind_counts)
 
 
 def _insert_episode(
-    root: TreeNode, calls: list[CallRecord], filters: TreeFilters, dropped: dict[str, list[str]] | None
+    root: TreeNode, calls: list[CallRecord], filters: TreeFilters, dropped: dict[str, list[str]] | None,
+    counts: dict[str, int] | None = None,
 ) -> dict[CallRef, CallInfo]:
-    classes = classify_calls(calls)
+    """Classify one episode's calls (``tree/classify.py``) and insert those the filters keep; ``counts``: filled
+    with the calls of each kind, kept or not."""
+    classes = classify_episode(calls)
     infos: dict[CallRef, CallInfo] = {}
     for call in sorted(calls, key=lambda c: c.call_index):
         ref = CallRef(call.session_id, call.call_index)
-        kind, dead = classes[call.call_index]
-        reason = "dead" if filters.drop_dead and dead else f"kind:{kind}" if kind in filters.exclude_kinds else None
+        cls = classes[call.call_index]
+        kind, dead = cls.kind, cls.dead
+        if counts is not None:
+            counts[kind] = counts.get(kind, 0) + 1
+        excluded = kind in filters.exclude_kinds or (kind == "foreign" and not filters.keep_foreign)
+        reason = f"kind:{kind}" if excluded else "dead" if filters.drop_dead and dead else None
         if reason:
             if dropped is not None:
                 dropped[reason].append(str(ref))
@@ -330,6 +284,9 @@ def _insert_episode(
             latency_s=call.latency_s,
             finish_reason=call.finish_reason,
             end=end,
+            chain=cls.chain,
+            parent=cls.parent,
+            evidence=cls.evidence,
         )
     return infos
 

@@ -15,9 +15,11 @@ from typing import Any, Literal, NamedTuple
 
 __all__ = ["BRANCH_KINDS", "BranchKind", "CallInfo", "CallRef", "TreeNode"]
 
-BranchKind = Literal["main", "subagent", "compaction", "retry"]
+BranchKind = Literal["main", "subagent", "compaction", "retry", "foreign"]
 # Order matters: a node shared by calls of several kinds takes the earliest kind listed here.
-BRANCH_KINDS: tuple[BranchKind, ...] = ("main", "subagent", "compaction", "retry")
+BRANCH_KINDS: tuple[BranchKind, ...] = ("main", "subagent", "compaction", "retry", "foreign")
+"""``tree/classify.py`` says how each is told from the requests: ``foreign`` is a call no behaviour of the
+harness explains (left out of training unless ``TreeFilters.keep_foreign``)."""
 
 
 class CallRef(NamedTuple):
@@ -40,6 +42,9 @@ class CallInfo:
     latency_s: float = 0.0
     finish_reason: str = "stop"
     end: TreeNode | None = field(default=None, repr=False)  # node whose last token ends the call's path
+    chain: str = "main"  # line of work: main, subagent:<first call>, foreign:<first call>
+    parent: int | None = None  # call index this call continues or retries; None where it starts a conversation
+    evidence: str = ""  # why the classifier placed it so (tree/classify.py)
 
     @property
     def path_len(self) -> int:

@@ -70,16 +70,23 @@ def test_branch_kinds_from_structure_and_meta_hints() -> None:
 
 
 def test_failed_and_never_continued_calls_are_dead() -> None:
+    """Failed; resent (the retry supersedes it); never carried on while its line goes on (compacted away)."""
+    summary = list(range(30, 40))
     calls = [
-        call(0, [1, 2], [3], error="boom", status=500),
-        call(1, [1, 2, 9], [4, 5]),  # never continued: call 2 ignores it
-        call(2, [1, 2, 9, 6], [7]),  # last call of the main line: alive
+        call(0, [1, 2], [], error="boom", status=500),
+        call(1, [1, 2], [4, 5]),  # the resend of call 0's prompt
+        call(2, [1, 2, 4, 5, 9], [6, 6]),  # continues call 1; compacted away before anything carried it on
+        call(3, [1, 2, 4, 5, 9, 70], summary),  # the summary request, beside call 2
+        call(4, [1, 71, *summary, 72], [8]),  # the restart carries the summary: the main line goes on from here
     ]
     tree = build_tree(calls)
-    assert [tree.calls[CallRef("s", i)].dead for i in range(3)] == [True, True, False]
+    got = {r.call_index: (i.kind, i.dead, i.parent) for r, i in tree.calls.items()}
+    assert got == {0: ("main", True, None), 1: ("retry", False, 0), 2: ("main", True, 1), 3: ("compaction", False, 1),
+                   4: ("main", False, None)}
+    assert "written by call 3" in tree.calls[CallRef("s", 4)].evidence
     pruned = build_tree(calls, filters=TreeFilters(drop_dead=True))
-    assert list(pruned.calls) == [CallRef("s", 2)]
-    assert sorted(pruned.dropped["dead"]) == sorted([str(CallRef("s", 0)), str(CallRef("s", 1))])
+    assert sorted(r.call_index for r in pruned.calls) == [1, 3, 4]
+    assert sorted(pruned.dropped["dead"]) == sorted([str(CallRef("s", 0)), str(CallRef("s", 2))])
 
 
 def test_filters_drop_dead_leaves_and_excluded_kinds_without_touching_the_rest() -> None:
@@ -171,8 +178,9 @@ def test_public_surface_is_pinned() -> None:
 
     assert tree_pkg.__all__ == sorted(tree_pkg.__all__, key=lambda s: (not s.isupper(), s))
     assert set(tree_pkg.__all__) == {
-        "BRANCH_KINDS", "TREE_ATTENTION", "TREE_FLEX", "BranchKind", "CallInfo", "CallRef", "NaiveBatch", "PackedTree", "PrefixTree",
-        "TreeBlocks", "TreeFilters", "TreeNode", "build_forest", "build_tree", "classify_calls", "load_calls",
+        "BRANCH_KINDS", "TREE_ATTENTION", "TREE_FLEX", "BranchKind", "CallClass", "CallInfo", "CallRef", "NaiveBatch", "PackedTree",
+        "PrefixTree",
+        "TreeBlocks", "TreeFilters", "TreeNode", "build_forest", "build_tree", "classify_episode", "load_calls",
         "pack_naive", "pack_tree", "pack_trees", "register_tree_attention", "register_tree_flex", "tree_attention", "tree_attention_mask",
         "tree_mask_mod", "unpack_logprobs",
     }

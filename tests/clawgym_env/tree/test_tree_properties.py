@@ -8,10 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clawgym_env.capture.records import CallRecord
-from clawgym_env.tree import PackedTree, build_tree, pack_tree, pack_trees
+from clawgym_env.tree import PackedTree, TreeFilters, build_tree, pack_tree, pack_trees
 from clawgym_env.tree.build import PrefixTree
 
 VOCAB = 6  # a tiny alphabet makes paths collide, share and diverge a lot
+ALL = TreeFilters(keep_foreign=True)  # random call sets: the trie keeps every call, foreign to any harness or not
 
 
 @st.composite
@@ -76,7 +77,7 @@ def packed_loss_keys(pk: PackedTree) -> list[tuple[int, ...]]:
 @settings(max_examples=150, deadline=None)
 @given(call_sets())
 def test_tree_is_lossless_and_trains_each_sampled_token_once(calls: list[CallRecord]) -> None:
-    tree = build_tree(calls)
+    tree = build_tree(calls, filters=ALL)
     for c in calls:
         assert tree.call_path((c.session_id, c.call_index)) == (c.prompt_ids, c.completion_ids)  # type: ignore[arg-type]
     keys = tree_keys(tree)
@@ -92,7 +93,7 @@ def test_tree_is_lossless_and_trains_each_sampled_token_once(calls: list[CallRec
 @settings(max_examples=150, deadline=None)
 @given(call_sets(), st.integers(0, 12))
 def test_split_packs_own_every_token_once_and_hold_each_call(calls: list[CallRecord], slack: int) -> None:
-    tree = build_tree(calls)
+    tree = build_tree(calls, filters=ALL)
     budget = tree.max_depth + slack
     packs = pack_trees(tree, budget)
     assert all(len(p) <= budget for p in packs)
@@ -109,6 +110,6 @@ def test_split_packs_own_every_token_once_and_hold_each_call(calls: list[CallRec
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(calls=call_sets(), slack=st.integers(0, 8), split=st.booleans())
 def test_packed_forward_equals_per_call_forwards(calls: list[CallRecord], slack: int, split: bool, tiny_model, compare) -> None:
-    tree = build_tree(calls)
+    tree = build_tree(calls, filters=ALL)
     packs = pack_trees(tree, tree.max_depth + slack) if split else [pack_tree(tree)]
     assert compare(tiny_model, tree, packs) < 1e-5
