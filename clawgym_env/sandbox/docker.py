@@ -25,6 +25,7 @@ grader's hidden files, payload) are copies only root may read (0700).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -49,6 +50,8 @@ from clawgym_env.sandbox.base import AGENT_UID, JAIL_ENV, ExecResult, OutputCall
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 
 DEFAULT_IMAGE = "clawgym-base:latest"
+_BATCH = 65536
+"""Bytes of a stream handed to the event loop at once (the bwrap backend reads its pipes in 64 KiB too)."""
 def _client() -> Any:
     try:
         import docker
@@ -297,6 +300,8 @@ class DockerSandbox(DockerFiles):
             raise SandboxExecError(f"docker exec could not start {argv[0]!r}: {exc}") from exc
         out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
         loop = asyncio.get_running_loop()
+        unread: list[int] = []
+        """One entry per item handed to the loop and not yet taken."""
         queue: asyncio.Queue[tuple[str, bytes] | None] = asyncio.Queue()
 
         def frames() -> Iterator[tuple[bytes | None, bytes | None]]:
@@ -317,22 +322,36 @@ class DockerSandbox(DockerFiles):
                 yield (data, None) if kind == STDOUT else (None, data)
 
         def pump() -> None:
+            # docker sends what each write() wrote as a frame of its own: a process printing line by line sends
+            # millions. Frames wait here while the loop has not taken the last item (or until _BATCH bytes), so the
+            # event loop other sandboxes share gets an item per _BATCH bytes under a flood, each frame otherwise
+            pending = {"stdout": bytearray(), "stderr": bytearray()}
+
+            def hand_over(name: str, at_least: int) -> None:
+                if pending[name] and (len(pending[name]) >= at_least or not unread):
+                    unread.append(1)
+                    loop.call_soon_threadsafe(queue.put_nowait, (name, bytes(pending[name])))
+                    pending[name].clear()
+
             try:
                 for o, e in frames():
-                    if o:
-                        loop.call_soon_threadsafe(queue.put_nowait, ("stdout", o))
-                    if e:
-                        loop.call_soon_threadsafe(queue.put_nowait, ("stderr", e))
+                    for name, data in (("stdout", o), ("stderr", e)):
+                        if data:
+                            pending[name] += data
+                            hand_over(name, _BATCH)
             except Exception as exc:  # the stream broke (e.g. container removed): say so in stderr
-                note = f"\n[clawgym: docker output stream ended: {exc}]\n".encode()
-                loop.call_soon_threadsafe(queue.put_nowait, ("stderr", note))
+                pending["stderr"] += f"\n[clawgym: docker output stream ended: {exc}]\n".encode()
             finally:
+                hand_over("stdout", 1)
+                hand_over("stderr", 1)
                 loop.call_soon_threadsafe(queue.put_nowait, None)
 
         reader = loop.run_in_executor(None, pump)
 
         async def consume() -> None:
             while (item := await queue.get()) is not None:
+                with contextlib.suppress(IndexError):
+                    unread.pop()
                 (out if item[0] == "stdout" else err).add(item[1])
                 if on_output is not None:
                     res = on_output(*item)
