@@ -7,7 +7,8 @@ command line and environment are built in ``_bwrap_argv``, files go in and out t
 and the host-side setup shared by all sandboxes (the binary and its probe, /etc, system binds, where
 folders live) is ``_bwrap_host``:
 
-    <sandbox_root()>/clawgym-bwrap-XXXX/     (/dev/shm when roomy, else the temp dir)
+    <sandbox_root()>/clawgym-bwrap-XXXX/     (/dev/shm when roomy, else the temp dir; as root a tmpfs of its
+                                             own: ``max_files`` inodes, ``disk_mb``, see ``_tmpfs``)
         upper/, work-<id>/   overlay upper layer and per-exec work dirs (workspace changes)
         final/               a lower layer, empty until ``final_layers`` moves upper/'s entries in: a
                              grading sandbox may stack it before the agent is done (``spawn``)

@@ -14,9 +14,10 @@ cgroup that is not the container's own (init, sleep, the forwarder) is killed fr
 stragglers die with their exec as in the bwrap backend, whatever they did to hide (setsid,
 ``env -i``). ``close`` removes the container.
 
-Disk: the root filesystem is read-only; the workspace is a size-limited tmpfs on the host and
-/tmp, /var/tmp, /run and HOME are size-limited tmpfs mounts (``SandboxConfig.disk_mb``), so
-nothing written inside lands on the host disk. A sealed (grading) container runs under the
+Disk: the root filesystem is read-only; the workspace is a tmpfs on the host and /tmp, /var/tmp,
+/run and HOME are tmpfs mounts, each limited in size (``SandboxConfig.disk_mb``) and file count
+(``max_files``), so nothing written inside lands on the host disk. Folders and containers carry
+their owner's tag: what a killed run left goes at the next one's first sandbox (``_docker_procs``). A sealed (grading) container runs under the
 ``_seccomp`` profile; its grader is root with only the capabilities the agent-code jail needs
 (``CLAWGYM_JAIL``: agent code runs as uid 1000, without capabilities), and its config mounts (the
 grader's hidden files, payload) are copies only root may read (0700).
