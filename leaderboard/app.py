@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -66,7 +66,7 @@ def create_app(store: Store, limits: BundleLimits | None = None, sandbox: str = 
         return store.suite_names()
 
     @app.get("/api/boards/{suite}")
-    def board(suite: str, version: str = "", category: str = "") -> list[dict]:  # type: ignore[type-arg]
+    def board(suite: str, version: str = "", category: str = "") -> list[dict[str, Any]]:
         """Rows of every version (ranked per version), or of one."""
         match = [v for v in store.suite_versions(suite) if v.version == version]
         if version and not match:
@@ -74,7 +74,7 @@ def create_app(store: Store, limits: BundleLimits | None = None, sandbox: str = 
         return views.board_rows(store.submissions(suite, match[0].content_hash if match else None), category)
 
     @app.get("/api/submissions/{sub_id}")
-    def submission(sub_id: str) -> dict:  # type: ignore[type-arg]
+    def submission(sub_id: str) -> dict[str, Any]:
         sub = _get(store, sub_id)
         return {"id": sub.id, "suite": sub.suite, "suite_version": sub.version, "model": sub.model,
                 "harnesses": sub.harnesses, "trust": sub.trust, "disagreements": sub.disagreements,

@@ -17,7 +17,18 @@ import secrets
 from typing import Any
 
 from sqlalchemy import (
-    JSON, Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine, event, func, select,
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    select,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -135,7 +146,7 @@ def short_hash(content_hash: str) -> str:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def hash_token(token: str) -> str:

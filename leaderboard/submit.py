@@ -71,7 +71,7 @@ def accept_submission(
     row = SubmissionRow(
         id=uuid.uuid4().hex[:12], suite=m.suite, suite_hash=m.suite_hash, run_id=m.run_id, model=m.model,
         harnesses=m.harnesses, attempts_per_task=m.attempts, submitter_id=submitter.id,
-        created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds"),  # ties list first come first
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),  # ties list first come first
         bundle_sha256=hashlib.sha256(data).hexdigest(), results_sha256=digest, has_captures=bool(bundle.captures),
         evaluation_only=m.evaluation_only, trust="self-reported" if verdicts is None else "re-graded",
         metrics=ranking_metrics(ranked, suite.pass_threshold),
@@ -166,7 +166,7 @@ def _check_complete(bundle: Bundle, suite: SuiteRow) -> None:
         )
 
 
-def _check_summary(claimed: dict | None, recomputed: dict) -> None:  # type: ignore[type-arg]
+def _check_summary(claimed: dict[str, Any] | None, recomputed: dict[str, Any]) -> None:
     """Refuse a bundle whose own aggregates disagree with what its attempts give."""
     if claimed is None:
         return

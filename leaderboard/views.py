@@ -96,7 +96,7 @@ def rank_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seen[v] = seen.get(v, 0) + 1
         prev = last.get(v)
         k = key(r)
-        rank = prev[1] if prev and all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(prev[0], k)) else seen[v]
+        rank = prev[1] if prev and all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(prev[0], k, strict=True)) else seen[v]
         last[v] = (k, rank)
         r["rank"] = rank
     tied = {(r["suite_version"], r["rank"]) for r in rows}

@@ -82,12 +82,13 @@ def submit(
     except httpx.HTTPError as exc:
         raise _fail(f"cannot reach the leaderboard at {server} ({type(exc).__name__}: {exc}). "
                     "Fix: check --server (is `clawgym leaderboard serve` running there?)") from None
-    body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"error": r.text}
+    body: dict[str, Any] = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"error": r.text}
     if r.status_code != 201:
         console.print(f"[red]refused ({r.status_code}):[/red] {body.get('error', body)}")
         raise typer.Exit(1)
+    disagree = f", {body['disagreements']} disagree" if body["disagreements"] else ""
     console.print(f"accepted: {server.rstrip('/')}{body['url']}  Pass@1 {100 * body['metrics']['pass_at']['1']:.1f}%  "
-                  f"({body['trust']}{', %d disagree' % body['disagreements'] if body['disagreements'] else ''})")
+                  f"({body['trust']}{disagree})")
 
 
 @app.command()
