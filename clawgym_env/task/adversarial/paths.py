@@ -85,7 +85,8 @@ def find_mentions(instruction: str, mount: str, existing: set[str], existing_dir
             if fixed and re.search(r"[<{*]", parts[-1]) and (fixed[0] in roots or fixed[0] in _OUTPUT_ROOTS):
                 add(folders, "/".join(fixed))
             continue
-        if bare in existing_dirs or (path.endswith("/") and all(len(x) > 1 for x in parts)):
+        if bare in existing_dirs or (path.endswith("/") and all(len(x) > 1 for x in parts)
+                                     and (parts[0] in roots or parts[0] in _OUTPUT_ROOTS)):
             add(folders, bare)
         elif _EXT_RE.fullmatch(parts[-1]) and all(p not in ("", ".", "..") for p in parts):
             add(files, bare)
