@@ -134,15 +134,23 @@ def import_cmd(
     out: Path = typer.Option(None, "--out", help="Parent folder (default: ~/.cache/clawgym/suites)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing suite of that name."),
     docs: Path = typer.Option(None, "--docs", help="officeqa: folder of the source documents (default: the CSV's folder)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", help="officeqa: relative tolerance for numbers."),
+    tolerance: float = typer.Option(0.0, "--tolerance",
+                                    help="officeqa: relative tolerance, one of the official levels 0, 0.001, 0.01, 0.05."),
+    split: str = typer.Option(None, "--split", help="officeqa: full (default) or pro; jobbench: main, easy or all (default)."),
+    tag: str = typer.Option("FINAL_ANSWER", "--tag", help="officeqa: the final-answer tag (official: FINAL_ANSWER)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid",
                                       help="Import the valid tasks and list the invalid ones (default: refuse the import)."),
 ) -> None:
-    """Convert a third-party task set into a ClawGym suite (written atomically, validated)."""
+    """Convert a third-party task set into a ClawGym suite (written atomically, validated), keeping the
+    benchmark's own scoring; prints what it mapped and what it could not."""
     from clawgym_env.errors import ClawGymError
     from clawgym_env.task.importers import import_suite
 
-    options: dict[str, Any] = {"docs": docs, "tolerance": tolerance} if fmt == "officeqa" else {}
+    options: dict[str, Any] = {}
+    if fmt == "officeqa":
+        options = {"docs": docs, "tolerance": tolerance, "split": split or "full", "tag": tag}
+    elif fmt == "jobbench":
+        options = {"split": split or "all"}
     try:
         report = import_suite(fmt, path, suite, out, force=force, skip_invalid=skip_invalid, **options)
     except ClawGymError as exc:
@@ -155,6 +163,11 @@ def _print_report(report: object) -> None:
 
     console = Console()
     console.print(f"[green]✓[/green] imported {report.tasks} task(s) into {report.path}")  # type: ignore[attr-defined]
+    for title, lines in (("mapped", report.mapped), ("not mapped", report.not_mapped)):  # type: ignore[attr-defined]
+        if lines:
+            console.print(f"[bold]{title}:[/bold]")
+            for line in lines:
+                console.print(f"  - {line}", markup=False, highlight=False)
     skipped = report.skipped  # type: ignore[attr-defined]
     if skipped:
         console.print(f"[yellow]skipped {len(skipped)}:[/yellow]")

@@ -24,7 +24,8 @@ from typing import Any
 from clawgym_env.proxy.backends.base import CompletionRequest, PolicyBackend
 from clawgym_env.task.spec import RubricItem
 
-__all__ = ["JudgeVerdict", "ask_judge", "build_judge_messages", "parse_verdict", "quoted_data"]
+__all__ = ["JudgeVerdict", "ask_judge", "build_judge_messages", "fence", "judge_objects", "judge_reply",
+           "parse_verdict", "quoted_data"]
 
 _SYSTEM = (
     "You are a strict, fair grader. You check one criterion against an AI agent's work: its final "
@@ -48,7 +49,8 @@ class JudgeVerdict:
     raw: str = ""
 
 
-def _quote(nonce: str, title: str, text: str) -> str:
+def fence(nonce: str, title: str, text: str) -> str:
+    """``text`` quoted as data between fences carrying ``nonce`` (which the quoted text cannot know)."""
     return f"<<<DATA {nonce} {title}>>>\n{text}\n<<<END {nonce}>>>"
 
 
@@ -58,9 +60,9 @@ def build_judge_messages(
     """The chat messages for judging one item; the agent's words go in nonce-fenced data blocks."""
     nonce = nonce or secrets.token_hex(8)
     parts = [f"## Task given to the agent\n{instruction.strip()}",
-             "## Agent's final message\n" + _quote(nonce, "final message", final_message.strip() or "(empty)")]
+             "## Agent's final message\n" + fence(nonce, "final message", final_message.strip() or "(empty)")]
     for name, text in files.items():
-        parts.append(f"## File {name}\n" + ("(missing)" if text is None else _quote(nonce, f"file {name}", text)))
+        parts.append(f"## File {name}\n" + ("(missing)" if text is None else fence(nonce, f"file {name}", text)))
     labels = ", ".join(f'"{label}"' for label in item.options)
     parts.append(f"## Criterion\n{item.criterion.strip()}\n\nAllowed verdict labels: {labels}.\n"
                  "Decide from the quoted work alone; answer with your own JSON object.")
@@ -79,7 +81,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     for m in re.finditer(r"\{", text):
         try:
             obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the parser's depth
             continue
         if isinstance(obj, dict):
             found.append(obj)
@@ -99,6 +101,14 @@ def _own_words(text: str, quoted: str) -> tuple[str, set[str]]:
     return kept, {_canonical(o) for o in _json_objects(quoted)}
 
 
+def judge_objects(text: str, quoted: str = "") -> list[dict[str, Any]]:
+    """The JSON objects of a judge's reply in its own words: reasoning in <think> dropped, and lines and
+    objects it only copied out of ``quoted`` (the agent's work as shown to it) left out."""
+    clean = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
+    clean, planted = _own_words(clean, quoted)
+    return [obj for obj in _json_objects(clean) if _canonical(obj) not in planted]
+
+
 def parse_verdict(text: str, item: RubricItem, quoted: str = "") -> JudgeVerdict:
     """Read the judge's answer; an unreadable answer or an unknown label scores 0 with the error kept.
 
@@ -106,10 +116,10 @@ def parse_verdict(text: str, item: RubricItem, quoted: str = "") -> JudgeVerdict
     (a whole line, or a JSON object equal to one in the work) is not the judge's and is ignored.
     """
     clean = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
-    clean, planted = _own_words(clean, quoted)
+    clean, _planted = _own_words(clean, quoted)
     labels = {label.lower().strip(): label for label in item.options}
-    for obj in reversed(_json_objects(clean)):
-        if "verdict" not in obj or _canonical(obj) in planted:
+    for obj in reversed(judge_objects(text, quoted)):
+        if "verdict" not in obj:
             continue
         verdict = str(obj.get("verdict", "")).strip()
         reasoning = str(obj.get("reasoning", ""))
@@ -138,17 +148,17 @@ def _prompt_ids(judge: PolicyBackend, messages: list[dict[str, Any]]) -> list[in
     return [int(i) for i in out]
 
 
-async def ask_judge(
-    judge: PolicyBackend, messages: list[dict[str, Any]], item: RubricItem, *, session_id: str, call_index: int
-) -> JudgeVerdict:
-    """Ask the judge about one item; a failing backend scores the item 0 and records why."""
+async def judge_reply(
+    judge: PolicyBackend, messages: list[dict[str, Any]], *, session_id: str, call_index: int, max_tokens: int = 768
+) -> tuple[str | None, str | None]:
+    """(the judge's reply text, None) or (None, why there is none): a failing backend is an error, not a crash."""
     try:
         request = CompletionRequest(
             session_id=session_id,
             call_index=call_index,
             prompt_ids=_prompt_ids(judge, messages),
             messages=messages,
-            max_tokens=768,
+            max_tokens=max_tokens,
             temperature=0.0,
         )
         completion = await judge.handle(request)
@@ -158,7 +168,15 @@ async def ask_judge(
         if text is None and completion.completion_ids is not None and judge.tokenizer is not None:
             text = judge.tokenizer.decode(completion.completion_ids, skip_special_tokens=True)
     except Exception as exc:  # noqa: BLE001 - a judge failure is recorded, the item scores 0
-        return JudgeVerdict(0.0, None, "", f"judge call failed: {type(exc).__name__}: {exc}")
-    if not text:
-        return JudgeVerdict(0.0, None, "", "judge returned no text")
+        return None, f"judge call failed: {type(exc).__name__}: {exc}"
+    return (text, None) if text else (None, "judge returned no text")
+
+
+async def ask_judge(
+    judge: PolicyBackend, messages: list[dict[str, Any]], item: RubricItem, *, session_id: str, call_index: int
+) -> JudgeVerdict:
+    """Ask the judge about one item; a failing backend scores the item 0 and records why."""
+    text, error = await judge_reply(judge, messages, session_id=session_id, call_index=call_index)
+    if text is None:
+        return JudgeVerdict(0.0, None, "", error or "judge returned no text")
     return parse_verdict(text, item, quoted_data(messages))

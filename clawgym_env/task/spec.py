@@ -22,6 +22,7 @@ Layout and fields (paths are relative to the task folder and may not leave it)::
         - {kind: code, file: hidden/grade.py, weight: 0.7}    # grade(transcript, workspace_path) -> {str: float}
         - {kind: script, file: hidden/reward.sh}              # last stdout line: a float in [0, 1]
         - {kind: rubric, items: [{criterion, weight, options}], files: [output/report.md]}  # LLM judge
+        - {kind: rubric, grading: jobbench, files: [output], items: [{criterion, weight, criteria: [...]}]}
         - {kind: answer, expected: "1.5 million", tolerance: 0.05, tag: answer, source: final_message}
         - {kind: answer, expected: "2,602", tolerance: 0, tag: FINAL_ANSWER, rule: officeqa}  # OfficeQA's scorer
       limits: {wall_time_s: 600, model_calls: 40, memory_mb: 4096}
@@ -100,6 +101,8 @@ class RubricItem(_Frozen):
         description="Verdict label -> score in [0, 1]; the judge must answer with one label.",
     )
     name: str | None = Field(None, description="Sub-score name; defaults to item<N>.")
+    criteria: list[str] = Field(
+        default_factory=list, description="grading: jobbench: the rubric's criteria; it earns its weight only when all pass.")
 
     _check_weight = field_validator("weight")(_finite)
 
@@ -146,6 +149,10 @@ class RubricVerifier(_VerifierBase):
     items: list[RubricItem] = Field(min_length=1, description="The criteria.")
     files: list[str] = Field(default_factory=list, description="Workspace files shown to the judge.")
     max_file_chars: int = Field(20_000, ge=100, description="Each file is cut to this many characters.")
+    grading: Literal["items", "jobbench"] = Field(
+        "items", description="items: one judge call per item, scored by its verdict label, on the final message and "
+        "files. jobbench: JobBench's official grading of the one folder in files (binary rubrics over their criteria, "
+        "judged on the extracted text of the files in it only; reward = passed weight / total weight).")
 
     @field_validator("files")
     @classmethod
@@ -153,6 +160,16 @@ class RubricVerifier(_VerifierBase):
         for f in value:
             _workspace_relative(f)
         return value
+
+    @model_validator(mode="after")
+    def _jobbench_shape(self) -> RubricVerifier:
+        if self.grading == "jobbench":
+            if len(self.files) != 1 or any(ch in self.files[0] for ch in "*?["):
+                raise ValueError("grading: jobbench grades one deliverables folder: files must name it alone, e.g. [output]")
+            empty = [i + 1 for i, item in enumerate(self.items) if not item.criteria or not all(c.strip() for c in item.criteria)]
+            if empty:
+                raise ValueError(f"grading: jobbench: items {empty} need a non-empty list of non-empty criteria")
+        return self
 
 
 class AnswerVerifier(_VerifierBase):

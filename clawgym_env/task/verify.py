@@ -299,6 +299,10 @@ async def _expand(sandbox: Sandbox, spec: TaskSpec, patterns: list[str], cap: in
 async def _run_rubric(
     v: RubricVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], judge: PolicyBackend | None
 ) -> _Outcome:
+    if v.grading == "jobbench":  # the output files alone, extracted in the sandbox, binary rubrics
+        from clawgym_env.task.jobbench_grading import grade_jobbench
+
+        return _Outcome(*await grade_jobbench(v, spec, sandbox, judge))
     final = str(transcript.get("final_message") or "")
     files = {f: await _read_inside(sandbox, f, v.max_file_chars) for f in await _expand(sandbox, spec, v.files)}
     names = [item.name or f"item{i + 1}" for i, item in enumerate(v.items)]

@@ -21,15 +21,16 @@ __all__ = ["FORMATS", "ImportReport", "import_suite"]
 FORMATS: dict[str, str] = {
     "clawgym": "ClawGym task folders (data_entry.json, input_files/, reward/)",
     "clawgym-hf": "ClawGym Hugging Face JSONL (prompt, hook_code, input_files, rule)",
-    "jobbench": "JobBench <occupation>/taskN/ folders (RUBRICS.json, task_folder/)",
+    "jobbench": "JobBench dataset/ and dataset_easy/ (or main/ and easy/) <occupation>/taskN/ folders (RUBRICS.json, task_folder/)",
     "officeqa": "OfficeQA CSV (uid, question, answer, source_docs, source_files, difficulty)",
 }
 
 _DESCRIPTIONS = {
     "clawgym": "Imported from ClawGym task folders; graded by each task's own reward.sh.",
     "clawgym-hf": "Imported from the ClawGym Hugging Face JSONL; graded by each task's own hook.",
-    "jobbench": "Imported from JobBench; deliverables graded by an LLM judge against the task rubrics.",
-    "officeqa": "Imported from OfficeQA; answers grounded in documents, numbers within tolerance.",
+    "jobbench": "Imported from JobBench; the files in output/ graded by an LLM judge against the task rubrics, "
+                "the official way (binary rubrics, reward = passed weight / total weight).",
+    "officeqa": "Imported from OfficeQA; answers grounded in documents, scored by OfficeQA's official rule.",
 }
 
 
@@ -99,7 +100,7 @@ def import_suite(
             raise ConfigError(f"{source}: nothing to import ({why}). Fix: check the format ({FORMATS[fmt]}).")
         threshold = pass_threshold if pass_threshold is not None else 1.0
         meta = {"name": suite, "description": _DESCRIPTIONS[fmt], "pass_threshold": threshold,
-                "metadata": {"source_format": fmt, "source": str(source.absolute())}}
+                "metadata": {"source_format": fmt, "source": str(source.absolute()), **report.metadata}}
         (stage / "suite.yaml").write_text(dump_yaml(meta), encoding="utf-8")
         for task_dir in sorted(p for p in stage.iterdir() if p.is_dir()):
             try:

@@ -30,6 +30,12 @@ class ImportReport:
     """One line per source entry left out: "<source path>: <reason>"."""
     sources: dict[str, Path] = field(default_factory=dict)
     """Written task folder name -> the source it came from (errors name the source, not the stage)."""
+    mapped: list[str] = field(default_factory=list)
+    """How the format's own semantics were carried over, one line each (printed by ``tasks import``)."""
+    not_mapped: list[str] = field(default_factory=list)
+    """What of the format could not be carried over, or needs something the import cannot give."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Suite-level facts the format's tasks share (tolerance, split, official scorer), kept in suite.yaml."""
 
 
 def slug_id(text: str, fallback: str = "task") -> str:

@@ -1,7 +1,8 @@
-"""Importers: ClawGym folders (all 60 sample tasks), ClawGym HF JSONL, JobBench, OfficeQA; atomic writes; pull offline."""
+"""Importers: ClawGym folders (all 60 sample tasks), ClawGym HF JSONL, OfficeQA (JobBench: test_jobbench); atomic writes; pull offline."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -14,8 +15,9 @@ import pytest
 
 from clawgym_env.errors import ConfigError, ImportInvalidError, TaskError
 from clawgym_env.sandbox import SandboxConfig, create_sandbox
-from clawgym_env.task import AnswerVerifier, RubricVerifier, ScriptVerifier, load_suite, make_transcript, verify
+from clawgym_env.task import AnswerVerifier, ScriptVerifier, load_suite, make_transcript, verify
 from clawgym_env.task.importers import import_suite
+from clawgym_env.task.verify import run_verifiers
 
 from .conftest import FIXTURES
 
@@ -95,22 +97,6 @@ async def test_clawgym_hf_jsonl_import_and_its_hook_grades(tmp_path: Path) -> No
     assert await score(notes, "echo hi Ada > notes.md") == 1.0
 
 
-def test_jobbench_import_builds_rubric_tasks(tmp_path: Path) -> None:
-    report = import_suite("jobbench", FIXTURES / "jobbench", "jobs", tmp_path, skip_invalid=True)
-    assert report.tasks == 2 and len(report.skipped) == 1 and "RUBRICS.json" in report.skipped[0]
-    suite = load_suite(report.path)
-    fin = suite.get("financial-analyst-task1")
-    assert fin.category == "financial-analyst" and fin.metadata["original_path"] == "financial-analyst/task1"
-    assert fin.instruction.startswith("Prepare a one-page memo") and "outputs/" in fin.instruction
-    (rubric,) = fin.verifiers
-    assert isinstance(rubric, RubricVerifier) and rubric.files == ["outputs/**"]
-    assert [i.weight for i in rubric.items] == [3.0, 1.0]
-    assert "Total equals 1,250,000" in rubric.items[0].criterion and rubric.items[0].options["partial"] == 0.5
-    assert (fin.workspace_dir / "revenue.csv").is_file() and (fin.workspace_dir / "TASK_INSTRUCTIONS.txt").is_file()
-    para = suite.get("paralegal-task2")
-    assert "{{client}}" in (para.workspace_dir / "template.md").read_text()
-
-
 def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> None:
     report = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa", tmp_path, docs=FIXTURES / "officeqa" / "docs",
                           skip_invalid=True)
@@ -118,15 +104,60 @@ def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> N
     suite = load_suite(report.path)
     debt = suite.get("uid0001")
     (ans,) = debt.verifiers
-    assert isinstance(ans, AnswerVerifier) and ans.expected == ["233.95 billion"] and ans.tolerance == 0.05
-    assert debt.difficulty == "easy" and debt.metadata["uid"] == "UID0001"
+    assert isinstance(ans, AnswerVerifier) and ans.expected == ["233.95 billion"]
+    assert (ans.tolerance, ans.tag, ans.rule) == (0.0, "FINAL_ANSWER", "officeqa")  # the official defaults
+    assert debt.difficulty == "easy" and debt.category == "easy" and debt.metadata["uid"] == "UID0001"
     assert [p.name for p in (debt.workspace_dir / "docs").iterdir()] == ["treasury_bulletin_1945_03.txt"]  # .pdf -> parsed .txt
-    assert "docs/treasury_bulletin_1945_03.txt" in debt.instruction and "<answer>" in debt.instruction
-    assert debt.solution_path is not None and debt.solution_path.read_text().strip() == "<answer>233.95 billion</answer>"
+    assert "docs/treasury_bulletin_1945_03.txt" in debt.instruction and "<FINAL_ANSWER>" in debt.instruction
+    assert debt.solution_path is not None
+    assert debt.solution_path.read_text().strip() == "<FINAL_ANSWER>233.95 billion</FINAL_ANSWER>"
     both = suite.get("uid0003")
     assert sorted(p.name for p in (both.workspace_dir / "docs").iterdir()) == [
         "annual_report_2020.txt", "treasury_bulletin_1945_03.txt"]
     assert both.difficulty == "medium"
+    assert load_suite(report.path).spec.metadata["tolerance"] == 0.0 and any("tolerance 0" in m for m in report.mapped)
+    pro = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa-pro", tmp_path, docs=FIXTURES / "officeqa" / "docs",
+                       skip_invalid=True, split="pro", tolerance=0.01, tag="answer")
+    (hard,) = load_suite(pro.path).tasks
+    assert hard.id == "uid0002" and hard.verifiers[0].tolerance == 0.01 and hard.verifiers[0].tag == "answer"
+    with pytest.raises(ConfigError, match="not one of OfficeQA's levels"):
+        import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "bad", tmp_path, tolerance=0.02)
+
+
+def _one_percent_off(answer: str) -> str:
+    """The reference with every number 1 % larger (0 becomes 0.01)."""
+    def bump(m: re.Match[str]) -> str:
+        value = float(m.group(0).replace(",", "").replace("\u2212", "-"))
+        return repr(round(value * 1.01, 9) if value else 0.01)
+    return re.sub(r"[-\u2212]?\d[\d,]*(?:\.\d+)?", bump, answer)
+
+
+@pytest.mark.sandbox
+async def test_the_246_real_officeqa_questions_score_the_reference_1_and_one_percent_off_0(tmp_path: Path) -> None:
+    """The real question set with placeholder documents (the bulletins are not public here), imported with
+    the defaults: each task scores its reference solution 1.0 and the same answer 1 % off 0.0."""
+    from tests.conftest import shared_data_dir
+
+    questions = shared_data_dir() / "officeqa" / "officeqa_full.csv"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with questions.open(encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            for name in re.split(r"[\n,;|]", row["source_files"]):
+                if name.strip():
+                    (docs / name.strip()).write_text(f"placeholder for {name.strip()}\n")
+    report = import_suite("officeqa", questions, "officeqa-full", tmp_path / "out", docs=docs)
+    suite = load_suite(report.path)
+    assert report.tasks == len(suite.tasks) == 246 and not report.skipped
+    assert {t.category for t in suite.tasks} == {"easy", "hard"}
+    cfg = SandboxConfig(workspace_src=None, workspace_mount="/workspace")
+    async with create_sandbox("bwrap", cfg) as sb:
+        for task in suite.tasks:
+            reference = task.solution_path.read_text()
+            expected = task.verifiers[0].expected[0]
+            good = await run_verifiers(task, sb, make_transcript(task, f"Worked it out.\n{reference}"))
+            off = await run_verifiers(task, sb, make_transcript(task, f"<FINAL_ANSWER>{_one_percent_off(expected)}</FINAL_ANSWER>"))
+            assert (good.score, off.score) == (1.0, 0.0), (task.id, expected, _one_percent_off(expected), off.details)
 
 
 def test_officeqa_missing_columns_is_a_clear_error(tmp_path: Path) -> None:
