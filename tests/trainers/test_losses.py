@@ -128,13 +128,13 @@ def test_pair_weights_normalise_each_micro_batch_as_trl() -> None:
     normalises grpo/bnpo/dr_grpo within each micro-batch and divides by 2; dapo by the step's tokens."""
     counts = torch.tensor([3, 1, 2, 0])  # rollout 3 sampled nothing: it does not count as a sequence
     rollout = torch.tensor([0, 0, 0, 1, 2, 2])
-    l = torch.tensor([1.0, 2.0, 3.0, 10.0, 4.0, 8.0])
+    per_pair = torch.tensor([1.0, 2.0, 3.0, 10.0, 4.0, 8.0])
     micro = torch.tensor([0, 0, 1, 1])
 
     def loss(loss_type: str) -> float:
         w = pair_weights(loss_type, rollout, tokens_per_rollout=counts, max_completion_length=8, micro_batch=micro,
                          num_micro_batches=2)
-        return float((l * w).sum())
+        return float((per_pair * w).sum())
 
     assert loss("grpo") == pytest.approx(((2.0 + 10.0) / 2 + 6.0 / 1) / 2)
     assert loss("bnpo") == pytest.approx((16.0 / 4 + 12.0 / 2) / 2)

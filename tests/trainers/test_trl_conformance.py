@@ -9,10 +9,12 @@ rewards, one token whose rollout logprob was not captured) go through both train
   reference logprobs, importance ratios), TRL's ``split_tensor_dict`` cuts the generation batch into
   ``gradient_accumulation_steps`` micro-batches (without the shuffle ``_prepare_inputs`` adds, so a micro-batch
   holds whole groups as ours do), and each pass runs ``compute_loss`` + backward per micro-batch, TRL's gradient
-  clipping and optimizer step. With importance sampling on, ``use_vllm`` is set after construction: the path a
-  vLLM-backed TRL run takes from the rollout logprobs on, without starting a vLLM engine.
-- ours: ``TreeGRPOTrainer.train_step`` on the same episodes as captured calls, with each group's prefix tree in
-  one pack, and again with packs of one call path each (``pack_max_tokens``).
+  clipping and optimizer step, in fp32 (``bf16=False``: TRL's default autocasts to bf16). With importance
+  sampling on, ``use_vllm`` is set after construction: the path a vLLM-backed TRL run takes from the rollout
+  logprobs on, without starting a vLLM engine.
+- ours: ``TreeGRPOTrainer.train_step`` on the same episodes as captured calls, made into a batch as the rollout
+  side makes one, with each group's prefix tree in one pack, and again with packs of one call path each
+  (``pack_max_tokens``).
 
 Each pass's loss and gradient (after clipping, before the step) must agree within ``TOL``, over a matrix of
 ``loss_type``, ``beta``, ``scale_rewards``, ``epsilon``/``epsilon_high``/``delta``, ``temperature``, the
@@ -43,7 +45,8 @@ from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
 TRL_VERSION = "1.16.0"
 TOL = 1e-6
-"""Largest difference allowed in a pass's loss and in any gradient entry (fp32 on CPU; measured ~1e-8)."""
+"""Largest difference allowed in a pass's loss and in any gradient entry (fp32 on CPU; measured over the matrix, 1 to 4
+threads: at most 4.5e-7 in a loss of 0.54, 4.1e-7 in a gradient whose largest entry is 0.1)."""
 GENERATIONS, MAX_COMPLETION = 3, 16
 TRAIN = {"learning_rate": 0.05, "adam_epsilon": 1e-3, "lr_scheduler_type": "constant", "max_grad_norm": 1.0}
 """A step large enough that the second pass clips; Adam's epsilon keeps its update smooth in the gradient."""
@@ -97,7 +100,7 @@ def completion(ep: Episode) -> tuple[list[int], list[int]]:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny() -> Path:
     from clawgym_env.models import tiny_model_path
 
     return tiny_model_path()
@@ -172,7 +175,8 @@ class RecordedSteps:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
 
-def run_trl(tiny: Path, tmp: Path, logprobs: list[list[float]], settings: dict[str, Any]) -> tuple[list[float], list[dict[str, torch.Tensor]], Any]:
+def run_trl(tiny: Path, tmp: Path, logprobs: list[list[float]],
+            settings: dict[str, Any]) -> tuple[list[float], list[dict[str, torch.Tensor]], Any]:
     """TRL's losses and clipped gradients, one per pass, for ``settings`` (GRPOConfig fields)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -325,3 +329,45 @@ def test_a_deliberately_wrong_setting_is_caught(tiny: Path, workdir: Path, rollo
     *oracle, _ = run_trl(tiny, workdir / "control" / "trl-grpo", rollout_logprobs[1.0], dict(BASE))
     *dropped, _ = run_ours(tiny, workdir / "control" / "dropped", rollout_logprobs[1.0], BASE, drop_zero_variance_from_loss=True)
     assert differences(tuple(oracle), tuple(dropped)), "dropping the zero-variance group went unnoticed"
+
+
+def test_the_rollout_backend_captures_what_the_trainer_scores_at_its_temperature(tiny: Path, workdir: Path) -> None:
+    """TRL compares processed (tempered) sampler logprobs with its own at ``temperature``: the trainer's hf backend
+    captures ``log_softmax(logits / T)``, so at T = 0.7 the step's mismatch is float noise; raw captures are not."""
+    import asyncio
+
+    from clawgym_env._sync import run_sync
+    from clawgym_env.proxy.backends.base import CompletionRequest
+    from clawgym_env.proxy.backends.hf import HFBackend
+    from clawgym_env.tree import build_forest
+    from trainers.core.rollout_side import tempered_spec
+    from trainers.rollout import Group
+
+    assert tempered_spec("hf:tiny?seed=3&logprobs_mode=raw") == "hf:tiny?seed=3&logprobs_mode=tempered"
+    assert tempered_spec("vllm:http://h:8000#m") == "vllm:http://h:8000#m"
+
+    def step(backend: Any) -> dict[str, float]:
+        async def sample(e: int) -> CallRecord:
+            done = await backend.handle(CompletionRequest(f"e{e}", 0, PROMPTS[0], [], max_tokens=8, temperature=0.7, seed=e))
+            return CallRecord(session_id=f"e{e}", call_index=0, dialect="anthropic", prompt_ids=PROMPTS[0],
+                              completion_ids=done.completion_ids, logprobs=done.logprobs)
+
+        async def both() -> list[CallRecord]:
+            return list(await asyncio.gather(sample(0), sample(1)))
+
+        calls = asyncio.run(both())
+        group = Group(task_id="t", harness="custom", rewards={"e0": 1.0, "e1": 0.0}, tree=build_forest([[c] for c in calls]))
+        return TreeGRPOTrainer(cfg, tiny).train_step(RolloutBatch(groups=[group]))  # fresh weights: version 0
+
+    cfg = make_config(workdir / "tempered", temperature=0.7, num_generations=2, pairs_per_step=1, max_steps=1)
+    backend = TreeGRPOTrainer(cfg, tiny).rollouts.backend  # the trainer's own rollout policy
+    try:
+        assert backend.logprobs_mode == "tempered"
+        assert step(backend)["mismatch"] < 1e-5
+    finally:
+        run_sync(backend.aclose())
+    raw = HFBackend(tiny, seed=0)
+    try:
+        assert step(raw)["mismatch"] > 1e-2
+    finally:
+        run_sync(raw.aclose())
