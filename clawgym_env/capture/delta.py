@@ -42,7 +42,7 @@ in memory (``SharedHistory``); nothing downstream changes a record's messages in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import orjson
 
@@ -167,15 +167,15 @@ class DeltaWriter:
         hint = hints.prompt
         if hint is None or not hint.shared:
             return None
-        base = self._by_prompt.get(id(hint.base))
-        if base is None or base.prompt_ids is not hint.base or base.session_id != record.session_id \
-                or not self._current(base):
+        known = self._by_prompt.get(id(hint.base))
+        if known is None or known.prompt_ids is not hint.base or known.session_id != record.session_id \
+                or not self._current(known):
             return None  # not written yet (calls in flight at once): this line holds its prompt whole
         shared = hint.shared
-        done = base.completion_ids
+        done = known.completion_ids
         if done and shared == len(hint.base) and prompt[shared : shared + len(done)] == done:
             shared += len(done)  # the prompt goes on with the base's completion (spliced by id)
-        return base, shared
+        return known, shared
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -241,7 +241,7 @@ class DeltaReader:
                 self._fail(line_no, "delta.routing", f"shares {n} routing rows with call {base.call_index}, which has "
                                                      f"{base.routing.tokens if base.routing else 'no'} rows")
             try:
-                rec.routing = base.routing.head(n).extended(rec.routing)  # type: ignore[union-attr]
+                rec.routing = base.routing.head(n).extended(rec.routing)
             except ValueError as exc:
                 self._fail(line_no, "delta.routing", str(exc))
         if "tools" in delta:
@@ -256,8 +256,8 @@ class DeltaReader:
         base = self._latest.get((rec.session_id, ref[0]))
         if base is None:
             self._fail(line_no, field, f"refers to call {ref[0]} of session {rec.session_id!r}, which no earlier line holds")
-        return base, ref[1]  # type: ignore[return-value]
+        return base, ref[1]
 
-    def _fail(self, line_no: int, field: str, why: str) -> None:
+    def _fail(self, line_no: int, field: str, why: str) -> NoReturn:
         raise CaptureError(f"{self.source}: line {line_no}: {field} {why}; the file is corrupt (a format-2 line "
                            f"needs the earlier lines it refers to: do not cut, reorder or filter lines)")

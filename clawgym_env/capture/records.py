@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,5 +74,6 @@ class CallRecord(BaseModel):
 
 _set = object.__setattr__
 _PLAIN = {name: None if f.default_factory is not None else f.default for name, f in CallRecord.model_fields.items()}
-_FACTORIES = tuple((name, f.default_factory) for name, f in CallRecord.model_fields.items() if f.default_factory is not None)
+_FACTORIES = tuple((name, cast(Callable[[], Any], f.default_factory))  # CallRecord's factories take no data
+                   for name, f in CallRecord.model_fields.items() if f.default_factory is not None)
 _NAMES = frozenset(CallRecord.model_fields)

@@ -45,10 +45,10 @@ async def until_disconnect(coro: Coroutine[Any, Any, Any], receive: Any, idle_s:
     watch = asyncio.ensure_future(receive())
     try:
         while True:
-            done, _ = await asyncio.wait({work, watch}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
-            if work in done:
+            finished, _ = await asyncio.wait({work, watch}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
+            if work in finished:
                 return work.result()
-            if watch in done:
+            if watch in finished:
                 if watch.result().get("type") == "http.disconnect":
                     work.cancel()
                     with contextlib.suppress(BaseException):

@@ -136,7 +136,8 @@ class HistoryKeys:
             self._tools, self._seed, self._last = tj, (h, h.copy()), []
         hp, he = self._seed
         prefix, exact = [hp.digest()], [he.digest()]
-        last, out = self._last, []
+        last = self._last
+        out: list[tuple[bytes, bytes, bytes, Any, Any]] = []
         same = True  # messages[:i] are the previous list's, so its keys hold up to here
         for i, m in enumerate(messages):
             j = orjson.dumps(m)

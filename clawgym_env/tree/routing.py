@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.tree.build import PrefixTree
-from clawgym_env.tree.node import BRANCH_KINDS, CallRef, TreeNode
+from clawgym_env.tree.node import BRANCH_KINDS, CallInfo, CallRef, TreeNode
 
 if TYPE_CHECKING:
     import torch
@@ -80,11 +80,11 @@ def route_tree(tree: PrefixTree, calls: Iterable[CallRecord]) -> tuple[PrefixTre
     root = TreeNode(tokens=[], depth=0, calls=list(tree.root.calls))
     for child in _children(tree.root):
         builder.span(child, root, [r for r in child.calls if r in tree.calls], 0)
-    calls = {}
+    routed_calls: dict[CallRef, CallInfo] = {}
     for node in root.walk():
         for ref in node.ends:
-            calls[ref] = dataclasses.replace(tree.calls[ref], end=node)
-    routed = PrefixTree(root=root, episodes=list(tree.episodes), calls=calls, dropped=dict(tree.dropped))
+            routed_calls[ref] = dataclasses.replace(tree.calls[ref], end=node)
+    routed = PrefixTree(root=root, episodes=list(tree.episodes), calls=routed_calls, dropped=dict(tree.dropped))
     split.extra_tokens = routed.num_tokens - tree.num_tokens
     return routed, split
 

@@ -196,7 +196,7 @@ def _block_frames(i: int, b: dict[str, Any]) -> Iterator[bytes]:
 
 
 def _start(reply: Reply) -> bytes:
-    start = {"id": reply.response_id, "type": "message", "role": "assistant", "model": reply.model,
+    start: dict[str, Any] = {"id": reply.response_id, "type": "message", "role": "assistant", "model": reply.model,
              "content": [], "stop_reason": None, "stop_sequence": None, "usage": _usage(reply, 1)}
     return sse({"type": "message_start", "message": start}, "message_start") + _constant("ping")
 
