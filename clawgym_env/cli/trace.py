@@ -21,11 +21,13 @@ def show(
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML view here.")] = None,
     drop_dead: Annotated[bool, typer.Option("--drop-dead", help="Leave out dead leaves (failed, retried, never continued).")] = False,
     exclude: Annotated[str, typer.Option("--exclude", help="Branch kinds to leave out, comma-separated (subagent,compaction).")] = "",
+    foreign: Annotated[bool, typer.Option("--foreign/--no-foreign", help="Show calls no behaviour of the harness explains "
+                                          "(training leaves them out).")] = True,
     max_leaves: Annotated[int | None, typer.Option("--max-leaves", help="Leave out episodes with more leaves than this.")] = None,
     tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="HF tokenizer folder to decode token previews.")] = None,
     calls: Annotated[bool, typer.Option("--calls/--no-calls", help="Print the per-call table.")] = True,
 ) -> None:
-    """Print the tree: branch points, sampled vs prompt tokens, per-call latency."""
+    """Print the tree: branch points, sampled vs prompt tokens, per-call latency, each call's kind and why."""
     from rich.console import Console
 
     from clawgym_env.errors import ClawGymError
@@ -40,7 +42,8 @@ def show(
     console = Console()
     try:
         kinds = frozenset(k.strip() for k in exclude.split(",") if k.strip())
-        filters = TreeFilters(drop_dead=drop_dead, exclude_kinds=kinds, max_leaves=max_leaves)  # type: ignore[arg-type]
+        filters = TreeFilters(drop_dead=drop_dead, exclude_kinds=kinds, max_leaves=max_leaves,  # type: ignore[arg-type]
+                              keep_foreign=foreign)
         records = [c for path in captures for c in load_calls(path)]
         tree = build_tree(records, filters=filters)
         decode = None

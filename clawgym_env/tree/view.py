@@ -1,8 +1,9 @@
 """Show a prefix tree: a rich Tree for the terminal and one self-contained HTML page.
 
 Both views show the same facts: branch points, sampled (trainable) vs prompt tokens per node,
-the calls ending at each node with their latency, branch kind and dead flag, and the headline
-count of tokens a per-call layout forwards against the tree's unique tokens.
+the calls ending at each node with their latency, branch kind, line of work, dead flag and the
+classifier's evidence, and the headline count of tokens a per-call layout forwards against the
+tree's unique tokens.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from clawgym_env.tree.node import CallInfo, TreeNode
 __all__ = ["Decoder", "calls_table", "render_html", "render_rich", "summary_table"]
 
 Decoder = Callable[[list[int]], str]
-_COLORS = {"main": "green", "subagent": "cyan", "compaction": "magenta", "retry": "yellow"}
+_COLORS = {"main": "green", "subagent": "cyan", "compaction": "magenta", "retry": "yellow", "foreign": "red"}
 _PREVIEW = 12
 
 
@@ -38,8 +39,8 @@ def _dead(tree: PrefixTree, node: TreeNode) -> bool:
 def _call_line(info: CallInfo) -> str:
     flag = " dead" if info.dead else ""
     return (
-        f"call {info.ref.episode_id}#{info.ref.call_index} [{info.kind}{flag}] prompt {info.prompt_len} + "
-        f"completion {info.completion_len}, {info.latency_s * 1000:.0f} ms, {info.finish_reason}"
+        f"call {info.ref.episode_id}#{info.ref.call_index} [{info.kind}{flag}] {info.chain}: prompt {info.prompt_len} + "
+        f"completion {info.completion_len}, {info.latency_s * 1000:.0f} ms, {info.finish_reason}: {info.evidence}"
     )
 
 
@@ -50,24 +51,28 @@ def summary_table(tree: PrefixTree) -> Table:
         table.add_row(key, f"{value:.2f}" if isinstance(value, float) else str(value))
     for reason, items in sorted(tree.dropped.items()):
         table.add_row(f"dropped ({reason})", str(len(items)))
+    for episode, kinds in tree.kind_counts.items():
+        table.add_row(f"calls of {episode}", ", ".join(f"{n} {k}" for k, n in kinds.items()))
     return table
 
 
 def calls_table(tree: PrefixTree) -> Table:
-    """One row per call: kind, dead flag, token counts and latency."""
+    """One row per call: kind, line of work, dead flag, token counts, latency and the classifier's evidence."""
     table = Table(title="calls")
-    for col in ("episode", "call", "kind", "dead", "prompt", "completion", "latency ms", "finish"):
+    for col in ("episode", "call", "kind", "chain", "dead", "prompt", "completion", "latency ms", "finish", "evidence"):
         table.add_column(col)
     for info in sorted(tree.calls.values(), key=lambda i: (tree.rollout_index(i.ref.episode_id), i.ref.call_index)):
         table.add_row(
             info.ref.episode_id,
             str(info.ref.call_index),
-            info.kind,
+            f"[{_COLORS[info.kind]}]{info.kind}[/]",
+            info.chain,
             "yes" if info.dead else "",
             str(info.prompt_len),
             str(info.completion_len),
             f"{info.latency_s * 1000:.0f}",
             info.finish_reason,
+            escape(info.evidence),
         )
     return table
 
@@ -120,7 +125,7 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 details{margin-left:1.2em;border-left:2px solid #ddd;padding-left:.5em}
 summary{cursor:pointer;white-space:nowrap}
 .kind{display:inline-block;min-width:6em;font-weight:600}
-.main{color:#1a7f37}.subagent{color:#0969da}.compaction{color:#8250df}.retry{color:#9a6700}
+.main{color:#1a7f37}.subagent{color:#0969da}.compaction{color:#8250df}.retry{color:#9a6700}.foreign{color:#cf222e}
 .bar{display:inline-block;height:.7em;background:#1a7f37;vertical-align:middle}
 .pbar{display:inline-block;height:.7em;background:#bbb;vertical-align:middle}
 .branch{color:#cf222e;font-weight:600}.dead{color:#888;text-decoration:line-through}
@@ -174,14 +179,15 @@ def render_html(tree: PrefixTree, title: str = "ClawGym trace", decode: Decoder 
     )
     rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
-            i.ref.episode_id, i.ref.call_index, i.kind, "yes" if i.dead else "", i.prompt_len, i.completion_len,
-            f"{i.latency_s * 1000:.0f}", i.finish_reason)) + "</tr>"
+            i.ref.episode_id, i.ref.call_index, i.kind, i.chain, "yes" if i.dead else "", i.prompt_len, i.completion_len,
+            f"{i.latency_s * 1000:.0f}", i.finish_reason, i.evidence)) + "</tr>"
         for i in sorted(tree.calls.values(), key=lambda i: (tree.rollout_index(i.ref.episode_id), i.ref.call_index))
     )
     longest = max((len(n) for n in tree.nodes()), default=1)
     scale = 300.0 / max(longest, 1)
     body = _html_siblings(tree, _children(tree.root), decode, scale)
-    head = "<tr><th>episode</th><th>call</th><th>kind</th><th>dead</th><th>prompt</th><th>completion</th><th>latency ms</th><th>finish</th></tr>"
+    head = ("<tr><th>episode</th><th>call</th><th>kind</th><th>chain</th><th>dead</th><th>prompt</th><th>completion</th>"
+            "<th>latency ms</th><th>finish</th><th>evidence</th></tr>")
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head>"
         f"<body><h1>{html.escape(title)}</h1><table>{stats}</table><h2>tree</h2>{body}"

@@ -1,6 +1,6 @@
-"""Regenerate the golden captures: one ~21-call scripted episode per real harness.
+"""Regenerate the golden captures: one ~21-call scripted episode per real harness, and the long episodes.
 
-    python tests/golden/make_golden.py [claude-code|openclaw ...]
+    python -m tests.golden.make_golden [claude-code|openclaw|<long scenario> ...]
 
 Each episode runs the h6-smoke ``many-files`` task (write f01.txt..f20.txt, one tool call each,
 then a final message) in a bwrap sandbox, served by a token-level ScriptedBackend with the
@@ -9,6 +9,9 @@ prompt ids and completion ids. Output per harness, under tests/golden/<harness>/
 ``capture.jsonl.gz`` (CallRecords), ``harness/`` (the harness's own transcript: Claude Code's
 stream-json ``stdout.log``; OpenClaw's ``--json`` envelope and its session ``transcript.jsonl``)
 and ``meta.json``.
+
+The long episodes (``long_episodes.SCENARIOS``: subagents, compactions, a retry, foreign calls) keep the proxy's
+own capture file, gzipped, and a ``meta.json`` holding the kind of each call as the scripted policy answered it.
 """
 
 from __future__ import annotations
@@ -89,6 +92,34 @@ async def make(harness: str) -> dict[str, Any]:
     return meta
 
 
+async def make_long(name: str) -> dict[str, Any]:
+    from clawgym_env.harness_registry import load_harness_class
+    from tests.golden.long_episodes import run, scenario
+
+    harness, options, _ = scenario(name)
+    out = HERE / name
+    with tempfile.TemporaryDirectory() as tmp:
+        result, expected = await run(name, Path(tmp))
+        if result.status != "completed":
+            raise SystemExit(f"{name}: {result.status} {result.error}\n{result.harness_output_tail}")
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        (out / "capture.jsonl.gz").write_bytes(gzip.compress((Path(tmp) / f"{result.session_id}.jsonl").read_bytes(), 9))
+    meta = {
+        "scenario": name, "harness": harness, "harness_version": load_harness_class(harness).version,
+        "harness_options": options, "task": result.task_id + " (model_calls 40)",
+        "tokenizer": "the tiny test model's (clawgym_env.models.testing.tiny_model_path) + TOOLS_CHATML_TEMPLATE",
+        "backend": "ScriptedBackend (token-level: replies tokenized, logprobs 0.0)",
+        "calls": len(result.calls), "score": result.score, "expected_kinds": {str(k): v for k, v in expected.items()},
+        "prompt_tokens": sum(len(c.prompt_ids or []) for c in result.calls),
+        "completion_tokens": sum(len(c.completion_ids or []) for c in result.calls),
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
 if __name__ == "__main__":
-    for name in sys.argv[1:] or ["claude-code", "openclaw"]:
-        print(json.dumps(asyncio.run(make(name))))
+    from tests.golden.long_episodes import SCENARIOS
+
+    for name in sys.argv[1:] or ["claude-code", "openclaw", *SCENARIOS]:
+        print(json.dumps(asyncio.run(make_long(name) if name in SCENARIOS else make(name))))
