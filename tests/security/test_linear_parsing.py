@@ -4,9 +4,9 @@ The host process grades every attempt of a run on one event loop: a parser that 
 worse in what an agent wrote (a final answer, an answer file, a request body its code sends to
 the proxy) stops every other attempt with it, and no timeout can fire while it runs. Each parser
 below is fed input built to make the patterns it used to run backtrack, at a size ``n`` and at
-``16 n`` (``n`` some 10-40 kB: past the caches a linear scan still grows up to ~3x
-faster than its input): linear work grows about 16x, quadratic 256x, so the bound of 64x holds on a
-loaded box and still fails for anything super-linear. Each function was found super-linear in these inputs
+``16 n``, in this thread's CPU time (other processes on a loaded box do not add to it): linear work
+grows about 16x (12-16x measured), quadratic 256x, so the bound of 64x leaves room for caches and
+noise and still fails for anything super-linear. Each function was found super-linear in these inputs
 (``parse_number``: a minute for one answer of a digit, 2,000 spaces and a letter).
 """
 
@@ -21,6 +21,7 @@ import pytest
 from clawgym_env.proxy._json_body import load_body
 from clawgym_env.proxy.session import CallFailed
 from clawgym_env.task.answer import extract_tagged, match_answer, numbers_in, parse_number
+from clawgym_env.task.officeqa_scoring import final_answer, officeqa_verdict
 
 FACTOR = 16
 BOUND = 64
@@ -28,18 +29,18 @@ BOUND = 64
 
 
 def _batch(fn: Callable[[], Any], reps: int) -> float:
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # CPU time of this thread: other processes on the box do not add to it
     for _ in range(reps):
         fn()
-    return time.perf_counter() - t0
+    return time.thread_time() - t0
 
 
 def growth(parse: Callable[[Any], Any], make: Callable[[int], Any], n: int, rounds: int = 3) -> float:
     """How much longer ``parse`` takes on ``make(FACTOR * n)`` than on ``make(n)``: the best of
-    ``rounds`` batches each, taken in turn (the box is shared: load only ever adds time)."""
+    ``rounds`` batches each, taken in turn, in CPU time (the box is shared: load only ever adds time)."""
     small, large = make(n), make(FACTOR * n)
-    reps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 0.02:
+    reps, t0 = 0, time.thread_time()
+    while time.thread_time() - t0 < 0.01:
         parse(small)
         reps += 1
     best_small = best_large = float("inf")
@@ -65,6 +66,12 @@ CASES = {
     "numbers_in, mixed": (numbers_in, lambda n: "( $ 1 , 2 %  million ) " * n, 1_500),
     "match_answer, numeric": (lambda s: match_answer(s, "1.47 billion"), lambda n: "1" + "\n\t " * n + "x", 12_000),
     "match_answer, text": (lambda s: match_answer(s, "Norrvik"), lambda n: "a " * n, 16_000),
+    # OfficeQA's official rule (answers tagged <FINAL_ANSWER>)
+    "officeqa final_answer, unclosed tags": (final_answer, lambda n: "<FINAL_ANSWER>" * n, 2_000),
+    "officeqa verdict, inner spaces": (lambda s: officeqa_verdict("1.47 billion", s, 0.0, "FINAL_ANSWER"),
+                                       lambda n: "<FINAL_ANSWER>1" + " " * n + "x</FINAL_ANSWER>", 32_000),
+    "officeqa verdict, list": (lambda s: officeqa_verdict("[1, 2, 3]", s, 0.0, "FINAL_ANSWER"),
+                               lambda n: "<FINAL_ANSWER>" + "1, " * n + "</FINAL_ANSWER>", 8_000),
     # the proxy's JSON string pattern behind a body that nests deep and fails to parse
     "proxy body, unclosed string": (_refused, lambda n: b"[" * 300 + b'"' + b'\\"' * n, 16_000),
 }
