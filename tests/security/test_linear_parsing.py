@@ -6,8 +6,8 @@ the proxy) stops every other attempt with it, and no timeout can fire while it r
 below is fed input built to make the patterns it used to run backtrack, at a size ``n`` and at
 ``16 n``, in this thread's CPU time (other processes on a loaded box do not add to it): linear work
 grows about 16x (12-16x measured), quadratic 256x, so the bound of 64x leaves room for caches and
-noise and still fails for anything super-linear. Each function was found super-linear in these inputs
-(``parse_number``: a minute for one answer of a digit, 2,000 spaces and a letter).
+noise and still fails for anything super-linear. The answer and proxy parsers were super-linear in
+these inputs (``parse_number``: a minute for one answer of a digit, 2,000 spaces and a letter).
 """
 
 from __future__ import annotations
