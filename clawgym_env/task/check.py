@@ -42,13 +42,21 @@ _FULL = 1.0 - 1e-9
 _WRITER = (
     "import json, os, sys\n"
     "for rel, text in json.load(sys.stdin).items():\n"
-    "    os.makedirs(os.path.dirname(rel) or '.', exist_ok=True)\n"
+    "    parent = os.path.dirname(rel) or '.'\n"
+    "    os.makedirs(parent, exist_ok=True)\n"
+    "    for p in (parent, rel):\n"
+    "        if os.path.exists(p) and not os.access(p, os.W_OK):\n"
+    "            os.chmod(p, os.stat(p).st_mode | 0o200)\n"
+    "    if os.path.isdir(rel):\n"
+    "        print(f'{rel}: a folder, left as it is', file=sys.stderr)\n"
+    "        continue\n"
     "    with open(rel, 'w', encoding='utf-8') as fh:\n"
     "        fh.write(text)\n"
     "    if rel.endswith(('.sh', '.py')):\n"
     "        os.chmod(rel, 0o755)\n"
 )
-"""Run as the agent inside the sandbox: writes an attempt's files over the workspace, as a tool call would."""
+"""Run as the agent inside the sandbox: writes an attempt's files over the workspace, as a tool call would
+(making a read-only file of the agent's writable first, as an agent can)."""
 
 
 @dataclass

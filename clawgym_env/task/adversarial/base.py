@@ -98,7 +98,7 @@ class TaskView:
         for folder in self.output_dirs:
             if not any(r.path.startswith(folder + "/") for r in self.reference):
                 out += [f"{folder}/{name}" for name in self._names_for(folder) if f"{folder}/{name}" not in out]
-        return out
+        return [p for p in out if not any(q.startswith(p + "/") for q in out)]  # a folder is not a file to write
 
     @cached_property
     def output_dirs(self) -> list[str]:

@@ -94,4 +94,6 @@ def find_mentions(instruction: str, mount: str, existing: set[str], existing_dir
             add(files, bare)  # an existing extension-less file or folder (VERSION, input/inbox)
         elif len(parts) > 1 and (parts[0] in roots or parts[0] in _OUTPUT_ROOTS) and all(len(x) > 1 for x in parts):
             add(files, bare)  # output/report, scripts/cleanup
-    return Mentions(files, folders, patterns)
+    # a name something else lies under is a folder ("output/src" beside "output/src/app/main.py")
+    inside = [f for f in files if any(p.startswith(f + "/") for p in [*files, *folders, *patterns])]
+    return Mentions([f for f in files if f not in inside], folders + [f for f in inside if f not in folders], patterns)

@@ -29,10 +29,11 @@ def test_instruction_outputs_are_files_folders_and_extensionless_names_not_patte
     text = ("Read tickets/ and write a copy of each to output/redacted/<same file name>, the totals to "
             "/workspace/output/totals.json and a summary to output/summary. Bump VERSION. Old backups are named "
             "backup_YYYY-MM-DD.tar; never touch /etc/hosts. Reminders go to output/reminders/<invoice>.txt. "
-            "Compare A/B and/or keep 3.0.0, e.g. in reports/.")
+            "Compare A/B and/or keep 3.0.0, e.g. in reports/. Package the code as output/src, with "
+            "output/src/app/main.py. Also see Yes/YES/ and ltv/cac/.")
     found = find_mentions(text, "/workspace", {"VERSION", "tickets/a.txt"}, {"tickets"})
-    assert found.files == ["output/totals.json", "output/summary", "VERSION"]
-    assert found.folders == ["tickets", "output/redacted", "output/reminders", "reports"]
+    assert found.files == ["output/totals.json", "output/summary", "VERSION", "output/src/app/main.py"]
+    assert found.folders == ["tickets", "output/redacted", "output/reminders", "reports", "output/src"]
     assert found.patterns == ["output/redacted/<same file name>", "backup_YYYY-MM-DD.tar", "output/reminders/<invoice>.txt"]
 
 
@@ -164,7 +165,7 @@ SQL_GRADE = (
 VERSION = {"instruction": "Bump the minor version in VERSION (releases are archived as release_YYYY-MM-DD.tar; "
                           "do not create one).", "workspace": "workspace", "hidden": "hidden",
            "verifiers": [{"kind": "code", "file": "hidden/grade.py"}], "solution": "solution/solve.sh"}
-VERSION_FILES = {"workspace/VERSION": "1.2.3\n", "solution/solve.sh": "echo 1.3.0 > VERSION\n",
+VERSION_FILES = {"workspace/VERSION": "1.2.3\n", "solution/solve.sh": "chmod u+w VERSION\necho 1.3.0 > VERSION\n",
                  "hidden/grade.py": ("def grade(t, w):\n    v = open(w + '/VERSION').read().strip()\n"
                                      "    return {'changed': float(v != '1.2.3' and bool(v)), 'right': float(v == '1.3.0')}\n")}
 STRATEGIES = [Empty(), Placeholder(), Skeleton(), Hollow(), BlanketMask(), Hedge(), UnsupportedClaims()]
@@ -179,7 +180,7 @@ async def test_new_strategies_lift_flawed_graders_and_not_fixed_ones(make_task: 
         ("sql-fixed", SQL, SQL_FILES, SQL_GRADE.replace("{gate}", " and right")),
     ):
         make_task({**spec, "id": name}, {**files, "hidden/grade.py": grade})
-    make_task({**VERSION, "id": "version"}, VERSION_FILES)
+    (make_task({**VERSION, "id": "version"}, VERSION_FILES) / "workspace" / "VERSION").chmod(0o444)  # attempts write it
     results = {r.task_id.split("/")[1]: r for r in
                await check_suite(load_suite(suite_dir), "bwrap", concurrency=4, strategies=STRATEGIES)}
     assert all(r.solution_status == "pass" and r.noop_status == "pass" for r in results.values()), \
