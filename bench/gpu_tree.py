@@ -5,10 +5,12 @@
     python bench/gpu_tree.py --out result.json    # also write the figures as JSON
 
 Episodes are SYNTHETIC (21 main-line calls shaped like Claude Code and OpenClaw, 12k-token system
-prompt) unless --captures is given. For each: one fwd+bwd over the packed tree (flex_attention,
-tree BlockMask) against one fwd+bwd per call (sdpa, causal), with the LM head applied only to the
-positions that predict completion tokens in both layouts. Reports tokens, median step time, peak
-memory, and the max |logprob difference| between layouts (bf16) as a sanity check.
+prompt) unless --captures is given. For each: one fwd+bwd over the packed tree (``tree_flex``:
+compiled flex_attention over the tree BlockMask, the trainer's attention) against one fwd+bwd per
+call (sdpa, causal), with the LM head applied only to the positions that predict completion tokens
+in both layouts. Reports tokens, median step time, peak memory, and the max |logprob difference|
+between layouts (bf16) as a sanity check. The dry run takes the same path on CPU (there flex's
+backward is ``tree_flex``'s BlockMask backward; bench/flex_cpu.py times it against tree_sdpa).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from clawgym_env.tree import (
     load_calls,
     pack_naive,
     pack_tree,
+    register_tree_flex,
 )
 from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode
 
@@ -58,8 +61,8 @@ def _selected_logprobs(model: torch.nn.Module, hidden: torch.Tensor, rows: torch
 
 
 def tree_logprobs(model: torch.nn.Module, pk: PackedTree, mask, device: str) -> torch.Tensor:
-    """Loss-token logprobs from one pass over the pack; a BlockMask selects flex_attention, a dense mask sdpa."""
-    model.config._attn_implementation = "sdpa" if isinstance(mask, torch.Tensor) else "flex_attention"
+    """Loss-token logprobs from one pass over the pack; a BlockMask selects tree_flex, a dense mask sdpa."""
+    model.config._attn_implementation = "sdpa" if isinstance(mask, torch.Tensor) else register_tree_flex()
     try:
         hidden = model.model(input_ids=pk.input_ids[None].to(device), position_ids=pk.position_ids[None].to(device),
                              attention_mask=mask).last_hidden_state[0]
@@ -104,12 +107,10 @@ def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, re
     t0 = time.perf_counter()
     bm = pk.block_mask(device, block_size=block)
     mask_s = time.perf_counter() - t0
-    # FlexAttention has no backward on CPU: the dry run trains through sdpa with the dense tree mask
-    train_mask = pk.attention_mask("bool").to(device) if device == "cpu" else bm
 
     def tree_step() -> None:
         model.zero_grad(set_to_none=True)
-        (-tree_logprobs(model, pk, train_mask, device).sum()).backward()
+        (-tree_logprobs(model, pk, bm, device).sum()).backward()
 
     def naive_step() -> None:
         model.zero_grad(set_to_none=True)
@@ -118,8 +119,6 @@ def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, re
 
     t_tree, m_tree = timed(tree_step, repeats, device)
     t_naive, m_naive = timed(naive_step, repeats, device)
-    if device == "cpu":  # inductor's CPU flex template fails to compile the dynamic-shape recompile
-        torch._dynamo.reset()
     with torch.no_grad():  # sanity: flex over the BlockMask gives the per-call logprobs of the first calls
         lp_tree = tree_logprobs(model, pk, bm, device)
         order = {int(ix): n for n, ix in enumerate(torch.nonzero(pk.loss_mask)[:, 0].tolist())}
@@ -130,7 +129,7 @@ def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, re
                 a = lp_tree[[order[ix] for ix in idx]]
                 diff = max(diff, float((a - row_logprobs(model, naive, i, device)).abs().max()))
     res = {
-        "episode": label, "tree_train_attention": "sdpa+dense tree mask (CPU)" if device == "cpu" else "flex_attention+BlockMask",
+        "episode": label, "tree_train_attention": "tree_flex+BlockMask",
         "calls": len(tree.calls), "tokens_per_call_layout": naive.num_tokens, "tokens_tree": tree.num_tokens,
         "tokens_tree_padded": len(pk), "token_ratio": naive.num_tokens / tree.num_tokens, "block_mask_s": mask_s, "block_mask_sparsity_pct": float(bm.sparsity()),
         "step_s_tree": t_tree, "step_s_per_call": t_naive, "speedup": t_naive / t_tree,
