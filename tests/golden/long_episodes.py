@@ -181,3 +181,28 @@ async def run(name: str, capture_dir: Path | None = None) -> tuple[Any, dict[int
     backend = ScriptedBackend(policy, tokenizer=AutoTokenizer.from_pretrained(tiny_model_path()))
     result = await run_episode(spec, load_harness_class(harness)(**options), backend, capture_dir=capture_dir)
     return result, dict(sorted(policy.expected.items()))
+
+
+def packed_vs_per_call(episodes: list[list[Any]], advantages: dict[str, float], model: Any) -> tuple[float, float]:
+    """(loss difference, gradient difference) between one packed forward of the episodes' tree and one forward per
+    call, for the GRPO-style loss -sum_call A_episode * sum logprob of its sampled tokens; each relative (to the
+    per-call loss, to each parameter's largest per-call gradient entry)."""
+    import torch
+
+    from clawgym_env.tree import build_forest, pack_naive, pack_tree
+
+    tree = build_forest(episodes)
+    pk = pack_tree(tree)
+    pk.set_advantages({ep: advantages[ep] for ep in tree.episodes})
+    params = list(model.parameters())
+    lp = pk.token_logprobs(model(**pk.model_inputs("additive")).logits)
+    tree_loss = -(lp * pk.advantages * pk.loss_mask).sum()
+    tree_grad = torch.autograd.grad(tree_loss, params)
+    naive = pack_naive(tree)
+    call_loss = torch.zeros(())
+    for i, ref in enumerate(naive.refs):
+        row = naive.row_logprobs(i, model(input_ids=naive.rows[i][None]).logits)
+        call_loss = call_loss - (row * advantages[ref.episode_id] * naive.loss_masks[i][naive.prompt_lens[i]:]).sum()
+    call_grad = torch.autograd.grad(call_loss, params)
+    worst = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)) for a, b in zip(tree_grad, call_grad, strict=True))
+    return abs(tree_loss.item() - call_loss.item()) / max(1.0, abs(call_loss.item())), worst

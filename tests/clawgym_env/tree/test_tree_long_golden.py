@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from clawgym_env.tree import CallRef, TreeFilters, build_forest, build_tree, classify_episode, load_calls, pack_naive, pack_tree
+from clawgym_env.tree import CallRef, TreeFilters, build_tree, classify_episode, load_calls, pack_tree
 from clawgym_env.tree.transform import compact_vocab, shrink_spans
+from tests.golden.long_episodes import packed_vs_per_call
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 LONG = ["claude-code-long", "claude-code-long-wrong", "claude-code-foreign", "openclaw-compaction"]
@@ -87,26 +88,7 @@ def test_packed_loss_and_gradient_equal_per_call(names: list[str], make_tiny) ->
     tree against one forward per call (paths shrunk to 32-token prompt runs, ids renumbered for a tiny model)."""
     episodes = [shrink_spans(as_sampled(golden(n)[0]), 32) for n in names]
     flat, vocab = compact_vocab([c for ep in episodes for c in ep])
-    tree = build_forest([[c for c in flat if c.session_id == ep[0].session_id] for ep in episodes])
-    adv = {ep: (-1.0) ** i * (i + 1) for i, ep in enumerate(tree.episodes)}
-    model = make_tiny(vocab=vocab)
-    pk = pack_tree(tree)
-    pk.set_advantages(adv)
-    lp = pk.token_logprobs(model(**pk.model_inputs("additive")).logits)
-    tree_loss = -(lp * pk.advantages * pk.loss_mask).sum()
-    tree_grad = torch.autograd.grad(tree_loss, list(model.parameters()))
-    naive = pack_naive(tree)
-    call_loss = torch.zeros(())
-    for i, ref in enumerate(naive.refs):
-        row = naive.row_logprobs(i, model(input_ids=naive.rows[i][None]).logits)
-        call_loss = call_loss - (row * adv[ref.episode_id] * naive.loss_masks[i][naive.prompt_lens[i]:]).sum()
-    call_grad = torch.autograd.grad(call_loss, list(model.parameters()))
-    assert abs(tree_loss.item() - call_loss.item()) < 1e-4 * max(1.0, abs(call_loss.item()))
-    for g_tree, g_call in zip(tree_grad, call_grad, strict=True):
-        assert torch.allclose(g_tree, g_call, atol=1e-5, rtol=1e-4)
-    assert pk.num_loss_tokens == sum(int(m.sum()) for m in naive.loss_masks) - _shared_samples(tree)
-
-
-def _shared_samples(tree) -> int:
-    """Sampled tokens two calls sampled alike at one position (counted once in the pack, once per call per row)."""
-    return sum(len(refs) - 1 for node in tree.nodes() for refs in node.samplers.values())
+    group = [[c for c in flat if c.session_id == ep[0].session_id] for ep in episodes]
+    adv = {ep[0].session_id: (-1.0) ** i * (i + 1) for i, ep in enumerate(group)}
+    loss_gap, grad_gap = packed_vs_per_call(group, adv, make_tiny(vocab=vocab))
+    assert loss_gap < 1e-5 and grad_gap < 1e-4, (loss_gap, grad_gap)
