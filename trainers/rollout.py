@@ -81,7 +81,9 @@ class RolloutBatch:
 
 
 def tree_filters(*, drop_retries: bool, max_leaves: int | None, exclude_subagents: bool) -> TreeFilters:
-    """The paper's filters from the config switches."""
+    """The paper's filters from the config switches. Foreign calls (no behaviour of the harness explains them:
+    ``clawgym_env.tree.classify``) are always left out; ``rollout_metrics`` counts them and every call a filter
+    left out (``dropped/<reason>``)."""
     kinds: frozenset[Any] = frozenset({"subagent", "compaction"}) if exclude_subagents else frozenset()
     return TreeFilters(drop_dead=drop_retries, max_leaves=max_leaves, exclude_kinds=kinds)
 
@@ -259,8 +261,25 @@ def collect_episodes(
     return [(*g.pair, list(g.episodes)) for g in done]
 
 
+def _count_kinds(g: Group, out: dict[str, float]) -> None:
+    """``calls_<kind>`` (as the classifier placed them, kept or not), ``foreign_calls[/<harness>]`` and
+    ``dropped/<reason>`` (tree filters: ``dead``, ``kind:<kind>``) of one group, added to ``out``."""
+    foreign = 0
+    if g.tree is not None:
+        for kinds in g.tree.kind_counts.values():
+            for kind, n in kinds.items():
+                out[f"calls_{kind}"] = out.get(f"calls_{kind}", 0.0) + n
+        foreign = sum(g.tree.foreign_counts().values())
+    out["foreign_calls"] = out.get("foreign_calls", 0.0) + foreign
+    out[f"foreign_calls/{g.harness}"] = out.get(f"foreign_calls/{g.harness}", 0.0) + foreign
+    for reason, items in g.dropped.items():
+        if reason == "dead" or reason.startswith("kind:"):
+            out[f"dropped/{reason}"] = out.get(f"dropped/{reason}", 0.0) + len(items)
+
+
 def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
-    """Reward and counts overall and per harness (``reward/<harness>`` etc.)."""
+    """Reward and counts overall and per harness (``reward/<harness>`` etc.), calls by kind and what the tree
+    filters left out (``_count_kinds``)."""
     out: dict[str, float] = {}
     by_harness: dict[str, list[float]] = defaultdict(list)
     for g in batch.all_groups:
@@ -272,6 +291,7 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
         masked = float(len(g.dropped.get("crashed", [])))
         out["crashed_masked"] = out.get("crashed_masked", 0.0) + masked
         out[f"crashed_masked/{g.harness}"] = out.get(f"crashed_masked/{g.harness}", 0.0) + masked
+        _count_kinds(g, out)
     rewards = [r for rs in by_harness.values() for r in rs]
     out["reward"] = sum(rewards) / len(rewards) if rewards else 0.0
     for h, rs in by_harness.items():

@@ -72,8 +72,30 @@ def test_grpo_step_on_claude_code_episodes_with_subagents_compactions_and_retrie
     assert group.tree is not None
     kinds = {(i.ref.episode_id, i.kind) for i in group.tree.calls.values() if i.trainable}
     assert kinds == {(e.session_id, k) for e in episodes for k in ("main", "subagent", "compaction", "retry")}
+    assert batch.metrics["calls_subagent"] == 8 and batch.metrics["calls_compaction"] == 2 == batch.metrics["calls_retry"]
+    assert batch.metrics["foreign_calls/claude-code"] == 0 and batch.metrics["dropped/dead"] == 2  # the failed calls
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     metrics = trainer.train_step(batch)
     assert metrics["policy_version"] == 1.0 and metrics["grad_norm"] > 0
     assert metrics["mismatch/claude-code"] < 1e-4  # the scored ids are the policy's: ratio 1 at the step
     assert any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters(), strict=True))
+    assert metrics["calls_subagent"] == 8  # the step logs the rollout's counts
+
+
+def test_excluded_kinds_and_foreign_calls_are_left_out_and_logged() -> None:
+    from clawgym_env.task import load_suite
+
+    task = load_suite(SUITE).get("hello-file")
+    episodes = []
+    for name in ("claude-code-long", "claude-code-foreign"):
+        calls = [c.model_copy(update={"token_source": "sampled"}) for c in load_calls(GOLDEN / name / "capture.jsonl.gz")]
+        episodes.append(EpisodeResult(session_id=calls[0].session_id, task_id=task.full_id, harness="claude-code",
+                                      status="completed", score=float(name == "claude-code-long"), calls=calls))
+    batch = build_batch([(task, "claude-code", episodes)], policy_version=0,
+                        filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=True))
+    [group] = batch.groups
+    assert group.tree is not None
+    assert {i.kind for i in group.tree.calls.values()} == {"main", "retry"}
+    m = batch.metrics
+    assert m["dropped/kind:subagent"] == 6 and m["dropped/kind:compaction"] == 1 and m["dropped/kind:foreign"] == 2
+    assert m["foreign_calls"] == 2 == m["calls_foreign"] and m["calls_main"] == 10
