@@ -4,10 +4,17 @@
     python bench/tree.py --captures a.jsonl b.jsonl
     python bench/tree.py --time-head 128 --repeats 1   # quicker timing
 
-Token counts are measured at full size, on real captures (tests/golden/) and on SYNTHETIC
-episodes of the same shape. Step times use a random-init tiny Qwen3 (2 layers, hidden 64) on
+Token counts are measured at full size, on real captures (tests/golden/, the long episodes with subagents,
+compactions and retries among them) and on SYNTHETIC episodes of the same shape, side by side for the
+layouts trainers use: one row per call; the peers' layouts, one sample per leaf of the conversation
+tree (a message graph whose compactions and subagents are extra leaves) and one sample per chain (each
+line of work, as ``tree/classify.py`` tells them, merged while a call extends the previous one, a
+new sample where it does not: a restart, a fork); and the prefix tree. Foreign calls are left out,
+as training leaves them out. Step times use a random-init tiny Qwen3 (2 layers, hidden 64) on
 CPU, on the same episodes with the head every call shares cut to --time-head tokens (tree shape
-unchanged) so a dense N x N tree mask fits a small machine. Prints figures; asserts nothing.
+unchanged) so a dense N x N tree mask fits a small machine; a tree still larger than
+--max-time-tokens (an episode whose calls share little of their head, as with a subagent's own
+system prompt) is not timed. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +58,22 @@ def chain_tokens(calls: Sequence[CallRecord]) -> int:
     return total
 
 
+def per_chain_tokens(tree: PrefixTree, calls: Sequence[CallRecord]) -> int:
+    """One sample per line of work (the classifier's chains, foreign ones left out), merged as ``chain_tokens`` merges."""
+    kept = {(r.episode_id, r.call_index): info.chain for r, info in tree.calls.items()}
+    chains: dict[str, list[CallRecord]] = {}
+    for c in calls:
+        chain = kept.get((c.session_id, c.call_index))
+        if chain is not None:
+            chains.setdefault(chain, []).append(c)
+    return sum(chain_tokens(cs) for cs in chains.values())
+
+
+def per_leaf_tokens(tree: PrefixTree) -> int:
+    """One sample per leaf: each root-to-leaf path whole, as a message graph's leaves are trained."""
+    return sum(leaf.end_depth for leaf in tree.leaves())
+
+
 def load_sources(paths: list[Path]) -> dict[str, list[list[CallRecord]]]:
     """Real episodes by label: the given files, else tests/golden/<harness>/capture.jsonl*; may be empty."""
     if not paths:
@@ -64,8 +87,11 @@ def load_sources(paths: list[Path]) -> dict[str, list[list[CallRecord]]]:
 
 
 def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
-    print("== tokens forwarded: per-call rows vs chain merge vs prefix tree ==")
-    print(f"{'episodes':34s} {'calls':>5s} {'per-call':>10s} {'chain':>10s} {'tree':>8s} {'per-call/tree':>13s} {'chain/tree':>10s} {'extends prev':>12s}")
+    print("== tokens forwarded: per-call rows, one sample per leaf, one sample per chain, prefix tree ==")
+    print("(chain: calls merged in arrival order while each extends the previous; per chain: the same within each line "
+          "of work; ratios are to the tree)")
+    print(f"{'episodes':34s} {'calls':>5s} {'kinds':>24s} {'per-call':>9s} {'per-leaf':>9s} {'chain':>9s} {'per-chain':>9s} "
+          f"{'tree':>7s} {'per-call':>8s} {'per-leaf':>8s} {'chain':>6s} {'per-chain':>9s} {'extends prev':>12s}")
     for label, episodes in sources.items():
         for i, calls in enumerate(episodes):
             tree = build_tree(calls)
@@ -78,10 +104,31 @@ def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
                 if (b.prompt_ids or [])[: len(a.prompt_ids or []) + len(a.completion_ids or [])]
                 == list(a.prompt_ids or []) + list(a.completion_ids or [])
             )
+            leaf, per_chain, n = per_leaf_tokens(tree), per_chain_tokens(tree, calls), tree.num_tokens
+            kinds = ",".join(f"{k[0]}{v}" for kinds in tree.kind_counts.values() for k, v in sorted(kinds.items()))
             print(
-                f"{label + f' #{i}':34s} {len(calls):5d} {tree.naive_tokens:10d} {chain:10d} {tree.num_tokens:8d} "
-                f"{tree.naive_tokens / tree.num_tokens:12.1f}x {chain / tree.num_tokens:9.1f}x {extends:6d}/{len(calls) - 1}"
+                f"{label + f' #{i}':34s} {len(calls):5d} {kinds:>24s} {tree.naive_tokens:9d} {leaf:9d} {chain:9d} {per_chain:9d} "
+                f"{n:7d} {tree.naive_tokens / n:7.1f}x {leaf / n:7.1f}x {chain / n:5.1f}x {per_chain / n:8.1f}x "
+                f"{extends:6d}/{len(calls) - 1}"
             )
+
+
+def real_group_report(sources: dict[str, list[list[CallRecord]]]) -> None:
+    """Real episodes that open with the same prompt (one task, one harness) merged into one forest, per layout."""
+    groups: dict[bytes, list[tuple[str, list[CallRecord]]]] = {}
+    for label, episodes in sources.items():
+        for calls in episodes:
+            first = min(calls, key=lambda c: c.call_index)
+            groups.setdefault(bytes(str(first.prompt_ids), "ascii"), []).append((label.removeprefix("real "), calls))
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        forest = build_forest([calls for _, calls in members])
+        leaf, n = per_leaf_tokens(forest), forest.num_tokens
+        chain = sum(per_chain_tokens(forest, calls) for _, calls in members)
+        print(f"\n== real GRPO group: {' + '.join(name for name, _ in members)} merged into one forest ==")
+        print(f"per-call {forest.naive_tokens}  per-leaf {leaf}  per-chain {chain}  forest {n}  "
+              f"per-call/forest {forest.naive_tokens / n:.1f}x  per-leaf/forest {leaf / n:.1f}x  per-chain/forest {chain / n:.1f}x")
 
 
 def group_report(n_rollouts: int) -> None:
@@ -157,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     shape = EpisodeShape()
     synthetic = {f"SYNTHETIC {style}": [synthetic_episode(style, shape=shape)] for style in ("claude-code", "openclaw")}
     token_report({**sources, **synthetic} if sources else synthetic)
+    real_group_report(sources)
     group_report(args.group)
     print(f"\n== CPU fwd+bwd step, random-init tiny Qwen3 (sdpa; tree: bool tree mask), median of {args.repeats} ==")
     if any(label.startswith("real") for label in sources):
