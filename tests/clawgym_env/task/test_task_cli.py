@@ -55,6 +55,7 @@ def test_import_then_check_officeqa_suite(_suites_dir: Path) -> None:
     res = runner.invoke(app, ["tasks", "import", "officeqa", str(csv), "--suite", "oqa", "--docs", str(docs), "--skip-invalid"])
     assert res.exit_code == 0, res.output
     assert "imported 3 task(s)" in res.output and "skipped 1" in res.output
+    assert "mapped:" in res.output and "not mapped:" in res.output and "FINAL_ANSWER" in res.output
     assert (_suites_dir / "oqa" / "uid0002" / "task.yaml").is_file()
     res = runner.invoke(app, ["tasks", "import", "officeqa", str(csv), "--suite", "oqa", "--docs", str(docs)])
     assert res.exit_code == 1 and "--force" in res.output
