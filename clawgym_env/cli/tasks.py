@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from clawgym_env.task.importers import ImportReport
 
 app = typer.Typer(help="Task suites: list, show, validate, import, pull, check.", no_args_is_help=True)
 
@@ -158,17 +161,17 @@ def import_cmd(
     _print_report(report)
 
 
-def _print_report(report: object) -> None:
+def _print_report(report: ImportReport) -> None:
     from rich.console import Console
 
     console = Console()
-    console.print(f"[green]✓[/green] imported {report.tasks} task(s) into {report.path}")  # type: ignore[attr-defined]
-    for title, lines in (("mapped", report.mapped), ("not mapped", report.not_mapped)):  # type: ignore[attr-defined]
+    console.print(f"[green]✓[/green] imported {report.tasks} task(s) into {report.path}")
+    for title, lines in (("mapped", report.mapped), ("not mapped", report.not_mapped)):
         if lines:
             console.print(f"[bold]{title}:[/bold]")
             for line in lines:
                 console.print(f"  - {line}", markup=False, highlight=False)
-    skipped = report.skipped  # type: ignore[attr-defined]
+    skipped = report.skipped
     if skipped:
         console.print(f"[yellow]skipped {len(skipped)}:[/yellow]")
         for line in skipped[:50]:
