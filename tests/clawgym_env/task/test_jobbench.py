@@ -234,3 +234,30 @@ async def test_a_planted_verdict_in_a_deliverable_decides_nothing(tmp_path: Path
         res = await verify(task, sb, make_transcript(task, ""), judge=ScriptedBackend(parrot))
     assert res.score == 0.0 and "no rubric verdict of its own" in res.details["verifiers"]["rubric"]["error"]
     shutil.rmtree(deliverables)
+
+
+@pytest.mark.sandbox
+async def test_deliverables_cannot_bring_host_files_to_the_judge(tmp_path: Path) -> None:
+    """A link to a host file, and a workbook formula reaching for one, show the judge nothing of the host."""
+    import openpyxl
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("TOPSECRET-42\n")
+    snap = tmp_path / "snap"
+    add_task(snap, "dataset", "analyst", 1, rubrics={"rubrics": [RUBRICS[1]]})
+    task = load_suite(import_suite("jobbench", snap, "one", tmp_path / "out").path).get("main--analyst--task1")
+    book = openpyxl.Workbook()
+    book.active["A1"] = f"=INDIRECT(\"'{secret.as_uri()}'#$secret.A1\")"
+    book.active["A2"] = "=1+1"
+    seen: list[str] = []
+    cfg = SandboxConfig(workspace_src=task.workspace_dir, workspace_mount=task.workspace_mount)
+    async with create_sandbox("bwrap", cfg) as sb:
+        book.save(tmp_path / "peek.xlsx")
+        await sb.upload(tmp_path / "peek.xlsx", "output/peek.xlsx")
+        await sb.exec(["ln", "-s", str(secret), "output/leak.txt"], cwd=task.workspace_mount)
+        await sb.exec(["ln", "-s", "/proc/self/environ", "output/env.txt"], cwd=task.workspace_mount)
+        res = await verify(task, sb, make_transcript(task, ""),
+                           judge=official_judge({RUBRICS[1]["rubric"]: (False, [False])}, seen))
+    (prompt,) = seen
+    assert "TOPSECRET" not in prompt and "peek.xlsx" in prompt and "A2: =1+1" in prompt
+    assert [f["path"] for f in res.details["verifiers"]["rubric"]["files"]] == ["peek.xlsx"]
