@@ -12,6 +12,7 @@ The files are the agent's, so graders run this in a sandbox of its own (``_drive
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,8 @@ def file_text(path: Path, recalculate: bool = True) -> str:
 
 def _listing(folder: Path) -> list[Path]:
     """The regular files under ``folder`` (links and special files left out), sorted, within the caps."""
-    found = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    found = sorted(Path(d, f) for d, _, files in os.walk(folder) for f in files  # links to folders not followed
+                   if Path(d, f).is_file() and not Path(d, f).is_symlink())
     if len(found) > MAX_FILES:
         raise ExtractionError(f"{len(found)} files in the deliverables folder, more than {MAX_FILES}")
     total = sum(p.stat().st_size for p in found)
