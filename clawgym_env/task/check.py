@@ -41,22 +41,29 @@ SOLUTION_MOUNT = "/solution"
 _FULL = 1.0 - 1e-9
 _WRITER = (
     "import json, os, sys\n"
+    "def writable(p):\n"
+    "    if os.path.exists(p) and not os.access(p, os.W_OK):\n"
+    "        os.chmod(p, os.stat(p).st_mode | 0o200)\n"
     "for rel, text in json.load(sys.stdin).items():\n"
-    "    parent = os.path.dirname(rel) or '.'\n"
-    "    os.makedirs(parent, exist_ok=True)\n"
-    "    for p in (parent, rel):\n"
-    "        if os.path.exists(p) and not os.access(p, os.W_OK):\n"
-    "            os.chmod(p, os.stat(p).st_mode | 0o200)\n"
-    "    if os.path.isdir(rel):\n"
-    "        print(f'{rel}: a folder, left as it is', file=sys.stderr)\n"
-    "        continue\n"
-    "    with open(rel, 'w', encoding='utf-8') as fh:\n"
-    "        fh.write(text)\n"
-    "    if rel.endswith(('.sh', '.py')):\n"
-    "        os.chmod(rel, 0o755)\n"
+    "    try:\n"
+    "        parent = os.path.dirname(rel) or '.'\n"
+    "        base = parent\n"
+    "        while not os.path.exists(base):\n"
+    "            base = os.path.dirname(base) or '.'\n"
+    "        writable(base)\n"
+    "        os.makedirs(parent, exist_ok=True)\n"
+    "        writable(parent)\n"
+    "        writable(rel)\n"
+    "        with open(rel, 'w', encoding='utf-8') as fh:\n"
+    "            fh.write(text)\n"
+    "        if rel.endswith(('.sh', '.py')):\n"
+    "            os.chmod(rel, 0o755)\n"
+    "    except OSError as exc:\n"
+    "        print(f'{rel}: not written: {exc}', file=sys.stderr)\n"
 )
 """Run as the agent inside the sandbox: writes an attempt's files over the workspace, as a tool call would
-(making a read-only file of the agent's writable first, as an agent can)."""
+(making read-only files and folders of the agent's writable first, as an agent can; a path that cannot be a
+file, such as an existing folder, is left out)."""
 
 
 @dataclass
