@@ -24,10 +24,23 @@ from torch.utils.checkpoint import checkpoint
 
 from clawgym_env.errors import TreeError
 
-__all__ = ["TREE_ATTENTION", "TreeBlocks", "register_tree_attention", "tree_attention", "tree_attention_forward"]
+__all__ = ["TREE_ATTENTION", "TreeBlocks", "live_blocks", "register_tree_attention", "tree_attention", "tree_attention_forward"]
 
 TREE_ATTENTION = "tree_sdpa"
 """The ``attn_implementation`` name transformers knows this attention under."""
+
+
+def live_blocks(subtree_end: torch.Tensor, block: int) -> torch.Tensor:
+    """``[query block, key block]`` bool: some query of the block sees some key of the other, in O(N + (N/block)^2)."""
+    n = int(subtree_end.shape[0])
+    se = subtree_end.cpu().long()
+    nb = -(-n // block)
+    # key kv is seen by queries [kv, se[kv]): query blocks kv//block .. (se[kv]-1)//block
+    diff = torch.zeros(nb + 1, nb, dtype=torch.int32)
+    kb = torch.arange(n) // block
+    diff.index_put_((kb, kb), torch.ones(n, dtype=torch.int32), accumulate=True)
+    diff.index_put_(((se - 1) // block + 1, kb), torch.full((n,), -1, dtype=torch.int32), accumulate=True)
+    return diff.cumsum(0)[:nb] > 0
 
 
 @dataclass(frozen=True)
@@ -44,15 +57,8 @@ class TreeBlocks:
         if block < 1:
             raise TreeError(f"TreeBlocks block={block}: set a positive block size (e.g. 256)")
         n = int(subtree_end.shape[0])
-        se = subtree_end.cpu().long()
-        nb = -(-n // block)
-        kv = torch.arange(n)
-        # key kv is seen by queries [kv, se[kv]): query blocks kv//block .. (se[kv]-1)//block
-        diff = torch.zeros(nb + 1, nb, dtype=torch.int32)
-        kb = kv // block
-        diff.index_put_((kb, kb), torch.ones(n, dtype=torch.int32), accumulate=True)
-        diff.index_put_(((se - 1) // block + 1, kb), torch.full((n,), -1, dtype=torch.int32), accumulate=True)
-        live = diff.cumsum(0)[:nb] > 0  # [query block, key block]
+        live = live_blocks(subtree_end, block)
+        nb = int(live.shape[0])
         keys = []
         for qb in range(nb):
             blocks = live[qb].nonzero()[:, 0]

@@ -23,10 +23,10 @@ from typing import Any
 import torch
 
 from clawgym_env.errors import TreeError
-from clawgym_env.tree.attention import masked_attention, tree_attention_forward
+from clawgym_env.tree.attention import live_blocks, masked_attention, tree_attention_forward
 
-__all__ = ["TREE_FLEX", "compiled_flex_attention", "live_key_positions", "register_tree_flex", "tree_flex_attention",
-           "tree_flex_forward"]
+__all__ = ["TREE_FLEX", "compiled_flex_attention", "live_key_positions", "register_tree_flex", "tree_block_mask",
+           "tree_flex_attention", "tree_flex_forward"]
 
 TREE_FLEX = "tree_flex"
 """The ``attn_implementation`` name transformers knows this attention under."""
@@ -50,6 +50,39 @@ def compiled_flex_attention() -> Callable[..., torch.Tensor]:
     if not _COMPILED:
         _COMPILED.append(torch.compile(_flex, dynamic=True))
     return _COMPILED[0]
+
+
+def tree_block_mask(subtree_end: torch.Tensor, block_size: int = 128, device: torch.device | str = "cpu") -> Any:
+    """The pack's FlexAttention BlockMask, built from ``subtree_end`` in O(N + (N/block)^2).
+
+    ``create_block_mask`` evaluates the mask_mod over all N x N positions (12.9 s and N^2 bytes for
+    a 23k-token pack on CPU); here the live blocks come from the subtree ranges, as ``tree_sdpa``'s
+    do. A live block is full (no mask_mod needed) when it lies before the query block and every one
+    of its keys' subtrees reaches past the query block's end.
+    """
+    from torch.nn.attention.flex_attention import BlockMask
+
+    from clawgym_env.tree.pack import tree_mask_mod
+
+    n = int(subtree_end.shape[0])
+    se = subtree_end.cpu().long()
+    live = live_blocks(se, block_size)
+    nb = int(live.shape[0])
+    ends = torch.full((nb * block_size,), n, dtype=torch.long)
+    ends[:n] = se
+    reach = ends.view(nb, block_size).min(dim=1).values  # the earliest subtree end among each key block's tokens
+    q_end = (torch.arange(nb) + 1) * block_size  # padded rows of a last, short block count: such a block is never full
+    blocks = torch.arange(nb)
+    full = live & (blocks[None, :] < blocks[:, None]) & (reach[None, :] >= q_end[:, None])
+    partial = live & ~full
+
+    def indices(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)  # the set blocks first, ascending
+        return m.sum(dim=1).to(torch.int32)[None, None].to(device), order.to(torch.int32)[None, None].to(device)
+
+    (kv_num, kv_idx), (full_num, full_idx) = indices(partial), indices(full)
+    return BlockMask.from_kv_blocks(kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block_size,
+                                    mask_mod=tree_mask_mod(subtree_end.to(device)), seq_lengths=(n, n))
 
 
 def live_key_positions(block_mask: Any) -> list[torch.Tensor]:

@@ -95,11 +95,10 @@ class PackedTree:
         return tree_mask_mod(self.subtree_end.to(device) if device is not None else self.subtree_end)
 
     def block_mask(self, device: torch.device | str = "cuda", block_size: int = 128) -> Any:
-        """A FlexAttention BlockMask for this pack (``attn_implementation="flex_attention"``)."""
-        from torch.nn.attention.flex_attention import create_block_mask
+        """A FlexAttention BlockMask for this pack (``attn_implementation="tree_flex"``), built from the subtree ranges."""
+        from clawgym_env.tree.flex import tree_block_mask
 
-        n = len(self)
-        return create_block_mask(self.mask_mod(device), B=None, H=None, Q_LEN=n, KV_LEN=n, device=device, BLOCK_SIZE=block_size)
+        return tree_block_mask(self.subtree_end, block_size, device)
 
     def tree_blocks(self, device: torch.device | str = "cpu", block_size: int = 256) -> Any:
         """The block-sparse form of the tree mask for ``attn_implementation="tree_sdpa"`` (O(N) memory)."""

@@ -41,6 +41,27 @@ def test_block_mask_skips_blocks_nobody_sees(forest) -> None:
     assert live.sum() < nb * (nb + 1) // 2  # sparser than causal: sibling branches are skipped
 
 
+@pytest.mark.parametrize("block", [16, 128])
+def test_block_mask_from_subtree_ranges_equals_create_block_mask(forest, block: int) -> None:
+    """The pack's BlockMask (live and full blocks from subtree_end) is the one create_block_mask computes
+    by evaluating the mask_mod at every position: same partial blocks, same full blocks, same dense mask."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    from clawgym_env.tree.flex import tree_block_mask
+
+    for pk in [pack_tree(forest), *pack_trees(forest, forest.max_depth + 10)]:
+        n = len(pk)
+        ours = tree_block_mask(pk.subtree_end, block)
+        ref = create_block_mask(pk.mask_mod(), None, None, n, n, device="cpu", BLOCK_SIZE=block)
+        for name in ("kv_num_blocks", "full_kv_num_blocks", "q_num_blocks", "full_q_num_blocks"):
+            assert torch.equal(getattr(ours, name).long(), getattr(ref, name).long()), name
+        for num, idx in (("kv_num_blocks", "kv_indices"), ("full_kv_num_blocks", "full_kv_indices")):
+            for qb, k in enumerate(getattr(ref, num)[0, 0].tolist()):
+                assert torch.equal(getattr(ours, idx)[0, 0, qb, :k].long(), getattr(ref, idx)[0, 0, qb, :k].long())
+        assert block == 128 or int(ours.full_kv_num_blocks.sum()) > 0  # ancestors' blocks skip the mask_mod
+        assert torch.equal(ours.to_dense(), ref.to_dense())
+
+
 def test_flex_attention_through_block_mask_equals_sdpa_with_dense_mask(forest) -> None:
     pk = pack_tree(forest)
     n = len(pk)
