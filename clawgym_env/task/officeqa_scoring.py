@@ -12,7 +12,7 @@ order. Stray years (1900-2100) in an answer are ignored unless the reference hol
 
 Answers are agent output parsed on the host, so every step is bounded: the tags are found in one
 linear scan, the answer is cut at 250 characters before any number is read (a longer one fails
-the direct-answer rule anyway), no pattern nests quantifiers, and a list is split by dynamic
+the direct-answer rule anyway), no pattern nests open-ended quantifiers, and a list is split by dynamic
 programming rather than by trying every split (the official scorer's enumeration takes minutes
 on some 12-item lists).
 """
