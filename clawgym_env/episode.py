@@ -279,7 +279,7 @@ async def run_episode(
             try:
                 exec_result, stopped = await _run_harness(
                     sb, adapter.build_command(spec.instruction, hs),
-                    {**adapter.build_env(hs), **egress_env(sess.api_key, config.proxy_port)}, spec.workspace_mount,
+                    {**adapter.build_env(hs), **egress_env(sess.egress_key, config.proxy_port)}, spec.workspace_mount,
                     wall_time_s or spec.limits.wall_time_s, watch, lambda: sess.over_limit, start_grading,
                 )
             finally:

@@ -22,6 +22,8 @@ __all__ = ["ClaudeCode", "ClaudeCodeBash"]
 
 PACKAGE = "@anthropic-ai/claude-code"
 INSIDE = "/opt/clawgym/claude-code"
+KEY_TTL_MS = 86_400_000
+"""How long Claude Code keeps the key its apiKeyHelper gave (longer than any episode: the helper works once)."""
 
 
 class ClaudeCode(Harness):
@@ -69,7 +71,8 @@ class ClaudeCode(Harness):
         return {
             **compaction,
             "ANTHROPIC_BASE_URL": session.base_url,
-            "ANTHROPIC_API_KEY": session.api_key,
+            # the key comes from apiKeyHelper (write_configs), once: not in the environment its tools inherit
+            "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": str(KEY_TTL_MS),
             "ANTHROPIC_MODEL": session.model,
             "ANTHROPIC_SMALL_FAST_MODEL": session.model,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -101,8 +104,13 @@ class ClaudeCode(Harness):
         return cmd
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
-        # A fixed, empty settings file: HOME exists and no ambient settings leak into prompts.
-        return {f"{session.home}/.claude/settings.json": json.dumps({}) + "\n"}
+        """A fixed settings file (HOME exists, no ambient settings leak into prompts) whose ``apiKeyHelper`` reads
+        the episode's key from a file and deletes it. Claude Code runs the helper once, at start-up, before its
+        first model call, so no command of the agent (which runs only after a model call) finds the key in a file
+        or in the environment. It stays in Claude Code's memory (docs/trees.md: what remains possible)."""
+        key = f"{session.home}/.clawgym/key"
+        helper = f"k=$(cat {key}) && rm -f {key} && printf %s \"$k\""
+        return {f"{session.home}/.claude/settings.json": json.dumps({"apiKeyHelper": helper}) + "\n", key: session.api_key}
 
     @staticmethod
     def count_calls(transcript: str) -> int:

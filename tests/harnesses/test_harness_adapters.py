@@ -28,7 +28,7 @@ def test_claude_code_env_and_command() -> None:
     h = ClaudeCode()
     env = h.build_env(SESSION)
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8787"
-    assert env["ANTHROPIC_API_KEY"] == "sk-clawgym-abc"
+    assert "sk-clawgym-abc" not in json.dumps(env)  # the key reaches Claude Code through its apiKeyHelper, once
     assert env["ANTHROPIC_MODEL"] == "policy"
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["IS_SANDBOX"] == "1"  # root inside: needed for --dangerously-skip-permissions
@@ -36,7 +36,11 @@ def test_claude_code_env_and_command() -> None:
     cmd = h.build_command("do it", SESSION)
     assert cmd[0].endswith("/bin/claude.exe") and cmd[1:3] == ["-p", "do it"]
     assert "--dangerously-skip-permissions" in cmd and cmd[cmd.index("--output-format") + 1] == "stream-json"
-    assert set(h.write_configs(SESSION)) == {"/tmp/home/.claude/settings.json"}
+    configs = h.write_configs(SESSION)
+    assert set(configs) == {"/tmp/home/.claude/settings.json", "/tmp/home/.clawgym/key"}
+    assert configs["/tmp/home/.clawgym/key"] == "sk-clawgym-abc"
+    assert json.loads(configs["/tmp/home/.claude/settings.json"]) == {
+        "apiKeyHelper": 'k=$(cat /tmp/home/.clawgym/key) && rm -f /tmp/home/.clawgym/key && printf %s "$k"'}
     assert h.dialect == "anthropic"
 
 

@@ -1,5 +1,6 @@
 """Long episodes through the real, unmodified harnesses (bwrap): Claude Code starts a subagent, has a call failed
-by the proxy and resends it, compacts and forks; OpenClaw compacts; Claude Code's agent calls the proxy itself.
+by the proxy and resends it, compacts and forks; OpenClaw compacts; Claude Code's agent calls the proxy itself
+(with the key it scrapes from Claude Code's memory: the environment no longer holds it).
 Every call's class is checked against what the scripted policy answered (tests/golden/long_episodes.py), the
 episode's reward reaches every chain, and the packed loss equals the per-call loss."""
 
@@ -60,6 +61,8 @@ def test_claude_code_agent_calls_to_the_proxy_are_foreign(claude_code_installed:
     assert {i: c.kind for i, c in got.items()} == expected
     foreign = [i for i, k in expected.items() if k == "foreign"]
     assert len(foreign) == 2 and all("sent by another HTTP client" in got[i].evidence for i in foreign)
+    # $ANTHROPIC_API_KEY is empty in the tool's environment (refused); the key it found in Claude Code's memory works
+    assert "missing API key" in str(result.calls[-1].messages[-3:])
     tree = build_tree(sampled(result.calls))
     assert tree.foreign_counts() == {result.session_id: 2}
     assert all(CallRef(result.session_id, i) not in tree.calls for i in foreign)  # never trained
