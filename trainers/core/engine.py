@@ -67,9 +67,10 @@ class TreeTrainerBase:
         harness_adapters: dict[str, Any] | None = None,
         resume_from_checkpoint: str | Path | None = None,
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         from clawgym_env.harness_registry import load_harness_class
+        from trainers.core.lora import load_base, load_reference, tokenizer_folder, with_adapter
 
         for name in config.harness_names:  # a typo fails here, not as one traceback per rollout task
             if name not in (harness_adapters or {}):
@@ -81,12 +82,12 @@ class TreeTrainerBase:
         seed_everything(config.seed)
         self.rng = random.Random(config.seed)
         """The sampler's RNG (pairs to sample); only the main process samples."""
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder(self.model_path))
         init_kwargs = config.model_init_kwargs if isinstance(config.model_init_kwargs, dict) else {}
         register_tree_flex()  # attn_implementation="tree_flex": FlexAttention over the pack's BlockMask
         attn = init_kwargs.get("attn_implementation", register_tree_attention())  # GRPOConfig.model_init_kwargs
         load = {"dtype": torch.float32, "attn_implementation": attn}  # fp32 master weights; bf16/fp16 is autocast
-        model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device)
+        model = load_base(self.model_path, **load).to(self.device)  # an adapter folder: its base (trainers.core.lora)
         if config.activation_checkpointing or config.gradient_checkpointing:
             kw = config.activation_checkpointing_kwargs or config.gradient_checkpointing_kwargs
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw or None)
@@ -94,10 +95,7 @@ class TreeTrainerBase:
             for m in model.modules():
                 if isinstance(m, torch.nn.Dropout):
                     m.p = 0.0
-        if config.use_peft:
-            from trainers.core.lora import add_adapter
-
-            model = add_adapter(model, config)
+        model = with_adapter(model, self.model_path, config)
         model.train()
         self.sharded = bool(config.fsdp)
         """--fsdp: the policy's parameters are sharded over the processes (``trainers.core.fsdp``)."""
@@ -107,7 +105,7 @@ class TreeTrainerBase:
             model = shard_policy(model, bf16=bool(config.bf16))
         self.ref_model = None
         if config.beta != 0.0:
-            self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_path, **load).to(self.device).eval()
+            self.ref_model = load_reference(self.model_path, **load).to(self.device).eval()
             self.ref_model.requires_grad_(False)
         self.mask_kind = mask_kind_for(model)
         optimizer = torch.optim.AdamW(

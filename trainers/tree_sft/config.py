@@ -35,6 +35,13 @@ class TreeSFTConfig(SFTConfig):
         default=0,
         metadata={"help": "Freeze the embeddings (and a tied head) and the bottom N decoder layers: backward stops above them (CPU)."},
     )
+    # TRL's LoRA flags (trl.ModelConfig); the adapter goes on the decoder layers above frozen_layers
+    use_peft: bool = field(default=False, metadata={"help": "Train a LoRA adapter (peft) instead of the weights; saved alone."})
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha (scaling alpha / r)."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout (0: the trained policy samples as it trained)."})
+    lora_target_modules: list[str] | None = field(default=None, metadata={"help": "Modules to adapt (default: every linear layer)."})
+    use_rslora: bool = field(default=False, metadata={"help": "Rank-stabilised LoRA scaling."})
     # TRL defaults changed for tree packs on CPU-sized models
     max_length: int | None = field(default=16384, metadata={"help": "Token budget of one packed tree."})
     packing: bool = field(default=True, metadata={"help": "Always true: episodes are packed as prefix trees."})

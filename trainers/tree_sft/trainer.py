@@ -56,16 +56,23 @@ class TreeSFTTrainer:
     """``TreeSFTTrainer(config, model_path).train()``, then ``save(path)``."""
 
     def __init__(self, config: TreeSFTConfig, model_path: str | Path) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer, get_scheduler
+        from transformers import AutoTokenizer, get_scheduler
+
+        from clawgym_env.models.adapter import adapter_base, is_adapter
+        from trainers.core.lora import load_base, tokenizer_folder, with_adapter
 
         self.config = config
         self.device = "cuda" if torch.cuda.is_available() and not config.use_cpu else "cpu"
         random.seed(config.seed)
         torch.manual_seed(config.seed)
         self.rng = random.Random(config.seed)
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder(model_path))
         dtype = torch.bfloat16 if config.bf16 else torch.float32
-        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation="sdpa").to(self.device)
+        self.base_path = adapter_base(model_path) if is_adapter(model_path) else Path(model_path)
+        """The full model under the adapter (``use_peft``), or the model trained."""
+        model = load_base(model_path, dtype=dtype, attn_implementation="sdpa").to(self.device)
+        above = list(range(config.frozen_layers, len(model.get_decoder().layers)))  # a fresh adapter: trainable layers only
+        self.model = with_adapter(model, model_path, config, above)  # an adapter folder keeps training (trainers.core.lora)
         self.model.train()
         freeze_bottom(self.model, config.frozen_layers)
         episodes = load_episodes(config.dataset_path)
@@ -164,10 +171,16 @@ class TreeSFTTrainer:
         return self.history
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Model + tokenizer (a folder ``hf:`` backends and ``bench run`` load) and the log history."""
+        """Model + tokenizer, or with ``use_peft`` the adapter alone (folders ``hf:`` backends and ``bench run`` load),
+        and the log history."""
         out = Path(path) if path is not None else Path(self.config.output_dir) / "final"
         out.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
+        if self.config.use_peft:
+            from trainers.core.lora import save_adapter
+
+            save_adapter(self.model, out, self.base_path)
+        else:
+            self.model.save_pretrained(out)
+            self.tokenizer.save_pretrained(out)
         (out / "sft_state.json").write_text(json.dumps({"step": self.step, "log_history": self.history}, indent=1))
         return out

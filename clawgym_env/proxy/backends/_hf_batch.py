@@ -1,12 +1,12 @@
 """Continuous batching for the HF backend: requests join and leave the running batch per decode step.
 
-A worker thread owns one running batch: a left-padded KV cache with a mask, each row at its own
-position. Between decode steps it admits queued calls (each prompt prefilled alone, after the
-longest prefix the shared ``PrefixCache`` holds, then padded into the batch cache) and retires
-finished rows (their keys/values stored for later calls, their results delivered, their cache
-rows dropped and all-padding columns trimmed). Rows never wait for a batch to end, and a batch
-never waits for its longest row. Models whose cache layers are not plain dynamic layers
-(sliding windows, recurrent states) cannot be padded together and decode one call at a time.
+A worker thread owns one running batch: a slot per row in a cache written in place, each row at its
+own position, and the prompt prefix the rows share (the trunk: a harness's system prompt and tools)
+held once (``_hf_shared``). Between decode steps it admits queued calls (each prompt prefilled alone,
+after the longest prefix the shared ``PrefixCache`` holds) and retires finished rows (their
+keys/values stored for later calls, their results delivered, their slots freed). Rows never wait
+for a batch to end, and a batch never waits for its longest row. Models whose cache layers are not
+plain dynamic layers (sliding windows, recurrent states) decode one call at a time in their own cache.
 
 Weight updates drain: no call is admitted while one waits, the running rows finish under the old
 weights (their captures say so), then the new weights load and the prefix store empties.
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawgym_env.errors import PolicyBackendError
 from clawgym_env.proxy.backends._hf_row import Job, Row
+from clawgym_env.proxy.backends._hf_shared import SlotCache, Trunk
 from clawgym_env.proxy.backends.base import deliver
 
 if TYPE_CHECKING:
@@ -46,73 +47,135 @@ def _finish(job: Job, result: Any) -> None:
 
 
 class RunningBatch:
-    """The rows decoding together and their one left-padded KV cache."""
+    """The rows decoding together: a slot each in one ``SlotCache``, and at most one shared ``Trunk``.
 
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.rows: list[Row] = []
-        self.cache: Any = None
-        self.mask: Any = None  # (rows, width) long: 1 where a row has a token
+    A slot holds its row's keys/values after the trunk (all of them when the row does not use it); free
+    slots between rows decode a dummy token that attends to itself only, and are reused by the next row.
+    """
 
-    def join(self, row: Row, cache: Any) -> None:
-        """Add a prefilled row (its cache holds exactly its prompt), padding whichever side is shorter."""
-        import torch
-        import torch.nn.functional as F
+    def __init__(self, backend: HFBackend) -> None:
+        self.backend = backend
+        self.slots: list[Row | None] = []
+        self.uses: list[bool] = []  # slot attends to the trunk
+        self.cache = SlotCache(backend.num_layers, backend.device)
+        self.trunk: Trunk | None = None
 
-        n = len(row.prompt)
-        if not self.rows:
-            self.rows, self.cache = [row], cache
-            self.mask = torch.ones((1, n), dtype=torch.long, device=self.device)
+    @property
+    def rows(self) -> list[Row]:
+        """The running rows, in slot order."""
+        return [r for r in self.slots if r is not None]
+
+    def join(self, row: Row, layers: list[tuple[Any, Any]], uses_trunk: bool) -> None:
+        """Give a prefilled row (``layers``: its keys/values after the trunk it uses, or all) the first free slot."""
+        slot = next((i for i, r in enumerate(self.slots) if r is None), len(self.slots))
+        if slot == len(self.slots):
+            self.slots.append(None)
+            self.uses.append(False)
+        self.cache.put(slot, layers)
+        self.slots[slot], self.uses[slot], row.slot = row, uses_trunk, slot
+
+    def wants_trunk(self) -> bool:
+        """No running row attends to a trunk: one may be (re)chosen for the next row."""
+        return self.trunk is None or not any(u for u, r in zip(self.uses, self.slots, strict=True) if r is not None)
+
+    def adopt(self) -> None:
+        """Rows that joined before the trunk did but open with it: drop their copy of it and attend to the trunk."""
+        if self.trunk is None:
             return
-        width = self.mask.shape[1]
-        grow, pad = max(0, n - width), max(0, width - n)
-        for mine, theirs in zip(self.cache.layers, cache.layers, strict=True):
-            for attr in ("keys", "values"):
-                a, b = getattr(mine, attr), getattr(theirs, attr)
-                setattr(mine, attr, torch.cat([F.pad(a, (0, 0, grow, 0)), F.pad(b, (0, 0, pad, 0))]))
-        new = torch.zeros((1, max(width, n)), dtype=torch.long, device=self.mask.device)
-        new[0, pad:] = 1
-        self.mask = torch.cat([F.pad(self.mask, (grow, 0)), new])
-        self.rows.append(row)
+        t = len(self.trunk)
+        for i, r in enumerate(self.slots):
+            if r is not None and not self.uses[i] and self.trunk.starts(r.prompt):
+                self.cache.shift(i, t)
+                self.uses[i] = True
+                self.backend.stats["adopted"] += 1
 
     def decode(self, backend: HFBackend) -> Any:
         """Feed every row its last sampled id; the next logits (rows, vocab), CPU fp32."""
         import torch
 
-        dev = self.mask.device
-        nxt = torch.tensor([[r.ids[-1]] for r in self.rows], device=dev)
-        positions = torch.tensor([[len(r.prompt) + len(r.ids) - 1] for r in self.rows], device=dev)
-        self.mask = torch.cat([self.mask, torch.ones_like(nxt)], dim=1)
-        out = backend.model(input_ids=nxt, attention_mask=self.mask, position_ids=positions, use_cache=True,
-                            **{backend.cache_arg: self.cache})
-        self.cache = getattr(out, backend.cache_arg)
+        dev = self.cache.pos.device
+        live = torch.tensor([r is not None for r in self.slots], device=dev)
+        nxt = torch.tensor([[r.ids[-1] if r is not None else 0] for r in self.slots], device=dev)
+        positions = torch.tensor([[len(r.prompt) + len(r.ids) - 1 if r is not None else 0] for r in self.slots], device=dev)
+        pos = self.cache.pos
+        mask = (torch.arange(int(pos.max()) + 1, device=dev)[None, :] <= pos[:, None])[:, None, None, :]
+        trunk = self.trunk if self.trunk is not None and any(self.uses) else None
+        out = backend.model(input_ids=nxt, attention_mask=mask, position_ids=positions, use_cache=True, trunk=trunk,
+                            trunk_uses=torch.tensor(self.uses, device=dev), **{backend.cache_arg: self.cache})
+        self.cache.pos = pos + live.long()
         if backend.routing is not None:
-            experts = backend.routing.take()  # one row per running call, in batch order
-            for i, r in enumerate(self.rows):
-                r.add_routing(experts[i : i + 1])
-        return out.logits[:, -1, :].float().cpu()
+            experts = backend.routing.take()  # one row per slot, in slot order
+            for i, r in enumerate(self.slots):
+                if r is not None:
+                    r.add_routing(experts[i : i + 1])
+        index = torch.tensor([i for i, r in enumerate(self.slots) if r is not None], device=dev)
+        return out.logits[index, -1, :].float().cpu()
 
-    def kv_of(self, i: int) -> tuple[list[int], list[tuple[Any, Any]], int, Any]:
-        """Row ``i``'s ids in the cache (prompt + completion but the last id), their per-layer KV, offset and experts."""
-        r = self.rows[i]
-        n = len(r.prompt) + len(r.ids) - 1
-        layers = [(layer.keys[i : i + 1], layer.values[i : i + 1]) for layer in self.cache.layers]
-        return (r.prompt + r.ids)[:n], layers, self.mask.shape[1] - n, r.routed()
+    def kv_of(self, row: Row) -> tuple[list[int], list[tuple[Any, Any]], int, Any, int]:
+        """``row``'s ids in the cache (prompt + completion but the last id), the keys/values of those after the
+        trunk it uses (per layer), their column offset, its experts, and where its own part starts."""
+        skip = len(self.trunk) if self.trunk is not None and self.uses[row.slot] else 0
+        n = len(row.prompt) + len(row.ids) - 1
+        return (row.prompt + row.ids)[:n], self.cache.slot(row.slot), -skip, row.routed(), skip
 
     def drop_done(self) -> None:
-        """Remove finished rows from the batch and the cache; trim columns that only pad."""
-        keep = [i for i, r in enumerate(self.rows) if not r.done]
-        if not keep:
-            self.rows, self.cache, self.mask = [], None, None
+        """Free the slots of finished rows; shrink the buffers when few rows are left in them."""
+        for i, r in enumerate(self.slots):
+            if r is not None and r.done:
+                self.slots[i] = None
+                self.cache.pos[i] = 0
+        while self.slots and self.slots[-1] is None:
+            self.slots.pop()
+            self.uses.pop()
+        self.cache.pos = self.cache.pos[: len(self.slots)]
+        if not self.slots:
+            self.cache, self.trunk = SlotCache(self.backend.num_layers, self.backend.device), None
             return
-        if len(keep) == len(self.rows):
-            return
-        self.rows = [self.rows[i] for i in keep]
-        self.mask = self.mask[keep]
-        start = int(self.mask.any(0).long().argmax())
-        self.mask = self.mask[:, start:]
-        for layer in self.cache.layers:
-            layer.keys, layer.values = layer.keys[keep, :, start:], layer.values[keep, :, start:]
+        live = [i for i, r in enumerate(self.slots) if r is not None]
+        if 2 * len(live) < len(self.slots) or self.cache.width() > 2 * int(self.cache.pos.max()) + 256:
+            self.cache.keep(live)
+            self.slots = [self.slots[i] for i in live]
+            self.uses = [self.uses[i] for i in live]
+            for j, r in enumerate(self.slots):
+                r.slot = j  # type: ignore[union-attr]
+
+
+class SoloBatch:
+    """One row at a time in the model's own cache: models whose cache layers are not plain (sliding windows,
+    recurrent states) cannot share slots or a trunk."""
+
+    def __init__(self, backend: HFBackend) -> None:
+        self.rows: list[Row] = []
+        self.cache: Any = None
+        self.trunk: Trunk | None = None
+
+    def join(self, row: Row, cache: Any, uses_trunk: bool) -> None:
+        self.rows, self.cache = [row], cache
+
+    def wants_trunk(self) -> bool:
+        return False
+
+    def adopt(self) -> None:
+        """Nothing to share."""
+
+    def decode(self, backend: HFBackend) -> Any:
+        import torch
+
+        r = self.rows[0]
+        nxt = torch.tensor([[r.ids[-1]]], device=backend.device)
+        positions = torch.tensor([[len(r.prompt) + len(r.ids) - 1]], device=backend.device)
+        out = backend.model(input_ids=nxt, position_ids=positions, use_cache=True, **{backend.cache_arg: self.cache})
+        self.cache = getattr(out, backend.cache_arg)
+        if backend.routing is not None:
+            r.add_routing(backend.routing.take())
+        return out.logits[:, -1, :].float().cpu()
+
+    def kv_of(self, row: Row) -> tuple[list[int], list[tuple[Any, Any]], int, Any, int]:
+        raise RuntimeError("a model without plain cache layers stores no prefix")
+
+    def drop_done(self) -> None:
+        if self.rows and self.rows[0].done:
+            self.rows, self.cache = [], None
 
 
 class Batcher:
@@ -124,7 +187,6 @@ class Batcher:
         self.cond = threading.Condition()
         self.draining = 0  # weight updates waiting for the running rows to finish
         self.busy = False  # rows are running (under the current weights)
-        self.mergeable: bool | None = None  # unknown until the first prefill shows the cache type
         self._thread: threading.Thread | None = None
 
     def submit(self, job: Job) -> None:
@@ -154,7 +216,13 @@ class Batcher:
     # -- the worker ------------------------------------------------------------------------
 
     def _work(self) -> None:
-        batch, pending, closing = RunningBatch(self.backend.device), deque[Job](), False
+        import torch
+
+        with torch.inference_mode():  # this thread only runs the model; its caches are written in place
+            self._loop()
+
+    def _loop(self) -> None:
+        batch, pending, closing = self._new_batch(), deque[Job](), False
         while not (closing and not batch.rows):
             if not batch.rows and not pending:
                 job = self.queue.get()
@@ -170,17 +238,16 @@ class Batcher:
                 admit = not self.draining and not closing
                 self.busy = bool(batch.rows) or (admit and bool(pending))
             try:
-                limit = self.backend.max_batch if self.mergeable is not False else 1
+                limit = self.backend.max_batch if self.backend.plain_cache else 1
                 while admit and pending and len(batch.rows) < limit:
                     self._admit(pending.popleft(), batch)
-                    limit = self.backend.max_batch if self.mergeable is not False else 1
                 if batch.rows:
                     self._step(batch)
             except Exception as exc:  # noqa: BLE001 - the batch's own forward failed: delivered to every caller in it
                 err = _failed(exc)
                 for r in batch.rows:
                     r.job.loop.call_soon_threadsafe(_finish, r.job, err)
-                batch = RunningBatch(self.backend.device)
+                batch = self._new_batch()
             if not batch.rows:
                 with self.cond:
                     self.busy = False
@@ -188,6 +255,9 @@ class Batcher:
         for job in pending:
             job.loop.call_soon_threadsafe(_finish, job, PolicyBackendError("HFBackend was closed before this call ran"))
         self._fail_queued()
+
+    def _new_batch(self) -> RunningBatch | SoloBatch:
+        return RunningBatch(self.backend) if self.backend.plain_cache else SoloBatch(self.backend)
 
     def _take(self, pending: deque[Job], wait_s: float) -> bool:
         """Move queued jobs to ``pending`` (waiting up to ``wait_s`` for company); True on the close sentinel."""
@@ -212,10 +282,8 @@ class Batcher:
             if job is not None:
                 job.loop.call_soon_threadsafe(_finish, job, PolicyBackendError("HFBackend was closed before this call ran"))
 
-    def _admit(self, job: Job, batch: RunningBatch) -> None:
+    def _admit(self, job: Job, batch: RunningBatch | SoloBatch) -> None:
         """Prefill one call, sample its first id; it joins the batch unless that id already ended it."""
-        import torch
-
         if job.future.done():  # its caller gave up while it was queued
             return
         b = self.backend
@@ -228,28 +296,33 @@ class Batcher:
             if row.done:  # no room for a single token
                 job.loop.call_soon_threadsafe(_finish, job, row.result())
                 return
-            with torch.inference_mode():
-                logits, cache, mergeable = b.prefill(row)
+            t0 = time.perf_counter()
+            if batch.wants_trunk():  # the prefix this call shares with another session's, if stored
+                batch.trunk = b.find_trunk(row.prompt, job.request.session_id)
+                batch.adopt()
+            b.remember(row.prompt, job.request.session_id)
+            logits, cache, uses_trunk = b.prefill(row, batch.trunk)
+            stats["prefill_s"] += time.perf_counter() - t0
+            stats["prefill_tokens"] += len(row.prompt) - row.cached_tokens
             row.step(logits)
         except Exception as exc:  # noqa: BLE001 - this call's failure, not the batch's
             job.loop.call_soon_threadsafe(_finish, job, _failed(exc))
             return
-        self.mergeable = mergeable if self.mergeable is None else self.mergeable and mergeable
         if row.done:
             job.loop.call_soon_threadsafe(_finish, job, row.result())
             return
         stats["joins"] += bool(batch.rows)
-        batch.join(row, cache)
+        batch.join(row, cache, uses_trunk)
         stats["max_rows"] = max(stats["max_rows"], len(batch.rows))
 
-    def _step(self, batch: RunningBatch) -> None:
+    def _step(self, batch: RunningBatch | SoloBatch) -> None:
         """One decode step for every running row; finished rows leave with their results."""
-        import torch
-
         b = self.backend
-        with torch.inference_mode():
-            logits = batch.decode(b)
+        t0 = time.perf_counter()
+        logits = batch.decode(b)
+        b.stats["decode_s"] += time.perf_counter() - t0
         b.stats["steps"] += 1
+        b.stats["decoded_tokens"] += len(batch.rows)
         for i, r in enumerate(batch.rows):
             try:
                 r.step(logits[i])
@@ -258,7 +331,7 @@ class Batcher:
                 r.job.loop.call_soon_threadsafe(_finish, r.job, _failed(exc))
                 continue
             if r.done:
-                if self.mergeable and r.finish != "error":
-                    b.prefix.put(*batch.kv_of(i))
+                if b.plain_cache and r.finish != "error":
+                    b.prefix.put(*batch.kv_of(r))
                 r.job.loop.call_soon_threadsafe(_finish, r.job, r.result())
         batch.drop_done()

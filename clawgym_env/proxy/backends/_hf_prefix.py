@@ -60,41 +60,43 @@ class PrefixCache:
             parent = key
         return out
 
-    def lookup(self, prompt: list[int]) -> tuple[int, Any | None, Any | None]:
-        """(n, kv, routing) for the longest stored block prefix of ``prompt`` short of its last id, else (0, None, None).
+    def lookup(self, prompt: list[int], skip: int = 0) -> tuple[int, Any | None, Any | None]:
+        """(n, kv, routing) for the longest stored block prefix of ``prompt`` short of its last id, else (skip, None, None).
 
-        ``kv`` is one (layers, 2, kv_heads, n, head_dim) tensor, ``routing`` the (n, MoE layers, top_k)
-        experts of those tokens (None for a dense model). The last prompt id is always left to prefill,
-        since its logits are what the next token is sampled from.
+        ``kv`` is one (layers, 2, kv_heads, n - skip, head_dim) tensor of the tokens ``skip..n`` (``skip``, a multiple
+        of the block size, tokens the caller holds already: a trunk, whose blocks need not be stored), ``routing`` the
+        (n - skip, MoE layers, top_k) experts of those tokens (None for a dense model). The last prompt id is always
+        left to prefill, since its logits are what the next token is sampled from.
         """
         import numpy as np
         import torch
 
         if self.budget <= 0:
-            return 0, None, None
+            return skip, None, None
         hits: list[tuple[bytes, _Block]] = []
-        for key, parent, chunk in self._chain(prompt, (len(prompt) - 1) // self.block):
+        for key, parent, chunk in self._chain(prompt, (len(prompt) - 1) // self.block)[skip // self.block :]:
             blk = self._blocks.get(key)
             if blk is None or blk.parent != parent or blk.ids != chunk:
                 break
             hits.append((key, blk))
         if not hits:
-            return 0, None, None
+            return skip, None, None
         self._touch([k for k, _ in hits])
         routed = hits[0][1].routing is not None
         routing = np.concatenate([blk.routing for _, blk in hits]) if routed else None
-        return len(hits) * self.block, torch.cat([blk.kv for _, blk in hits], dim=3), routing
+        return skip + len(hits) * self.block, torch.cat([blk.kv for _, blk in hits], dim=3), routing
 
-    def put(self, ids: list[int], layers: list[tuple[Any, Any]], offset: int = 0, routing: Any = None) -> None:
-        """Store the full blocks of ``ids`` not stored yet; the keys/values of ``ids[i]`` are
-        ``layers[j][0|1][row, :, offset + i]`` (``row`` is the leading dimension, size 1 or indexed before),
-        its experts ``routing[i]`` (MoE models)."""
+    def put(self, ids: list[int], layers: list[tuple[Any, Any]], offset: int = 0, routing: Any = None, start: int = 0) -> None:
+        """Store the full blocks of ``ids`` from token ``start`` on (a multiple of the block size) not stored yet; the
+        keys/values of ``ids[i]`` are ``layers[j][0|1][row, :, offset + i]`` (``row`` is the leading dimension, size 1
+        or indexed before), its experts ``routing[i]`` (MoE models)."""
         import torch
 
         if self.budget <= 0:
             return
         chain = self._chain(ids, len(ids) // self.block)
-        missing = [i for i, (key, _, _) in enumerate(chain) if key not in self._blocks]
+        first = start // self.block
+        missing = [i for i, (key, _, _) in enumerate(chain) if i >= first and key not in self._blocks]
         if missing:
             b, lo, hi = self.block, missing[0], missing[-1] + 1
             span = slice(offset + lo * b, offset + hi * b)

@@ -51,6 +51,8 @@ class Row:
         self.finish = "length"
         self.done = self.budget == 0
         self.cached_tokens = 0
+        self.slot = -1
+        """Its slot in the running batch's cache (``_hf_batch.RunningBatch``)."""
         self.num_experts = num_experts
         self.routing: list[Any] = []  # MoE models: [rows, layers, top_k] expert chunks, one row per forwarded position
         self._sent = 0  # ids already handed out as deltas

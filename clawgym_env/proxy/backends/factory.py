@@ -22,6 +22,9 @@ __all__ = ["SPEC_FORMS", "backend_from_spec"]
 
 SPEC_FORMS = """\
   default | hf:smollm2           embedded SmolLM2-135M-Instruct (in-process transformers)
+  default?adapter=PATH | hf:BASE?adapter=PATH
+                                 BASE (smollm2, tiny, a model folder) with a LoRA adapter folder merged in
+  hf:ADAPTER_PATH                a LoRA adapter folder on the base its adapter_config.json names
   hf:tiny                        tiny random Qwen3 test model
   hf:tiny-moe                    tiny random Qwen3-MoE test model (4 experts, top-2; its captures hold the routing)
   hf:PATH[?device=cuda&dtype=bfloat16&max_batch=16&seed=0&logprobs_mode=raw&num_threads=1&prefix_cache_mb=1024]
@@ -36,7 +39,7 @@ SPEC_FORMS = """\
 
 _SCHEMES = ("hf", "vllm", "openai", "anthropic", "scripted")
 _HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str, "num_threads": int,
-               "prefix_cache_mb": float, "prefix_block_tokens": int}
+               "prefix_cache_mb": float, "prefix_block_tokens": int, "min_trunk_tokens": int, "adapter": str}
 
 
 def _bad(spec: str, why: str) -> ConfigError:
@@ -72,8 +75,8 @@ def backend_from_spec(
 def _build(spec: str, *, api_key: str | None, tokenizer_path: str | Path | None, timeout: float,
            hf_options: dict[str, Any]) -> PolicyBackend:
     spec = spec.strip()
-    if spec == "default":
-        spec = "hf:smollm2"
+    if spec == "default" or spec.startswith("default?"):
+        spec = "hf:smollm2" + spec[len("default"):]
     scheme, sep, rest = spec.partition(":")
     if not sep or scheme not in _SCHEMES:
         close = difflib.get_close_matches(scheme, _SCHEMES, n=1)
@@ -139,9 +142,19 @@ def _hf(spec: str, rest: str, overrides: dict[str, Any]) -> PolicyBackend:
 
         path = tiny_moe_model_path()
     else:
+        from clawgym_env.models.adapter import is_adapter
+
         path = Path(target).expanduser()
-        if not (path / "config.json").is_file():
-            raise _bad(spec, f"{path} is not a Hugging Face model folder (no config.json)")
+        if not (path / "config.json").is_file() and not is_adapter(path):
+            raise _bad(spec, f"{path} is neither a Hugging Face model folder (no config.json) nor a LoRA adapter folder "
+                             "(no adapter_config.json)")
+    if "adapter" in options:
+        from clawgym_env.models.adapter import ADAPTER_CONFIG
+
+        adapter = Path(options["adapter"]).expanduser()
+        if not (adapter / ADAPTER_CONFIG).is_file():
+            raise _bad(spec, f"adapter {adapter} is not a LoRA adapter folder (no {ADAPTER_CONFIG})")
+        options["adapter"] = adapter
     from clawgym_env.proxy.backends.hf import HFBackend
 
     return HFBackend(path, **options)

@@ -18,7 +18,12 @@ found in a store shared by all sessions (``_hf_prefix.PrefixCache``: keys/values
 after its prefill (so the next episode of the same harness, or a call admitted just after,
 skips the shared system prompt and tools), its completion's when it ends (so the session's next
 call, which extends this one, prefills only the new turn). ``update_weights`` empties the store.
-``usage["cached_prompt_tokens"]`` says how many prompt tokens were reused.
+``usage["cached_prompt_tokens"]`` says how many prompt tokens were reused. The running batch holds the
+prefix its calls share with another session's prompt (the *trunk*: a harness's system prompt and
+tools, at least ``min_trunk_tokens``) once, not once per call (``_hf_shared``).
+
+Adapters: ``adapter`` (or a LoRA adapter folder as ``model_path``) is merged into the base weights at
+load (``clawgym_env.models.adapter``).
 
 Mixture-of-experts models: hooks on the routers record the experts every forwarded token was routed
 to (``_hf_routing``), prompt tokens reused from the prefix store with the rows stored beside them,
@@ -44,6 +49,7 @@ import hashlib
 import inspect
 import os
 import random
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +59,7 @@ from clawgym_env.proxy.backends._hf_batch import Batcher
 from clawgym_env.proxy.backends._hf_prefix import PrefixCache
 from clawgym_env.proxy.backends._hf_routing import RoutingTap
 from clawgym_env.proxy.backends._hf_row import Job, Row
+from clawgym_env.proxy.backends._hf_shared import SlotCache, Trunk, register_shared_attention
 from clawgym_env.proxy.backends.base import Completion, CompletionDelta, CompletionRequest, StreamingBackend
 
 __all__ = ["HFBackend", "call_seed"]
@@ -80,15 +87,22 @@ class HFBackend(StreamingBackend):
         num_threads: int | None = None,
         prefix_cache_mb: float = 1024.0,
         prefix_block_tokens: int = 32,
+        min_trunk_tokens: int = 256,
+        adapter: str | Path | None = None,
     ) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
+        from transformers.cache_utils import DynamicCache, DynamicLayer
+
+        from clawgym_env.models.adapter import adapter_base, is_adapter, load_merged
 
         if max_batch < 1:
             raise ConfigError(f"HFBackend: max_batch must be >= 1, got {max_batch}")
         if logprobs_mode not in ("raw", "tempered"):
             raise ConfigError(f"HFBackend: logprobs_mode must be 'raw' or 'tempered', got {logprobs_mode!r}")
         path = Path(model_path)
+        if adapter is None and is_adapter(path):  # an adapter folder names its base
+            path, adapter = adapter_base(path), path
         if not (path / "config.json").exists():
             raise ConfigError(f"{path}: not a Hugging Face model folder (no config.json); pass hf:PATH to one")
         if num_threads is None and device == "cpu":
@@ -101,8 +115,10 @@ class HFBackend(StreamingBackend):
         if dtype is not None and not isinstance(torch_dtype, torch.dtype):
             raise ConfigError(f"HFBackend: dtype {dtype!r} is not a torch dtype (use float32, bfloat16 or float16)")
         self.model_path = path
+        self.adapter = None if adapter is None else Path(adapter)
+        """The LoRA adapter merged into the base weights at load (``clawgym_env.models.adapter``), if any."""
         self._tokenizer = AutoTokenizer.from_pretrained(path)
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or "auto")
+        model: Any = load_merged(path, adapter, dtype=torch_dtype or "auto", attn_implementation=register_shared_attention())
         self.model = model.to(device).eval()
         self.device = device
         self.max_batch = max_batch
@@ -118,11 +134,21 @@ class HFBackend(StreamingBackend):
         self.cache_arg = "cache" if "cache" in params else "past_key_values"
         self._closed = False
         self.prefix = PrefixCache(int(prefix_cache_mb * 2**20), prefix_block_tokens)
+        probe = DynamicCache(config=self.model.config)
+        self.plain_cache = bool(probe.layers) and all(type(layer) is DynamicLayer for layer in probe.layers)
+        """Every cache layer a plain dynamic one: calls share slots and a trunk (``_hf_batch``); else one at a time."""
+        self.num_layers = len(probe.layers)
+        self.min_trunk_tokens = min_trunk_tokens
+        self._recent: OrderedDict[str, list[int]] = OrderedDict()  # session -> its latest prompt (trunk search)
         self.routing = RoutingTap.attach(self.model)
         """Hooks recording the routed experts of a mixture-of-experts model; None for a dense one."""
         self._batcher = Batcher(self)
-        self.stats = {"calls": 0, "steps": 0, "joins": 0, "max_rows": 0, "prefix_hit_tokens": 0}
-        """Counters: calls, decode steps, calls that joined rows already decoding, the largest batch, reused tokens."""
+        self.stats: dict[str, float] = {"calls": 0, "steps": 0, "joins": 0, "max_rows": 0, "prefix_hit_tokens": 0,
+                                        "prefill_tokens": 0, "prefill_s": 0.0, "decoded_tokens": 0, "decode_s": 0.0,
+                                        "trunk_rows": 0, "adopted": 0}
+        """Counters: calls, decode steps, calls that joined rows already decoding, the largest batch, reused tokens,
+        tokens prefilled and the seconds it took, tokens decoded (a row's step) and the seconds of decode steps, calls
+        that attended to a shared trunk, and rows that dropped their own copy of a trunk formed after they joined."""
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -203,35 +229,74 @@ class HFBackend(StreamingBackend):
         if len(ids) >= self.max_positions:
             raise PromptTooLong(len(ids), self.max_positions)
 
-    def prefill(self, row: Row) -> tuple[Any, Any, bool]:
-        """Prefill one prompt after its longest stored prefix: (last logits, its cache, whether caches merge).
+    def prefill(self, row: Row, trunk: Trunk | None) -> tuple[Any, Any, bool]:
+        """Prefill one prompt after ``trunk`` (when it opens with it) and its longest stored prefix beyond:
+        (last logits, its keys/values, whether it uses the trunk).
 
-        Alone, so exact (no padding) and without a B x L x L mask (8 agent prompts of 12k tokens
-        would take gigabytes). Mergeable caches (plain dynamic layers) have their blocks stored.
+        Alone, so exact (no padding). With plain cache layers the keys/values are those after the trunk (per layer,
+        ``(1, kv_heads, n, head_dim)``), and the prompt's blocks are stored; otherwise the model's own cache.
         """
         import torch
-        from transformers.cache_utils import DynamicCache, DynamicLayer
 
-        start, stored, routed = self.prefix.lookup(row.prompt)
-        kwargs: dict[str, Any] = {}
+        if not self.plain_cache:
+            out = self.model(input_ids=torch.tensor([row.prompt], device=self.device), use_cache=True, logits_to_keep=1)
+            if self.routing is not None:
+                row.add_routing(self.routing.take())
+            return out.logits[0, -1, :].float().cpu(), getattr(out, self.cache_arg), False
+        uses = trunk is not None and trunk.starts(row.prompt)
+        skip = len(trunk) if uses and trunk is not None else 0
+        self.stats["trunk_rows"] += uses
+        start, stored, routed = self.prefix.lookup(row.prompt, skip)
+        cache = SlotCache(self.num_layers, self.device)
         if stored is not None:
-            past = DynamicCache()
-            for j in range(stored.shape[0]):
-                past.update(stored[j, 0][None], stored[j, 1][None], j)
-            kwargs = {self.cache_arg: past, "position_ids": torch.arange(start, len(row.prompt), device=self.device)[None]}
+            cache.put(0, [(stored[j, 0][None], stored[j, 1][None]) for j in range(stored.shape[0])])
+        if start:
             row.cached_tokens = start
             self.stats["prefix_hit_tokens"] += start
-        ids = torch.tensor([row.prompt[start:]], device=self.device)
-        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **kwargs)
         if self.routing is not None:
-            if routed is not None:
-                row.add_routing(routed)
+            for part in (trunk.routing if uses and trunk is not None else None, routed):
+                if part is not None:
+                    row.add_routing(part)
+        cache.pos = torch.tensor([start - skip], device=self.device)
+        new = len(row.prompt) - start
+        seen = torch.arange(len(row.prompt) - skip, device=self.device)
+        mask = (seen[None, :] <= seen[start - skip :, None])[None, None]  # causal after what the slot already holds
+        out = self.model(input_ids=torch.tensor([row.prompt[start:]], device=self.device), attention_mask=mask,
+                         position_ids=torch.arange(start, len(row.prompt), device=self.device)[None], use_cache=True,
+                         logits_to_keep=1, trunk=trunk if uses else None, trunk_uses=None, **{self.cache_arg: cache})
+        cache.pos = cache.pos + new
+        if self.routing is not None:
             row.add_routing(self.routing.take())
-        cache = getattr(out, self.cache_arg)
-        mergeable = isinstance(cache, DynamicCache) and all(type(layer) is DynamicLayer for layer in cache.layers)
-        if mergeable:
-            self.prefix.put(row.prompt, [(layer.keys, layer.values) for layer in cache.layers], routing=row.routed())
-        return out.logits[0, -1, :].float().cpu(), cache, mergeable
+        layers = cache.slot(0)
+        self.prefix.put(row.prompt, layers, offset=-skip, routing=row.routed(), start=skip)
+        return out.logits[0, -1, :].float().cpu(), layers, uses
+
+    def find_trunk(self, prompt: list[int], session_id: str) -> Trunk | None:
+        """The block-aligned prefix ``prompt`` shares with the latest prompt of another session, if at least
+        ``min_trunk_tokens`` long and stored (its keys/values then come from the prefix store, read once)."""
+        import numpy as np
+
+        other = next((p for sid, p in reversed(self._recent.items()) if sid != session_id), None)
+        if other is None:
+            return None
+        n = min(len(prompt), len(other))
+        differ = np.flatnonzero(np.asarray(prompt[:n]) != np.asarray(other[:n]))
+        same = int(differ[0]) if len(differ) else n
+        block = self.prefix.block
+        t = min(same, len(prompt) - 1) // block * block
+        if t < self.min_trunk_tokens:
+            return None
+        hit, kv, routing = self.prefix.lookup(prompt[: t + 1])
+        if hit < t or kv is None:
+            return None
+        return Trunk(prompt[:t], kv, routing)
+
+    def remember(self, prompt: list[int], session_id: str) -> None:
+        """Keep ``prompt`` as its session's latest (``find_trunk`` compares with other sessions')."""
+        self._recent[session_id] = prompt
+        self._recent.move_to_end(session_id)
+        while len(self._recent) > 16:
+            self._recent.popitem(last=False)
 
     def _next_seed(self, request: CompletionRequest) -> int:
         if request.seed is not None:
