@@ -201,17 +201,16 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
     # subagents: a new conversation opening with a delegation prompt the model wrote earlier (one conversation each)
     delegations = [(d.i, name, _norm(str(args.get(delegation[name], ""))))
                    for d in cs if d.ok for name, args in map(_tool_call, d.tools) if name in delegation]
-    claimed: set[int] = set()
-    for r in roots[1:]:
-        for n, (d, tool, text) in enumerate(delegations):
-            if n not in claimed and d < r and len(text) >= _MIN_TEXT and text in by[r].said:
-                claimed.add(n)
-                chain[r], kind[r] = f"subagent:{r}", "subagent"
-                back = returns(r, r)
-                why[r] = f"starts a new conversation from the {tool} prompt of call {d}" + (
-                    f"; its report returns in call {back}" if back is not None else "")
-                break
-    # compaction: a restart carrying the summary of an earlier call; the summary call joins the line it compacts
+    for d, tool, text in delegations:  # each delegation starts one conversation: the one whose report returns, else
+        claims = [r for r in roots[1:] if r > d and r not in chain and len(text) >= _MIN_TEXT and text in by[r].said]
+        backs = {r: returns(r, r) for r in claims}
+        r = next((r for r in claims if backs[r] is not None), claims[0] if claims else None)  # the first to open
+        if r is not None:
+            chain[r], kind[r] = f"subagent:{r}", "subagent"
+            why[r] = f"starts a new conversation from the {tool} prompt of call {d}" + (
+                f"; its report returns in call {backs[r]}" if backs[r] is not None else "")
+    # compaction: a restart carrying the summary of an earlier call, which the line goes on from while it leaves the
+    # history it compacted; the summary call joins the line it compacts
     summary_of: dict[int, int] = {}
     for r in roots[1:]:
         if r in chain:
@@ -237,14 +236,17 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
                 sys = by[i].rec.meta.get("system_hash")
                 compacted = next((chain[j.i] for j in reversed(cs) if j.i < s and j.i in chain and j.i not in summary_of.values()
                                   and j.rec.meta.get("system_hash") == sys and not chain[j.i].startswith("foreign")), "")
-            if compacted and not any(chain.get(parent[j]) == compacted for j in parent if j > i and parent[j] < i):
+            # the line went on without the restart: a later call was the only continuation of one of its calls
+            left = not any(chain.get(parent[j]) == compacted and len(kids[parent[j]]) == 1 for j in parent if j > i and parent[j] < i)
+            if compacted and left and kids.get(i):
                 chain[i] = chain[s] = compacted
                 kind[s] = "compaction"
                 why[s] = f"its summary opens call {i}, which restarts the {compacted} conversation"
                 why[i] = f"restarts the {compacted} conversation from the summary written by call {s}"
             else:
                 chain[i] = f"foreign:{i}"
-                why[i] = f"carries the text of call {s} but restarts no line the harness left"
+                why[i] = (f"carries the text of call {s} but restarts no line the harness left" if not (compacted and left)
+                          else f"carries the text of call {s} but nothing goes on from it")
         else:
             chain[i] = f"foreign:{i}"
             why[i] = "starts a conversation no earlier call explains (not the first call, no delegation prompt, no summary)"
@@ -267,7 +269,7 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
             if ch.startswith("foreign"):
                 k_ = "foreign"
         out[i] = CallClass(kind=k_, chain=ch, parent=same.get(i, parent.get(i)), dead=False, evidence=ev)
-    return _mark_dead(cs, out, same)
+    return _mark_dead(cs, out)
 
 
 def _sender_checks(cs: Sequence[_Call], chain: Mapping[int, str]) -> dict[int, str]:
@@ -346,15 +348,14 @@ def _descendants(i: int, kids: Mapping[int, list[int]]) -> list[int]:
     return out
 
 
-def _mark_dead(cs: Sequence[_Call], out: dict[int, CallClass], same: Mapping[int, int]) -> dict[int, CallClass]:
-    """Dead: failed, resent later (a retry superseded it), or never carried by a later prompt while its line went on."""
-    resent = set(same.values())
+def _mark_dead(cs: Sequence[_Call], out: dict[int, CallClass]) -> dict[int, CallClass]:
+    """Dead: failed, or never carried by a later prompt while its line went on (a resend took its place, or the line
+    went on without it). A summary is carried by its restart's text."""
     final: dict[int, CallClass] = {}
     for k, c in enumerate(cs):
         cls = out[c.i]
         later = cs[k + 1 :]
         goes_on = any(out[d.i].chain == cls.chain for d in later)
         carried = not goes_on or cls.kind == "compaction" or any(_find(d.prompt, c.completion) != -1 for d in later)
-        dead = not c.ok or c.i in resent or not carried
-        final[c.i] = CallClass(cls.kind, cls.chain, cls.parent, dead, cls.evidence)
+        final[c.i] = CallClass(cls.kind, cls.chain, cls.parent, not c.ok or not carried, cls.evidence)
     return final

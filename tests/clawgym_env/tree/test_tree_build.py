@@ -78,14 +78,15 @@ def test_failed_and_never_continued_calls_are_dead() -> None:
         call(2, [1, 2, 4, 5, 9], [6, 6]),  # continues call 1; compacted away before anything carried it on
         call(3, [1, 2, 4, 5, 9, 70], summary),  # the summary request, beside call 2
         call(4, [1, 71, *summary, 72], [8]),  # the restart carries the summary: the main line goes on from here
+        call(5, [1, 71, *summary, 72, 8, 73], [9]),
     ]
     tree = build_tree(calls)
     got = {r.call_index: (i.kind, i.dead, i.parent) for r, i in tree.calls.items()}
     assert got == {0: ("main", True, None), 1: ("retry", False, 0), 2: ("main", True, 1), 3: ("compaction", False, 1),
-                   4: ("main", False, None)}
+                   4: ("main", False, None), 5: ("main", False, 4)}
     assert "written by call 3" in tree.calls[CallRef("s", 4)].evidence
     pruned = build_tree(calls, filters=TreeFilters(drop_dead=True))
-    assert sorted(r.call_index for r in pruned.calls) == [1, 3, 4]
+    assert sorted(r.call_index for r in pruned.calls) == [1, 3, 4, 5]
     assert sorted(pruned.dropped["dead"]) == sorted([str(CallRef("s", 0)), str(CallRef("s", 2))])
 
 
