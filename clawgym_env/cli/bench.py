@@ -28,7 +28,7 @@ def run(
                                        "anthropic:URL#MODEL | scripted:FILE")] = "default",
     harness: Annotated[str, typer.Option("--harness", help="Harness name(s), comma-separated.")] = "custom",
     suite: Annotated[str, typer.Option("--suite", help="Suite name or folder.")] = "clawgym-original",
-    tasks: Annotated[str | None, typer.Option("--tasks", help="fnmatch pattern over task ids "
+    tasks: Annotated[str | None, typer.Option("--tasks", help="fnmatch pattern(s) over task ids, comma-separated "
                                               "(default all; 'smoke-*' with --model default).")] = None,
     attempts: Annotated[int, typer.Option("-k", "--attempts", "-n", help="Attempts per (task, harness).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Episodes in flight (per node).")] = 4,

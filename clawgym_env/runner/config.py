@@ -32,7 +32,7 @@ class RunConfig:
     suite: str = "clawgym-original"
     """Suite name or folder."""
     tasks: str | None = None
-    """fnmatch pattern over task ids (e.g. ``smoke-*``); None selects all."""
+    """fnmatch pattern(s) over task ids, comma-separated (e.g. ``smoke-*`` or ``a-0[12],b-*``); None selects all."""
     attempts: int = 1
     """k: attempts per (task, harness)."""
     concurrency: int = 4

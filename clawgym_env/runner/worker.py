@@ -40,7 +40,7 @@ class EpisodeWorker:
         from clawgym_env.task import load_suite
 
         suite = load_suite(config.suite)
-        return suite, (suite.select(config.tasks) if config.tasks else list(suite.tasks))
+        return suite, (suite.select(config.tasks.split(",")) if config.tasks else list(suite.tasks))
 
     @classmethod
     def describe_suite(cls, config: RunConfig) -> SuiteInfo:

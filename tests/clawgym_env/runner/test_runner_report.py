@@ -161,6 +161,15 @@ def test_rubric_suite_without_judge_warns(tmp_path: Path) -> None:
     assert EpisodeWorker.describe_suite(RunConfig(suite=str(suite), judge="scripted:j.yaml")).warnings == []
 
 
+def test_tasks_take_several_patterns_comma_separated() -> None:
+    """``--tasks a-0[12],b-*``: the union of what each pattern selects, in suite order."""
+    from clawgym_env.runner import EpisodeWorker
+
+    info = EpisodeWorker.describe_suite(RunConfig(suite="procgen-test", tasks="copy-file-01,make-folders-*"))
+    assert [t.task_id for t in info.tasks] == ["procgen-test/copy-file-01", "procgen-test/make-folders-01",
+                                                "procgen-test/make-folders-02"]
+
+
 def test_cli_error_keeps_brackets() -> None:
     """Error text is printed literally: rich markup must not eat 'vllm:URL[#MODEL]' from the spec help."""
     r = CliRunner().invoke(app, ["bench", "run", "--model", "foo:bar"], env={"COLUMNS": "200"})
