@@ -231,6 +231,10 @@ async def test_imported_clawgym_sample_is_reported_not_fixed(sample_dir: Path, t
     suite = load_suite(import_suite("clawgym", sample_dir, "clawgym-sample", tmp_path).path)
     results = await check_suite(suite, "bwrap", concurrency=4, strategies=default_strategies())
     lifted = {r.task_id.split("/")[1]: r for r in results if (r.exploit_score or 0) > 0}
-    assert len(results) == 60 and len(lifted) >= 40
+    assert len(results) == 60 and len(lifted) >= 50
     assert lifted["task-1056"].exploit_score > 0.7 and lifted["task-1056"].exploit_by.startswith("everything")
     assert all(r.exploit_status == "fail" for r in lifted.values())
+    hedged = [r for r in results if any(k.startswith("hedge:") and v > 0 for k, v in r.attempts.items())]
+    assert len(hedged) >= 30
+    # outputs found beyond file names with an extension, over read-only inputs: 0.0 with the old output finding
+    assert lifted["task-0066"].exploit_score > 0.6 and lifted["task-1419"].exploit_score > 0.4
