@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from clawgym_env.task import load_suite
+from clawgym_env.task import procgen_compose as compose
 from clawgym_env.task import procgen_multistep as multistep
 from clawgym_env.task.check import check_suite
 from clawgym_env.task.procgen import RL_PER_TEMPLATE, TEMPLATES, generate, rl_variants, write_rl_suite, write_suites
 from clawgym_env.task.suite import content_hash, repo_tasks_dir
 
-GENERATORS = {"procgen": (TEMPLATES, 12, 2), multistep.PREFIX: (multistep.TEMPLATES, 8, 2)}
+GENERATORS = {"procgen": (TEMPLATES, 12, 2), multistep.PREFIX: (multistep.TEMPLATES, 8, 2), compose.PREFIX: (compose.TEMPLATES, 6, 3)}
 """Suite prefix -> (templates, train and test variants per template)."""
 
 
@@ -31,8 +32,9 @@ def _flat(value: Any) -> set[str]:
 
 @pytest.mark.parametrize("prefix", GENERATORS)
 def test_committed_suites_are_the_generators_output(tmp_path: Path, prefix: str) -> None:
-    module = "procgen" if prefix == "procgen" else "procgen_multistep"
-    for written in (write_suites(tmp_path) if prefix == "procgen" else multistep.write(tmp_path)):
+    module = {"procgen": "procgen", multistep.PREFIX: "procgen_multistep", compose.PREFIX: "procgen_compose"}[prefix]
+    writers = {"procgen": write_suites, multistep.PREFIX: multistep.write, compose.PREFIX: compose.write}
+    for written in writers[prefix](tmp_path):
         assert content_hash(written) == content_hash(repo_tasks_dir() / written.name), (
             f"tasks/{written.name} differs from the generator: run `python -m clawgym_env.task.{module}`")
 
@@ -89,7 +91,7 @@ def _checks(task_dir: Path) -> list[dict[str, Any]]:
 def test_multistep_solutions_need_what_an_earlier_step_printed() -> None:
     """In every multi-step variant the later commands hold parameters the instruction does not say (the first finds them)."""
     for split in ("train", "test"):
-        for task_id, v in generate(split, 2, multistep.TEMPLATES):
+        for task_id, v in generate(split, 2, compose.TEMPLATES):  # the multi-step templates and the compositions
             assert 2 <= len(v.steps) <= 3 and v.command == "\n".join(v.steps), task_id
             hidden = [str(x) for x in v.params.values() if str(x) not in v.instruction]
             assert hidden and all(any(x in step for step in v.steps[1:]) for x in hidden), (task_id, v.params, v.steps)
@@ -114,7 +116,7 @@ def test_no_unrelated_command_passes_a_grader(tmp_path: Path, name: str) -> None
             assert _grade(task.task_dir, ws) == 0.0, f"{task.full_id}: {cmd!r} passes"
 
 
-@pytest.mark.parametrize("name", ["procgen-test", "procgen-multistep-test"])
+@pytest.mark.parametrize("name", ["procgen-test", "procgen-multistep-test", "procgen-compose-test"])
 def test_graders_are_strict_one_near_miss_per_check(tmp_path: Path, name: str) -> None:
     suite = load_suite(name)
     for task in suite.tasks:

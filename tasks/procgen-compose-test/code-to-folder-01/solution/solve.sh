@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat id.txt
+mkdir run_729

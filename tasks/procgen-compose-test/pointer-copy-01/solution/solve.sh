@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat source.txt
+cp data_755.txt backup.txt

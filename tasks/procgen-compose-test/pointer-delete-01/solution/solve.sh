@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat target.txt
+rm tmp_890.txt

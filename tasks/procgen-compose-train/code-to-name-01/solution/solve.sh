@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat code.txt
+echo found > 737.txt

@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+grep -l ERROR logs/*
+rm logs/log_114.txt

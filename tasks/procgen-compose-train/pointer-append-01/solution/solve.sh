@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat target.txt
+echo 784 >> log_180.txt

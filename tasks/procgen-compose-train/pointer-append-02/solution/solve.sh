@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat target.txt
+echo 964 >> log_967.txt

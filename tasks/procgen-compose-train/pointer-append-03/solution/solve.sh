@@ -1,0 +1,4 @@
+# Reference solution (generated).
+set -e
+cat target.txt
+echo 217 >> log_907.txt
