@@ -101,7 +101,7 @@ def run_cell(workload: str, attn: str, repeats: int, synthetic_tokens: int) -> d
             try:
                 result = queue.get(timeout=5)
                 break
-            except Exception:  # noqa: BLE001 - queue.Empty: still running, or dead
+            except Exception:  # queue.Empty: still running, or dead
                 if not proc.is_alive():
                     raise SystemExit(f"the {workload}/{attn} cell died (exit {proc.exitcode}); its error is above") from None
         proc.join()

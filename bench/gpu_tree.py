@@ -27,7 +27,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clawgym_env.tree import (
+from clawgym_env.tree import (  # noqa: E402  (after the sys.path line above)
     NaiveBatch,
     PackedTree,
     build_tree,
@@ -36,7 +36,7 @@ from clawgym_env.tree import (
     pack_tree,
     register_tree_flex,
 )
-from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode
+from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode  # noqa: E402
 
 QWEN3_06B = {"vocab_size": 151_936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
              "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "rope_theta": 1_000_000.0,
@@ -131,7 +131,8 @@ def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, re
     res = {
         "episode": label, "tree_train_attention": "tree_flex+BlockMask",
         "calls": len(tree.calls), "tokens_per_call_layout": naive.num_tokens, "tokens_tree": tree.num_tokens,
-        "tokens_tree_padded": len(pk), "token_ratio": naive.num_tokens / tree.num_tokens, "block_mask_s": mask_s, "block_mask_sparsity_pct": float(bm.sparsity()),
+        "tokens_tree_padded": len(pk), "token_ratio": naive.num_tokens / tree.num_tokens, "block_mask_s": mask_s,
+        "block_mask_sparsity_pct": float(bm.sparsity()),
         "step_s_tree": t_tree, "step_s_per_call": t_naive, "speedup": t_naive / t_tree,
         "peak_gib_tree": m_tree, "peak_gib_per_call": m_naive, "max_abs_logprob_diff_first_calls": diff,
     }

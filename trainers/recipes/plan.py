@@ -113,7 +113,8 @@ def format_plan(plan: Plan, model: str) -> str:
         f"(FSDP2, {plan.shards} shards of {s.params / plan.shards / 1e9:.2f}B parameters)",
         f"harnesses {c.harness} (weights {c.mix_weights or 'equal'}), suite {c.suite}; "
         f"attention {(c.model_init_kwargs or {}).get('attn_implementation', 'tree_sdpa')}, bf16 {bool(c.bf16)}, "
-        f"importance sampling {c.vllm_importance_sampling_mode} (cap {c.vllm_importance_sampling_clip_max}), async {bool(c.async_rollouts)} (staleness <= {c.max_staleness}), weight sync {c.weight_sync}",
+        f"importance sampling {c.vllm_importance_sampling_mode} (cap {c.vllm_importance_sampling_clip_max}), "
+        f"async {bool(c.async_rollouts)} (staleness <= {c.max_staleness}), weight sync {c.weight_sync}",
         "batch and tokens (estimates from layout.yaml's budget):",
         *(f"  {k:<36} {val:>12,.0f}" for k, val in plan.budget.items()),
         f"trainer GPU memory (GiB, estimate; {lay.gpu_memory_gib:.0f} per GPU):",
