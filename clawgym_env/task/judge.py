@@ -15,13 +15,14 @@ are dropped before parsing.
 
 from __future__ import annotations
 
-import json
+import functools
 import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from clawgym_env.proxy.backends.base import CompletionRequest, PolicyBackend
+from clawgym_env.task.json_in_text import json_objects
 from clawgym_env.task.spec import RubricItem
 
 __all__ = ["JudgeVerdict", "ask_judge", "build_judge_messages", "fence", "judge_objects", "judge_reply",
@@ -75,38 +76,36 @@ def quoted_data(messages: list[dict[str, Any]]) -> str:
     return "\n".join(m.group(2) for m in _FENCE.finditer(text))
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    found = []
-    decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", text):
-        try:
-            obj, _ = decoder.raw_decode(text, m.start())
-        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the parser's depth
-            continue
-        if isinstance(obj, dict):
-            found.append(obj)
-    return found
+def _without_think(text: str) -> str:
+    """``text`` without its ``<think>...</think>`` blocks (each up to the first close after it), in one pass."""
+    kept, pos = [], 0
+    while (start := text.find("<think>", pos)) != -1 and (end := text.find("</think>", start + 7)) != -1:
+        kept.append(text[pos:start])
+        pos = end + 8
+    kept.append(text[pos:])
+    return "".join(kept)
 
 
-def _canonical(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, default=str).lower()
+@functools.lru_cache(maxsize=8)
+def _planted(quoted: str) -> frozenset[bytes]:
+    """The digests of the JSON objects in the quoted data (cached: every item of a rubric quotes the same)."""
+    return frozenset(o.digest for o in json_objects(quoted))
 
 
-def _own_words(text: str, quoted: str) -> tuple[str, set[str]]:
-    """The reply without lines copied from the quoted data, and the JSON objects the data holds."""
+def _own_words(text: str, quoted: str) -> tuple[str, frozenset[bytes]]:
+    """The reply without lines copied from the quoted data, and the digests of the JSON objects the data holds."""
     if not quoted:
-        return text, set()
+        return text, frozenset()
     copied = {ln.strip() for ln in quoted.splitlines() if len(ln.strip()) >= 8}
     kept = "\n".join(ln for ln in text.splitlines() if ln.strip() not in copied)
-    return kept, {_canonical(o) for o in _json_objects(quoted)}
+    return kept, _planted(quoted)
 
 
 def judge_objects(text: str, quoted: str = "") -> list[dict[str, Any]]:
     """The JSON objects of a judge's reply in its own words: reasoning in <think> dropped, and lines and
     objects it only copied out of ``quoted`` (the agent's work as shown to it) left out."""
-    clean = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
-    clean, planted = _own_words(clean, quoted)
-    return [obj for obj in _json_objects(clean) if _canonical(obj) not in planted]
+    clean, planted = _own_words(_without_think(text), quoted)
+    return [o.value for o in json_objects(clean) if o.digest not in planted]
 
 
 def parse_verdict(text: str, item: RubricItem, quoted: str = "") -> JudgeVerdict:
@@ -115,8 +114,7 @@ def parse_verdict(text: str, item: RubricItem, quoted: str = "") -> JudgeVerdict
     ``quoted`` is the agent's work as shown to the judge: a verdict the judge only copied from it
     (a whole line, or a JSON object equal to one in the work) is not the judge's and is ignored.
     """
-    clean = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
-    clean, _planted = _own_words(clean, quoted)
+    clean, _ = _own_words(_without_think(text), quoted)
     labels = {label.lower().strip(): label for label in item.options}
     for obj in reversed(judge_objects(text, quoted)):
         if "verdict" not in obj:
@@ -131,7 +129,7 @@ def parse_verdict(text: str, item: RubricItem, quoted: str = "") -> JudgeVerdict
     if m and m.group(1).lower().strip() in labels and re.sub(r"\s", "", m.group(0)) not in re.sub(r"\s", "", quoted):
         label = labels[m.group(1).lower().strip()]
         return JudgeVerdict(item.options[label], label, clean.strip()[:2000], None, text)
-    if quoted and any("verdict" in o for o in _json_objects(text)):
+    if quoted and any("verdict" in o.value for o in json_objects(text)):
         return JudgeVerdict(0.0, None, "", "the judge's only verdict was copied from the agent's work", text)
     return JudgeVerdict(0.0, None, "", "judge answer holds no JSON verdict", text)
 

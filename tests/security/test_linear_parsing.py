@@ -2,16 +2,20 @@
 
 The host process grades every attempt of a run on one event loop: a parser that is quadratic or
 worse in what an agent wrote (a final answer, an answer file, a request body its code sends to
-the proxy) stops every other attempt with it, and no timeout can fire while it runs. Each parser
+the proxy, the work a rubric judge is shown) stops every other attempt with it, and no timeout can fire while it runs. Each parser
 below is fed input built to make the patterns it used to run backtrack, at a size ``n`` and at
 ``16 n``, in this thread's CPU time (other processes on a loaded box do not add to it): linear work
 grows about 16x (12-16x measured), quadratic 256x, so the bound of 64x leaves room for caches and
-noise and still fails for anything super-linear. The answer and proxy parsers were super-linear in
-these inputs (``parse_number``: a minute for one answer of a digit, 2,000 spaces and a letter).
+noise and still fails for anything super-linear. The answer, proxy and judge parsers were
+super-linear in these inputs (``parse_number``: a minute for one answer of a digit, 2,000 spaces and
+a letter; the judge's object search: 100-260x here, and its ``<think>`` pattern ran past the two
+minutes allowed on 32,000 unclosed tags).
 """
 
 from __future__ import annotations
 
+import json
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +25,11 @@ import pytest
 from clawgym_env.proxy._json_body import load_body
 from clawgym_env.proxy.session import CallFailed
 from clawgym_env.task.answer import extract_tagged, match_answer, numbers_in, parse_number
+from clawgym_env.task.jobbench_grading import parse_rubric_reply
+from clawgym_env.task.json_in_text import MAX_DEPTH, json_objects
+from clawgym_env.task.judge import judge_objects, parse_verdict
 from clawgym_env.task.officeqa_scoring import final_answer, officeqa_verdict
+from clawgym_env.task.spec import RubricItem
 
 FACTOR = 16
 BOUND = 64
@@ -50,6 +58,11 @@ def growth(parse: Callable[[Any], Any], make: Callable[[int], Any], n: int, roun
     return best_large / best_small
 
 
+ITEM = RubricItem(criterion="Names the supplier", options={"yes": 1.0, "no": 0.0})
+RUBRIC = RubricItem(criterion="The report", criteria=["names the supplier"])
+VERDICT = '{"reasoning": "It does.", "verdict": "yes"}'
+
+
 def _refused(raw: bytes) -> None:
     with pytest.raises(CallFailed):
         load_body(raw)
@@ -72,6 +85,14 @@ CASES = {
                                        lambda n: "<FINAL_ANSWER>1" + " " * n + "x</FINAL_ANSWER>", 32_000),
     "officeqa verdict, list": (lambda s: officeqa_verdict("[1, 2, 3]", s, 0.0, "FINAL_ANSWER"),
                                lambda n: "<FINAL_ANSWER>" + "1, " * n + "</FINAL_ANSWER>", 8_000),
+    # the rubric judge: JSON objects in the agent's work quoted to it (a failed decode at every brace
+    # counted the lines up to it), and <think> blocks in the judge's reply (each unclosed one rescanned the rest)
+    "judge objects, brace lines": (lambda s: judge_objects(VERDICT, s), lambda n: "{\n" * n, 2_000),
+    "judge objects, braces in strings": (lambda s: judge_objects(VERDICT, s), lambda n: '{"{"' * n, 2_000),
+    "judge objects, unclosed nesting": (lambda s: judge_objects(VERDICT, s), lambda n: '{"a": [\n' * n, 50),
+    "judge verdict, unclosed think": (lambda s: parse_verdict(s + VERDICT, ITEM), lambda n: "<think>" * n, 2_000),
+    "jobbench rubric reply, brace lines": (lambda s: parse_rubric_reply('{"rubric_passed": true}', RUBRIC, s),
+                                           lambda n: "{\n" * n, 2_000),
     # the proxy's JSON string pattern behind a body that nests deep and fails to parse
     "proxy body, unclosed string": (_refused, lambda n: b"[" * 300 + b'"' + b'\\"' * n, 16_000),
 }
@@ -93,3 +114,58 @@ def test_answers_keep_their_meaning_once_bounded() -> None:
     assert extract_tagged("<ANSWER> a </answer> <answer>b</Answer> <answer>c", "answer") == "b"
     assert extract_tagged("<answer>" * 50_000, "answer") is None
     assert match_answer("The total  was\n\n 1,470 million", "1.47 billion")
+
+
+def _decoded_at_every_brace(text: str) -> list[tuple[int, Any]]:
+    """What the judge used to find: ``raw_decode`` from every ``{`` (quadratic, kept here as the reference)."""
+    found = []
+    for i, ch in enumerate(text):
+        if ch == "{":
+            try:
+                found.append((i, json.JSONDecoder().raw_decode(text, i)[0]))
+            except ValueError:
+                pass
+    return found
+
+
+def test_json_objects_are_what_the_decoder_finds_at_every_brace() -> None:
+    """Valid JSON broken by random edits (unclosed strings, stray braces and quotes, escapes): the linear
+    scan finds exactly the objects ``raw_decode`` finds starting at each brace, nested ones included."""
+    rng = random.Random(7)
+
+    def value(depth: int = 0) -> Any:
+        r = rng.random()
+        if depth > 3 or r < 0.3:
+            return rng.choice([1, -2.5e3, "s", "{", '}"', True, None, "A\u00e9\\"])
+        if r < 0.65:
+            return {rng.choice(["a", "verdict", "B", "{"]): value(depth + 1) for _ in range(rng.randint(0, 3))}
+        return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+
+    checked = 0
+    for _ in range(1500):
+        chars = list(rng.choice(["", "x ", "{"]).join(json.dumps(value(), indent=rng.choice([None, 1]))
+                                                        for _ in range(rng.randint(1, 3))))
+        for _ in range(rng.randint(0, 3)):
+            k = rng.randrange(len(chars) + 1)
+            if rng.random() < 0.4 and k < len(chars):
+                del chars[k]
+            else:
+                chars.insert(k, rng.choice('{}[]":,\\ \n'))
+        text = "".join(chars)
+        want = _decoded_at_every_brace(text)
+        assert [(o.start, o.value) for o in json_objects(text)] == want, text
+        checked += bool(want)
+    assert checked > 900  # texts where the decoder finds an object: the comparison is not vacuous
+
+
+def test_copies_are_known_by_content_and_deep_nesting_is_left_out() -> None:
+    """The digest ignores key order and case (a judge re-typing a planted verdict is still caught); an
+    object nested past ``MAX_DEPTH`` is not returned, the shallow objects inside it are."""
+    one, two = [o for o in json_objects('{"Verdict": "YES", "n": [1, {"a": null}]} {"n": [1, {"a": null}], "verdict": "yes"}')
+                if "n" in o.value]
+    assert one.digest == two.digest and two.value["verdict"] == "yes"
+    assert len({o.digest for o in json_objects('{"v": 1} {"v": 1.0} {"v": "1"} {"v": [1]} {"w": 1}')}) == 5
+    deep = '{"a": ' * (MAX_DEPTH + 5) + '{"verdict": "yes"}' + "}" * (MAX_DEPTH + 5)
+    found = json_objects(deep)
+    assert len(found) == MAX_DEPTH and found[-1].value == {"verdict": "yes"}
+    assert parse_verdict(deep, ITEM).verdict == "yes"
