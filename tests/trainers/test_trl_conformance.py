@@ -336,38 +336,42 @@ def test_the_rollout_backend_captures_what_the_trainer_scores_at_its_temperature
     captures ``log_softmax(logits / T)``, so at T = 0.7 the step's mismatch is float noise; raw captures are not."""
     import asyncio
 
-    from clawgym_env._sync import run_sync
     from clawgym_env.proxy.backends.base import CompletionRequest
     from clawgym_env.proxy.backends.hf import HFBackend
     from clawgym_env.tree import build_forest
     from trainers.core.rollout_side import tempered_spec
     from trainers.rollout import Group
+    from trainers.tree_sft.forward import DetachedTrunkForward
+
+    class DetachedTrunkGRPO(DetachedTrunkForward, TreeGRPOTrainer):
+        pass
 
     assert tempered_spec("hf:tiny?seed=3&logprobs_mode=raw") == "hf:tiny?seed=3&logprobs_mode=tempered"
     assert tempered_spec("vllm:http://h:8000#m") == "vllm:http://h:8000#m"
 
-    def step(backend: Any) -> dict[str, float]:
+    def sampled(backend: Any) -> Group:
+        """A group of two one-call episodes sampled at T = 0.7 by ``backend`` (closed afterwards)."""
         async def sample(e: int) -> CallRecord:
             done = await backend.handle(CompletionRequest(f"e{e}", 0, PROMPTS[0], [], max_tokens=8, temperature=0.7, seed=e))
             return CallRecord(session_id=f"e{e}", call_index=0, dialect="anthropic", prompt_ids=PROMPTS[0],
                               completion_ids=done.completion_ids, logprobs=done.logprobs)
 
-        async def both() -> list[CallRecord]:
-            return list(await asyncio.gather(sample(0), sample(1)))
+        async def run() -> list[CallRecord]:
+            try:
+                return list(await asyncio.gather(sample(0), sample(1)))
+            finally:
+                await backend.aclose()
 
-        calls = asyncio.run(both())
-        group = Group(task_id="t", harness="custom", rewards={"e0": 1.0, "e1": 0.0}, tree=build_forest([[c] for c in calls]))
-        return TreeGRPOTrainer(cfg, tiny).train_step(RolloutBatch(groups=[group]))  # fresh weights: version 0
+        calls = asyncio.run(run())
+        return Group(task_id="t", harness="custom", rewards={"e0": 1.0, "e1": 0.0}, tree=build_forest([[c] for c in calls]))
+
+    def mismatch(group: Group, trainer: type[TreeGRPOTrainer] = TreeGRPOTrainer) -> float:
+        return trainer(cfg, tiny).train_step(RolloutBatch(groups=[group]))["mismatch"]  # fresh weights: version 0
 
     cfg = make_config(workdir / "tempered", temperature=0.7, num_generations=2, pairs_per_step=1, max_steps=1)
     backend = TreeGRPOTrainer(cfg, tiny).rollouts.backend  # the trainer's own rollout policy
-    try:
-        assert backend.logprobs_mode == "tempered"
-        assert step(backend)["mismatch"] < 1e-5
-    finally:
-        run_sync(backend.aclose())
-    raw = HFBackend(tiny, seed=0)
-    try:
-        assert step(raw)["mismatch"] > 1e-2
-    finally:
-        run_sync(raw.aclose())
+    assert backend.logprobs_mode == "tempered"
+    tempered = sampled(backend)
+    assert mismatch(tempered) < 1e-5
+    assert mismatch(tempered, DetachedTrunkGRPO) < 1e-5  # the forward the Pass@1 experiment trains with
+    assert mismatch(sampled(HFBackend(tiny, seed=0))) > 1e-2  # raw logprobs

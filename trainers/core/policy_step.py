@@ -44,17 +44,19 @@ def _contributes(trainer: TreeTrainerBase, slot: PackSlot) -> bool:
     return trainer.config.beta != 0.0 or bool(trainer.router_aux_coef) or bool((slot.advantages != 0).any())
 
 
-def _sequence_log_ratios(trainer: TreeTrainerBase, own: list[PackSlot], num_rollouts: int) -> torch.Tensor:
+def _sequence_log_ratios(trainer: TreeTrainerBase, mine: list[PackSlot], own: int, num_rollouts: int) -> torch.Tensor:
     """Sequence-level importance sampling: each rollout's summed ``logp_old - logp_rollout`` over every rank's packs.
 
-    A rollout's tokens may lie in several packs, so the old logprobs are taken first, without gradient."""
+    A rollout's tokens may lie in several packs, so the old logprobs are taken first, without gradient (stand-ins
+    too: a sharded policy's forwards are collective), and only this rank's own packs are summed."""
     acc = trainer.accelerator
     total = torch.zeros(num_rollouts, dtype=torch.float32, device=acc.device)
     with torch.no_grad():
-        for s in own:
+        for j, s in enumerate(mine):
             s.old_logp = trainer.forward_logprobs(trainer.model, s.pack)[s.pair_token.to(acc.device)]
-            rollout_lp = s.pack.rollout_logprobs[s.pair_token].to(acc.device)
-            total += sequence_log_ratios(s.old_logp, rollout_lp, s.pair_rollout, num_rollouts)
+            if j < own:
+                rollout_lp = s.pack.rollout_logprobs[s.pair_token].to(acc.device)
+                total += sequence_log_ratios(s.old_logp, rollout_lp, s.pair_rollout, num_rollouts)
     return acc.reduce(total, reduction="sum") if acc.num_processes > 1 else total
 
 
@@ -82,7 +84,7 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
     mine, own = rank_share(acc, active, equal_counts=trainer.sharded) if active else ([], 0)
     mode = c.vllm_importance_sampling_mode
     correct = bool(c.vllm_importance_sampling_correction)
-    seq_ratio = _sequence_log_ratios(trainer, mine[:own], len(rollouts)) if correct and mode.startswith("sequence") else None
+    seq_ratio = _sequence_log_ratios(trainer, mine, own, len(rollouts)) if correct and mode.startswith("sequence") else None
     passes: list[dict[str, float]] = []
     mism: dict[str, float] = {}
     for it in range(c.num_iterations):

@@ -253,8 +253,9 @@ def rl(work: Path, model: Path, size: Size, categories: list[str] | None = None)
 
     def report(m: dict[str, float]) -> None:
         groups = int(m.get("groups_trained", 0) + m.get("groups_skipped", 0))
+        varied = groups - round(m.get("frac_reward_zero_std", 0.0) * groups)  # equal-reward groups train with advantage 0
         print(f"rl step {int(m.get('step', 0))}: mean reward {m.get('reward', 0.0):.3f}, groups with reward variance "
-              f"{int(m.get('groups_trained', 0))} / {groups}", flush=True)
+              f"{varied} / {groups}", flush=True)
 
     try:
         history = trainer.train(on_step=report)

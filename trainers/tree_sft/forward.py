@@ -98,8 +98,8 @@ def rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dty
 
 def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", device: str | torch.device = "cpu",
                   detach_prefix: bool = True, min_prefix: int = 256, chunk_size: int = 1024,
-                  inner: Any | None = None, trunk: TrunkCache | None = None) -> torch.Tensor:
-    """Logprob of each loss token of ``pack`` under ``model`` ([N]; 0 at tokens outside the loss).
+                  inner: Any | None = None, trunk: TrunkCache | None = None, temperature: float = 1.0) -> torch.Tensor:
+    """Logprob of each loss token of ``pack`` under ``model`` at ``temperature`` ([N]; 0 at tokens outside the loss).
 
     ``mask_kind`` is "bool" (sdpa) or "additive" (eager). A trunk shorter than ``min_prefix`` tokens
     is not worth a second forward and runs with the branches. The output head runs ``chunk_size``
@@ -125,15 +125,16 @@ def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", devi
                 use_cache=cache is not None, output_hidden_states=True,
                 logits_to_keep=torch.zeros(0, dtype=torch.long, device=device))
     # after the final norm: what the output head reads
-    return loss_token_logprobs(out.hidden_states[-1][0], pack, start, inner.get_output_embeddings(), chunk_size)
+    return loss_token_logprobs(out.hidden_states[-1][0], pack, start, inner.get_output_embeddings(), chunk_size, temperature)
 
 
-def loss_token_logprobs(hidden: torch.Tensor, pack: PackedTree, start: int, head: Any, chunk_size: int) -> torch.Tensor:
-    """``[N]`` logprobs of the loss tokens from the final-norm ``hidden`` of rows ``start..N`` (0 elsewhere)."""
+def loss_token_logprobs(hidden: torch.Tensor, pack: PackedTree, start: int, head: Any, chunk_size: int,
+                        temperature: float = 1.0) -> torch.Tensor:
+    """``[N]`` logprobs at ``temperature`` of the loss tokens from the final-norm ``hidden`` of rows ``start..N`` (0 elsewhere)."""
     device = hidden.device
     valid = (pack.loss_mask & (pack.prev_index >= 0)).to(device)
     rows = pack.prev_index.to(device)[valid] - start
-    picked = head_logprobs(hidden[rows], head, pack.input_ids.to(device)[valid], chunk_size)
+    picked = head_logprobs(hidden[rows], head, pack.input_ids.to(device)[valid], chunk_size, temperature)
     out = torch.zeros(len(pack), dtype=picked.dtype, device=device)
     out[valid] = picked
     return out
@@ -175,4 +176,5 @@ class DetachedTrunkForward:
         inner = self.accelerator.unwrap_model(model)
         trunk = self.trunks.setdefault(id(inner), TrunkCache())
         return tree_logprobs(model, pack, device=self.device, mask_kind="bool" if self.mask_kind == "bool" else "additive",
-                             chunk_size=self.config.logprob_chunk_size, inner=inner, trunk=trunk)
+                             chunk_size=self.config.logprob_chunk_size, inner=inner, trunk=trunk,
+                             temperature=self.config.temperature)
