@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import json
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from clawgym_env.proxy.egress import egress_env
 from clawgym_env.sandbox import Sandbox, SandboxConfig, create_sandbox
 from clawgym_env.sandbox._bwrap_host import scratch_dir
 from clawgym_env.sandbox._fs import copy_tree_safely
+from clawgym_env.sandbox._sweep import tagged_tempdir
 
 if TYPE_CHECKING:
     from clawgym_env.proxy import ProxyServer
@@ -221,7 +221,7 @@ async def run_episode(
     if proxy is None:
         from clawgym_env.proxy import ProxyServer
 
-        with tempfile.TemporaryDirectory(prefix="clawgym-proxy-") as d:
+        with tagged_tempdir("proxy") as d:
             async with ProxyServer(uds_path=Path(d) / "proxy.sock") as own:
                 return await run_episode(
                     task, harness, backend, proxy=own, sandbox=sandbox, capture_dir=capture_dir,
@@ -249,7 +249,7 @@ async def run_episode(
         early: asyncio.Future[EarlyGrading | None] | None = None
         session_open = True
         # 0700: the final workspace, host side, made only when it is to be saved
-        final_dir = tempfile.TemporaryDirectory(prefix="clawgym-final-") if workspace_out is not None else None
+        final_dir = tagged_tempdir("final") if workspace_out is not None else None
         try:
             cache = cache_dir or cache_root()
             config = SandboxConfig(

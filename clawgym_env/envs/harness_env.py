@@ -214,9 +214,10 @@ class ClawGymEnv(gym.Env[Observation, Action]):
     def _ensure_loop(self) -> LoopThread:
         if self._lt is None:
             from clawgym_env.proxy import ProxyServer
+            from clawgym_env.sandbox._sweep import tagged_tempdir
 
             self._lt = LoopThread()
-            self._tmp = tempfile.TemporaryDirectory(prefix="clawgym-env-")
+            self._tmp = tagged_tempdir("env")
             self._proxy = ProxyServer(uds_path=Path(self._tmp.name) / "proxy.sock")
             self._lt.run(self._proxy.start(), timeout=60)
         return self._lt

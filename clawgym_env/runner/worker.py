@@ -63,6 +63,7 @@ class EpisodeWorker:
         from clawgym_env.harness_registry import load_harness
         from clawgym_env.proxy import ProxyServer
         from clawgym_env.proxy.backends.factory import backend_from_spec
+        from clawgym_env.sandbox._sweep import tagged_tempdir
 
         backend, given_tasks, given_harnesses = self._given
         if given_tasks is None:
@@ -75,7 +76,7 @@ class EpisodeWorker:
         self._backend = backend if backend is not None else backend_from_spec(self.config.model)
         if self.config.judge:
             self._judge = backend_from_spec(self.config.judge, option="--judge")
-        self._tmp = tempfile.TemporaryDirectory(prefix="clawgym-run-")
+        self._tmp = tagged_tempdir("run")  # tagged: the next run removes it should this one be killed
         self._proxy = ProxyServer(host="127.0.0.1", port=0, uds_path=Path(self._tmp.name) / "proxy.sock")
         await self._proxy.start()
         return WorkerInfo(

@@ -1,9 +1,10 @@
 """Clean up after processes that died without closing their sandboxes (kill -9, OOM, crash).
 
-Sandbox folders and cgroups are named with their owner's tag, ``<pid>.<start time>`` (docker
-containers carry it as the ``clawgym.owner`` label); a tag whose process no longer exists (or whose
-pid was reused: the start time differs) marks leftovers that are safe to remove: the tmpfs mounted
-on a folder is unmounted first. Live owners are never touched.
+Sandbox folders, cgroups and the host temp folders of a run (``tagged_tempdir``: its proxy socket,
+final workspaces, files read for a judge) are named with their owner's tag, ``<pid>.<start time>``
+(docker containers carry it as the ``clawgym.owner`` label); a tag whose process no longer exists
+(or whose pid was reused: the start time differs) marks leftovers that are safe to remove: the tmpfs
+mounted on a folder is unmounted first. Live owners are never touched.
 """
 
 from __future__ import annotations
@@ -12,15 +13,20 @@ import functools
 import logging
 import os
 import re
+import tempfile
 from pathlib import Path
+from typing import Literal, get_args
 
 from clawgym_env.sandbox._fs import rmtree_hard
 from clawgym_env.sandbox._tmpfs import mounts_under, unmount
 
-__all__ = ["dead_owner", "owner_tag", "sweep_cgroups", "sweep_folders"]
+__all__ = ["TempKind", "dead_owner", "owner_tag", "sweep_cgroups", "sweep_folders", "sweep_temp", "tagged_tempdir"]
 
 log = logging.getLogger("clawgym.sandbox")
-_TAGGED = re.compile(r"^clawgym-(?:bwrap-|docker-)?(\d+)\.(\d+)-")
+_TAGGED = re.compile(r"^clawgym-(?:[a-z]+-)?(\d+)\.(\d+)-")
+TempKind = Literal["run", "proxy", "final", "read", "deliverables", "env"]
+"""What a host temp folder holds: a proxy's socket (``run``, ``proxy``, ``env``), a final workspace, a file
+read for a judge, deliverables to extract."""
 
 
 def _start_time(pid: int) -> str | None:
@@ -49,7 +55,7 @@ def _dead(name: str) -> bool:
     return m is not None and dead_owner(f"{m.group(1)}.{m.group(2)}")
 
 
-def sweep_folders(root: Path, prefix: str = "clawgym-bwrap-") -> int:
+def sweep_folders(root: Path, prefix: str | tuple[str, ...] = "clawgym-bwrap-") -> int:
     """Remove ``<prefix><tag>-*`` folders under ``root`` whose owner is gone, and the mounts on and under
     them; return the count."""
     removed = 0
@@ -69,7 +75,7 @@ def sweep_folders(root: Path, prefix: str = "clawgym-bwrap-") -> int:
         except OSError:
             pass
     if removed:
-        log.info("removed %d sandbox folder(s) left by dead processes under %s", removed, root)
+        log.info("removed %d folder(s) left by dead processes under %s", removed, root)
     return removed
 
 
@@ -89,3 +95,20 @@ def sweep_cgroups(parents: list[Path]) -> int:
                 except OSError:
                     pass
     return removed
+
+
+def sweep_temp() -> int:
+    """Remove the ``tagged_tempdir`` folders of processes now gone from the temp folder; return the count."""
+    return sweep_folders(Path(tempfile.gettempdir()), tuple(f"clawgym-{kind}-" for kind in get_args(TempKind)))
+
+
+@functools.cache
+def _sweep_temp_once() -> int:
+    return sweep_temp()
+
+
+def tagged_tempdir(kind: TempKind) -> tempfile.TemporaryDirectory[str]:
+    """A private (0700) temp folder ``clawgym-<kind>-<tag>-*``, removed when closed. Should this process be
+    killed first, the first one of a later process (or ``clawgym sandbox doctor --clean``) removes it."""
+    _sweep_temp_once()
+    return tempfile.TemporaryDirectory(prefix=f"clawgym-{kind}-{owner_tag()}-")

@@ -132,15 +132,17 @@ def doctor() -> list[Check]:
 
 def clean() -> dict[str, int]:
     """Remove what sandboxes of processes now gone (killed with SIGKILL, out of memory) left behind: bwrap
-    folders with their tmpfs, cgroups, docker containers and workspace folders with their tmpfs. What a live
-    process owns is never touched. Returns how many of each were removed."""
+    folders with their tmpfs, cgroups, docker containers and workspace folders with their tmpfs, and the
+    runs' temp folders (proxy sockets, final workspaces). What a live process owns is never touched.
+    Returns how many of each were removed."""
     from clawgym_env.sandbox._cgroup import detect
-    from clawgym_env.sandbox._sweep import sweep_cgroups, sweep_folders
+    from clawgym_env.sandbox._sweep import sweep_cgroups, sweep_folders, sweep_temp
     from clawgym_env.sandbox.bwrap import sandbox_root
 
     info = detect()
     removed = {"bwrap folders": sweep_folders(Path(sandbox_root())),
-               "cgroups": sweep_cgroups(sorted(set(info.parents.values()))) if info is not None else 0}
+               "cgroups": sweep_cgroups(sorted(set(info.parents.values()))) if info is not None else 0,
+               "temp folders": sweep_temp()}
     try:
         import docker
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from clawgym_env.sandbox import (
 )
 from clawgym_env.sandbox._bwrap_host import scratch_dir
 from clawgym_env.sandbox._fs import copy_tree_safely
+from clawgym_env.sandbox._sweep import tagged_tempdir
 from clawgym_env.sandbox.base import Spawned
 from clawgym_env.task.spec import ScriptVerifier, TaskSpec
 from clawgym_env.task.verify import (
@@ -117,7 +117,7 @@ async def grade_final(
             if early is not None and early.layers == (shared.src, shared.layers):
                 return await early.grading.run(transcript, judge, early.spawned), list(shared.skipped)
             return await _grade(task, shared, transcript, sandbox.name, judge), list(shared.skipped)
-    with tempfile.TemporaryDirectory(prefix="clawgym-final-") as tmp:
+    with tagged_tempdir("final") as tmp:
         final = copy_to if copy_to is not None else Path(tmp) / "workspace"
         try:
             skipped = await sandbox.download(task.workspace_mount, final)

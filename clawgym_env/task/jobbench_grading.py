@@ -20,7 +20,6 @@ import json
 import os
 import secrets
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from clawgym_env.errors import SandboxError, VerifierError
 from clawgym_env.proxy.backends.base import PolicyBackend
 from clawgym_env.sandbox import SandboxConfig, create_sandbox
+from clawgym_env.sandbox._sweep import tagged_tempdir
 from clawgym_env.sandbox.base import Mount, Sandbox
 from clawgym_env.task.deliverables import MAX_FILES, MAX_TOTAL_BYTES, Extraction, Image, needs_images
 from clawgym_env.task.deliverables.spreadsheet import REGISTRY_ENV, libreoffice_registry
@@ -112,7 +112,7 @@ async def extract_in_sandbox(grading: Sandbox, spec: TaskSpec, folder: str, max_
         key = secrets.token_bytes(32)
         request = {"key": key.hex(), "folder": "/deliverables", "recalculate": True, "images": True,
                    "max_chars": max_chars, "sources": _sources()}
-        with tempfile.TemporaryDirectory(prefix="clawgym-deliverables-") as tmp:
+        with tagged_tempdir("deliverables") as tmp:
             await grading.download(inside, Path(tmp) / "output")
             mounts, env = _reader_mounts()
             cfg = SandboxConfig(workspace_src=Path(tmp) / "output", workspace_mount="/deliverables",

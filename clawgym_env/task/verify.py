@@ -17,13 +17,13 @@ import hmac
 import json
 import math
 import secrets
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import SandboxError, VerifierError
 from clawgym_env.proxy.backends.base import PolicyBackend
+from clawgym_env.sandbox._sweep import tagged_tempdir
 from clawgym_env.sandbox.base import Sandbox, Spawned
 from clawgym_env.task.answer import extract_tagged, match_answer
 from clawgym_env.task.judge import ask_judge, build_judge_messages
@@ -265,7 +265,7 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox, proc:
 
 async def _read_inside(sandbox: Sandbox, path: str, limit: int) -> str | None:
     """A workspace file's text (cut to ``limit`` chars), or None if it is missing."""
-    with tempfile.TemporaryDirectory(prefix="clawgym-read-") as tmp:
+    with tagged_tempdir("read") as tmp:
         dest = Path(tmp) / "file"
         try:
             await sandbox.download(path, dest)

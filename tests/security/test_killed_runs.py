@@ -1,10 +1,12 @@
 """A run killed from outside (SIGKILL: nothing of it gets to clean up) leaves nothing on the host once
-the next run has started: no sandbox folder, no tmpfs mount, no cgroup, no container, no process.
+the next run has started: no sandbox folder, no tmpfs mount, no cgroup, no container, no temp folder
+(proxy socket, final workspace), no process.
 
 Each run is ``clawgym bench run`` in a process of its own, real custom harness, real sandboxes. The
-first is killed while its episode's command sleeps; what it left is listed by its owner tag (the
-``<pid>.<start time>`` its sandboxes carry) and must be there, or the test proves nothing; a second,
-short run then starts, and nothing tagged with the dead run may be left.
+first is killed while its episode's command sleeps; what it owns is listed by its owner tag (the
+``<pid>.<start time>`` its sandboxes and temp folders carry) and must be there, or the test proves
+nothing. While it is alive, ``sandbox doctor --clean`` must leave all of it; once it is killed, a
+second, short run starts, and nothing tagged with the dead run may be left.
 """
 
 from __future__ import annotations
@@ -16,22 +18,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import get_args
 
 import yaml
 
+from clawgym_env.sandbox._sweep import TempKind
 from clawgym_env.sandbox._tmpfs import mounts_under
 from clawgym_env.sandbox.bwrap import sandbox_root
+from clawgym_env.sandbox.doctor import clean
 from tests.clawgym_env.sandbox.conftest import backend, processes_with  # noqa: F401  (bwrap; docker under its marker)
 from tests.security.conftest import ORIGINAL, REPO, bash
 
 MARKER = "sleep 41.25"
 
 
-def _bench(policy: Path, out: Path, sandbox: str) -> subprocess.Popen[bytes]:
+def _bench(policy: Path, out: Path, sandbox: str, *extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "clawgym_env.cli.main", "bench", "run", "--model", f"scripted:{policy}",
          "--harness", "custom", "--suite", str(ORIGINAL), "--tasks", "smoke-hello-file-p0", "--sandbox", sandbox,
-         "--out", str(out), "--no-progress"],
+         "--out", str(out), "--no-progress", *extra],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
 
@@ -43,7 +48,8 @@ def _tag(pid: int) -> str:
 def _left_by(tag: str) -> list[str]:
     """Everything on the host that a sandbox of the process tagged ``tag`` made."""
     found: list[str] = []
-    for root, prefix in ((Path(sandbox_root()), "clawgym-bwrap-"), (Path(tempfile.gettempdir()), "clawgym-docker-")):
+    temp = [(Path(tempfile.gettempdir()), f"clawgym-{kind}-") for kind in ("docker", *get_args(TempKind))]
+    for root, prefix in [(Path(sandbox_root()), "clawgym-bwrap-"), *temp]:
         for d in root.glob(f"{prefix}{tag}-*"):
             found += [f"mount {m}" for m in mounts_under(d)] + [f"folder {d}"]
     for cg in Path("/sys/fs/cgroup").glob(f"*/**/clawgym-{tag}-*"):
@@ -63,7 +69,7 @@ def test_a_run_killed_mid_episode_is_cleaned_up_by_the_next(backend: str, tmp_pa
     slow.write_text(yaml.safe_dump({"replies": [bash(MARKER)], "default": "done"}))
     quick = tmp_path / "quick.yaml"
     quick.write_text(yaml.safe_dump({"replies": [], "default": "done"}))
-    run = _bench(slow, tmp_path / "killed", backend)
+    run = _bench(slow, tmp_path / "killed", backend, "--save-workspaces")
     try:
         tag = _tag(run.pid)
         deadline = time.monotonic() + 180
@@ -71,6 +77,9 @@ def test_a_run_killed_mid_episode_is_cleaned_up_by_the_next(backend: str, tmp_pa
             assert run.poll() is None, f"the run ended before its episode slept: {run.stderr.read().decode()[-2000:]}"  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the episode's command never started"
             time.sleep(0.1)
+        alive = _left_by(tag)
+        clean()  # what `clawgym sandbox doctor --clean` does: a live run's folders, mounts and sockets stay
+        assert set(alive) <= set(_left_by(tag)) and run.poll() is None, f"cleaned from a live run: {alive}"
         os.kill(run.pid, signal.SIGKILL)
         run.wait(30)
     finally:
@@ -78,6 +87,8 @@ def test_a_run_killed_mid_episode_is_cleaned_up_by_the_next(backend: str, tmp_pa
             run.kill()
     left = _left_by(tag)
     assert any(x.startswith("folder") for x in left), f"the killed run left nothing to clean: {left}"
+    for kind in ("run", "final"):  # its proxy socket's folder, the final workspace being saved
+        assert any(f"/clawgym-{kind}-{tag}-" in x for x in left), left
     if backend == "docker":
         assert any(x.startswith("container") for x in left) and any(x.startswith("mount") for x in left), left
     nxt = _bench(quick, tmp_path / "next", backend)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
 from clawgym_env.sandbox._cgroup import detect
-from clawgym_env.sandbox._sweep import owner_tag, sweep_cgroups, sweep_folders
+from clawgym_env.sandbox._sweep import owner_tag, sweep_cgroups, sweep_folders, sweep_temp, tagged_tempdir
 
 
 def _dead_tag() -> str:
@@ -60,3 +63,22 @@ def test_sweep_cgroups_removes_only_dead_owners() -> None:
         for d in (dead, live):
             if d.exists():
                 d.rmdir()
+
+
+def test_temp_folders_of_dead_runs_go_and_live_ones_stay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed run's proxy-socket folder and final workspace go; this (live) process's temp folder, and
+    folders of kinds the sweep does not own, stay."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with tagged_tempdir("read") as live:
+        assert Path(live).parent == tmp_path and Path(live).name.startswith(f"clawgym-read-{owner_tag()}-")
+        dead_tag = _dead_tag()
+        dead = [tmp_path / f"clawgym-run-{dead_tag}-abc", tmp_path / f"clawgym-final-{dead_tag}-def"]
+        (dead[0] / "proxy.sock").parent.mkdir()
+        (dead[0] / "proxy.sock").touch()
+        (dead[1] / "workspace" / "ro").mkdir(parents=True)
+        (dead[1] / "workspace" / "ro" / "notes.md").touch()
+        (dead[1] / "workspace" / "ro").chmod(0o500)  # an agent's read-only folder, copied out
+        other = tmp_path / f"clawgym-rollouts-{dead_tag}-ghi"
+        other.mkdir()
+        assert sweep_temp() == 2
+        assert not any(d.exists() for d in dead) and Path(live).is_dir() and other.is_dir()
