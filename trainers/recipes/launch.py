@@ -41,7 +41,7 @@ def tiny_args(plan: Plan, out: Path) -> list[str]:
     args = ["--config", str(plan.folder / "recipe.yaml"), "--model_name_or_path", "tiny", "--use_cpu", "true",
             "--rollout_process", "true", "--suite", t.suite, "--max_steps", str(t.max_steps),
             "--pairs_per_step", str(t.pairs_per_step), "--num_generations", str(t.num_generations),
-            "--max_completion_length", str(t.max_completion_length), "--save_steps", "1", "--skip_zero_variance", "false",
+            "--max_completion_length", str(t.max_completion_length), "--save_steps", "1", "--beta", str(t.beta),
             "--max_concurrent_episodes", "2", "--report_to", "none", "--output_dir", str(out)]
     return [*args, "--tasks", t.tasks] if t.tasks else args
 
