@@ -100,7 +100,9 @@ class TrainingRollouts:
             return backend_from_spec(tempered_spec(c.rollout_backend), tokenizer_path=self.model_path, option="--rollout_backend")
         from clawgym_env.proxy.backends.hf import HFBackend
 
-        return HFBackend(self.model_path, device=self.device, seed=c.seed, logprobs_mode="tempered")
+        # every episode in flight decodes in one batch (their shared prompt held once: the backend's trunk)
+        return HFBackend(self.model_path, device=self.device, seed=c.seed, logprobs_mode="tempered",
+                         max_batch=max(1, c.max_concurrent_episodes))
 
     @property
     def tasks(self) -> list[Any]:
