@@ -27,7 +27,7 @@ from clawgym_env.proxy.session import CallFailed
 from clawgym_env.task.answer import extract_tagged, match_answer, numbers_in, parse_number
 from clawgym_env.task.jobbench_grading import parse_rubric_reply
 from clawgym_env.task.json_in_text import MAX_DEPTH, json_objects
-from clawgym_env.task.judge import judge_objects, parse_verdict
+from clawgym_env.task.judge import _planted, judge_objects, parse_verdict
 from clawgym_env.task.officeqa_scoring import final_answer, officeqa_verdict
 from clawgym_env.task.spec import RubricItem
 
@@ -63,6 +63,16 @@ RUBRIC = RubricItem(criterion="The report", criteria=["names the supplier"])
 VERDICT = '{"reasoning": "It does.", "verdict": "yes"}'
 
 
+def _judged(quoted: str) -> None:
+    _planted.cache_clear()  # every call scans the quoted work (the judge reads it once per rubric)
+    judge_objects(VERDICT, quoted)
+
+
+def _rubric_judged(quoted: str) -> None:
+    _planted.cache_clear()
+    parse_rubric_reply('{"rubric_passed": true}', RUBRIC, quoted)
+
+
 def _refused(raw: bytes) -> None:
     with pytest.raises(CallFailed):
         load_body(raw)
@@ -87,12 +97,12 @@ CASES = {
                                lambda n: "<FINAL_ANSWER>" + "1, " * n + "</FINAL_ANSWER>", 8_000),
     # the rubric judge: JSON objects in the agent's work quoted to it (a failed decode at every brace
     # counted the lines up to it), and <think> blocks in the judge's reply (each unclosed one rescanned the rest)
-    "judge objects, brace lines": (lambda s: judge_objects(VERDICT, s), lambda n: "{\n" * n, 2_000),
-    "judge objects, braces in strings": (lambda s: judge_objects(VERDICT, s), lambda n: '{"{"' * n, 2_000),
-    "judge objects, unclosed nesting": (lambda s: judge_objects(VERDICT, s), lambda n: '{"a": [\n' * n, 50),
+    "judge objects, brace lines": (_judged, lambda n: "{\n" * n, 2_000),
+    "judge objects, braces in strings": (_judged, lambda n: '{"{"' * n, 2_000),
+    "judge objects, unclosed nesting": (_judged, lambda n: '{"a": [\n' * n, 50),
     "judge verdict, unclosed think": (lambda s: parse_verdict(s + VERDICT, ITEM), lambda n: "<think>" * n, 2_000),
-    "jobbench rubric reply, brace lines": (lambda s: parse_rubric_reply('{"rubric_passed": true}', RUBRIC, s),
-                                           lambda n: "{\n" * n, 2_000),
+    "jobbench rubric reply, brace lines": (_rubric_judged, lambda n: "{\n" * n, 2_000),
+    "jobbench rubric reply, unclosed nesting": (_rubric_judged, lambda n: '{"a": [\n' * n, 50),
     # the proxy's JSON string pattern behind a body that nests deep and fails to parse
     "proxy body, unclosed string": (_refused, lambda n: b"[" * 300 + b'"' + b'\\"' * n, 16_000),
 }
