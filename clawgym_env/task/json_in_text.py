@@ -10,9 +10,9 @@ Here one reading starts at each ``{`` that no earlier reading took as the start 
 object nested in a reading is found by it when complete, and fails where the reading failed when
 not (parsing a value does not depend on what encloses it), so only braces inside a reading's strings
 start readings of their own. Two readings that overlap share their quotes with strings and gaps
-swapped, so no third can start inside both: every character is read at most twice. Objects come
-with a digest of their content, computed bottom-up, so that comparing every nested object costs no
-more than reading them.
+swapped, so no third can start inside both: no character is read by more than two readings
+(besides scans of the token a reading stops at). Objects come with a digest of their content,
+computed bottom-up, so that comparing every nested object costs no more than reading them.
 """
 
 from __future__ import annotations
