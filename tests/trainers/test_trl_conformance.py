@@ -375,3 +375,20 @@ def test_the_rollout_backend_captures_what_the_trainer_scores_at_its_temperature
     assert mismatch(tempered) < 1e-5
     assert mismatch(tempered, DetachedTrunkGRPO) < 1e-5  # the forward the Pass@1 experiment trains with
     assert mismatch(sampled(HFBackend(tiny, seed=0))) > 1e-2  # raw logprobs
+
+
+def test_a_step_with_no_reward_variance_still_steps_the_optimizer(tiny: Path, workdir: Path,
+                                                                  rollout_logprobs: dict[float, Any]) -> None:
+    """Every group with equal rewards and beta = 0: no pack is forwarded, yet, as in TRL, the optimizer steps on a zero
+    gradient, so Adam's momentum from the step before still moves the weights."""
+    cfg = make_config(workdir / "flat", num_generations=GENERATIONS, pairs_per_step=2, max_completion_length=MAX_COMPLETION,
+                      max_steps=2, **TRAIN, **BASE)
+    trainer = TreeGRPOTrainer(cfg, tiny)
+    trainer.train_step(our_batch(rollout_logprobs[1.0], cfg))
+    flat = our_batch(rollout_logprobs[1.0], cfg)
+    for group in flat.groups:
+        group.rewards = dict.fromkeys(group.rewards, 0.5)
+    before = {n: p.detach().clone() for n, p in trainer.policy.named_parameters()}
+    metrics = trainer.train_step(flat)
+    assert metrics["trainable_tokens"] == 0 and metrics["grad_norm"] == 0 and metrics["optimizer_step"] == 1
+    assert max(float((p - before[n]).abs().max()) for n, p in trainer.policy.named_parameters()) > 1e-4
