@@ -45,15 +45,22 @@ def _tag(pid: int) -> str:
     return f"{pid}.{Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]}"
 
 
-def _left_by(tag: str) -> list[str]:
-    """Everything on the host that a sandbox of the process tagged ``tag`` made."""
+def _folders_of(tag: str) -> list[str]:
+    """The folders (sandboxes', temp) of the process tagged ``tag``, and the mounts on them."""
     found: list[str] = []
     temp = [(Path(tempfile.gettempdir()), f"clawgym-{kind}-") for kind in ("docker", *get_args(TempKind))]
     for root, prefix in [(Path(sandbox_root()), "clawgym-bwrap-"), *temp]:
         for d in root.glob(f"{prefix}{tag}-*"):
             found += [f"mount {m}" for m in mounts_under(d)] + [f"folder {d}"]
-    for cg in Path("/sys/fs/cgroup").glob(f"*/**/clawgym-{tag}-*"):
-        found.append(f"cgroup {cg}")
+    return found
+
+
+def _left_by(tag: str) -> list[str]:
+    """Everything on the host that the process tagged ``tag`` made for its sandboxes and proxy (once it is
+    dead: a live run adds and removes cgroups as it goes)."""
+    found = _folders_of(tag)
+    for parent, subdirs, _ in os.walk("/sys/fs/cgroup"):  # skips cgroups gone meanwhile (other processes')
+        found += [f"cgroup {parent}/{d}" for d in subdirs if d.startswith(f"clawgym-{tag}-")]
     try:
         import docker
 
@@ -77,9 +84,10 @@ def test_a_run_killed_mid_episode_is_cleaned_up_by_the_next(backend: str, tmp_pa
             assert run.poll() is None, f"the run ended before its episode slept: {run.stderr.read().decode()[-2000:]}"  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the episode's command never started"
             time.sleep(0.1)
-        alive = _left_by(tag)
+        alive = _folders_of(tag)
         clean()  # what `clawgym sandbox doctor --clean` does: a live run's folders, mounts and sockets stay
-        assert set(alive) <= set(_left_by(tag)) and run.poll() is None, f"cleaned from a live run: {alive}"
+        assert set(alive) <= set(_folders_of(tag)) and run.poll() is None, f"cleaned from a live run: {alive}"
+        assert any("/clawgym-run-" in x for x in alive) and processes_with(MARKER), alive
         os.kill(run.pid, signal.SIGKILL)
         run.wait(30)
     finally:
