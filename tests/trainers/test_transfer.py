@@ -108,3 +108,48 @@ def test_shuffled_rewards_permute_each_groups_rewards_and_keep_the_logged_reward
     finally:
         plain.close()
         shuffled.close()
+
+
+def test_shared_bottom_gives_the_detached_trunk_logprobs_and_step(real_batch: Any, tiny_path: Path, tmp_path: Path) -> None:
+    """Policy and reference over one shared frozen bottom (the adapter on the top layer only): the same logprobs for
+    both models and the same loss, KL and gradient norm after a step as the plain detached-trunk forward."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from tests.trainers.conftest import make_config
+    from trainers.core.lora import save_adapter
+    from trainers.transfer.arms import RLTrainer
+    from trainers.tree_grpo.trainer import TreeGRPOTrainer
+    from trainers.tree_sft.forward import DetachedTrunkForward
+
+    class Plain(DetachedTrunkForward, TreeGRPOTrainer):
+        pass
+
+    torch.manual_seed(0)
+    start = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_path),
+                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], layers_to_transform=[1]))
+    with torch.no_grad():
+        for name, p in start.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.1)
+    adapter = save_adapter(start, tmp_path / "adapter", tiny_path)
+    cfg = {"use_peft": True, "beta": 0.1, "learning_rate": 1e-2}
+    shared, plain = RLTrainer(make_config(tmp_path / "s", **cfg), adapter), Plain(make_config(tmp_path / "p", **cfg), adapter)
+    try:
+        assert shared.shared_bottom is not None and shared.shared_bottom.n == 1
+        from clawgym_env.tree import pack_tree
+
+        pack = pack_tree(real_batch.groups[0].tree)
+        with torch.no_grad():
+            for model in ("model", "ref_model"):
+                a = shared.forward_logprobs(getattr(shared, model), pack)
+                b = plain.forward_logprobs(getattr(plain, model), pack)
+                assert float((a - b)[pack.loss_mask].abs().max()) < 1e-5, model
+        ms, mp = shared.train_step(copy.deepcopy(real_batch)), plain.train_step(copy.deepcopy(real_batch))
+        for key in ("loss", "kl", "grad_norm"):
+            assert abs(ms[key] - mp[key]) <= 1e-5 * max(1.0, abs(mp[key])), (key, ms[key], mp[key])
+        assert len(shared.shared_bottom.trunks) == 1 and not shared.shared_bottom.kept  # trunk kept, packs dropped
+    finally:
+        shared.close()
+        plain.close()

@@ -17,14 +17,15 @@ from typing import Any
 from trainers.core.engine import PackSlot
 from trainers.rollout import RolloutBatch
 from trainers.transfer.design import Arm, Design
+from trainers.transfer.forward import SharedBottomForward
 from trainers.tree_grpo.trainer import TreeGRPOTrainer
-from trainers.tree_sft.forward import DetachedTrunkForward
 
 __all__ = ["RLTrainer", "ShuffledRewardTrainer", "train_rl", "train_sft_more"]
 
 
-class RLTrainer(DetachedTrunkForward, TreeGRPOTrainer):
-    """Tree GRPO whose packs forward the harness's shared system prompt once per model and step."""
+class RLTrainer(SharedBottomForward, TreeGRPOTrainer):
+    """Tree GRPO whose packs run the frozen bottom once for policy and reference, and the harness's shared system
+    prompt through the bottom once a run and through each model's top once per weight version (``forward``)."""
 
 
 class ShuffledRewardTrainer(RLTrainer):

@@ -77,8 +77,8 @@ class FrozenBottomForward:
             self.kept[key] = torch.cat(parts, dim=1)
         return self.kept[key]
 
-    def logprobs(self, key: Any, pack: PackedTree, trunk: TrunkCache | None = None) -> torch.Tensor:
-        """``[N]`` logprobs of the pack's loss tokens (0 elsewhere); gradient reaches the top layers only."""
+    def logprobs(self, key: Any, pack: PackedTree, trunk: TrunkCache | None = None, temperature: float = 1.0) -> torch.Tensor:
+        """``[N]`` logprobs at ``temperature`` of the pack's loss tokens (0 elsewhere); gradient reaches the top layers only."""
         h = self.bottom(key, pack)
         device = h.device
         ids, pos = pack.input_ids[None].to(device), pack.position_ids[None].to(device)
@@ -88,4 +88,5 @@ class FrozenBottomForward:
             cache = (trunk or TrunkCache()).get(ids, pos, start, lambda lo, hi, kv: self._chain(top, h, pos, lo, hi, kv))
         mask = rows_mask(pack.subtree_end.to(device), start, "bool", h.dtype)
         out = self._layers(top, h[:, start:], pos[:, start:], mask, cache if cache is not None else DynamicCache(config=self.model.config))
-        return loss_token_logprobs(self.decoder.norm(out)[0], pack, start, self.model.get_output_embeddings(), self.chunk_size)
+        return loss_token_logprobs(self.decoder.norm(out)[0], pack, start, self.model.get_output_embeddings(), self.chunk_size,
+                                   temperature)
