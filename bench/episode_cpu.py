@@ -64,8 +64,8 @@ def _steps(harnesses: list[str], proxy: object, sock: Path, cache: Path) -> dict
         return run
 
     async def grading() -> None:
-        from clawgym_env.task import make_transcript
-        from clawgym_env.task.grade import EarlyGrading, grade_final
+        from clawgym_env.grading import make_transcript
+        from clawgym_env.grading.grade import EarlyGrading, grade_final
 
         async with create_sandbox("bwrap", plain) as sb:
             r = await sb.exec(["sh", "-c", "echo 'hello world' > hello.txt"], timeout=60)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from clawgym_env.task.officeqa_scoring import officeqa_verdict
+from clawgym_env.grading.officeqa_scoring import officeqa_verdict
 
 TABLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "officeqa" / "conformance.csv.gz"
 TWELVE = ("[374,443, 381,327, 401,845, 433,432, 461,855, 478,957, 505,483, 595,307, 664,852, 731,821, "

@@ -81,10 +81,11 @@ async def _concurrent(backend: str, cfg: SandboxConfig, n: int) -> tuple[float, 
 async def _grading(backend: str, task: str, n: int) -> tuple[list[float], list[float], list[float]]:
     """(sealed ``verify`` per episode, the same with the workspace copied out first (what bwrap did
     before zero-copy grading; docker always does), the same verifiers run in one already open sealed sandbox)."""
+    from clawgym_env.grading import make_transcript, verify
+    from clawgym_env.grading.grade import grade_final
+    from clawgym_env.grading.verify import run_verifiers
     from clawgym_env.sandbox import Mount
-    from clawgym_env.task import load_suite, make_transcript, verify
-    from clawgym_env.task.grade import grade_final
-    from clawgym_env.task.verify import run_verifiers
+    from clawgym_env.task import load_suite
 
     spec = load_suite(Path(__file__).resolve().parents[1] / "tasks" / "clawgym-original").get(task)
     transcript = make_transcript(spec, "done")

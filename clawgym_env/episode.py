@@ -6,7 +6,7 @@ proxy session (the only way out of the sandbox) and runs the harness's headless 
 task's wall-time limit. Whatever happens to the harness (clean exit, crash, hang, output flood,
 call budget exhausted) becomes a ``status``, never a leftover process: the sandbox is closed
 before returning. When the harness exits every process of the episode is killed; grading then
-runs in a fresh, sealed sandbox over the final workspace (``clawgym_env.task.grade.grade_final``:
+runs in a fresh, sealed sandbox over the final workspace (``clawgym_env.grading.grade.grade_final``:
 on bwrap its layers, stacked read-only without a copy; else a copy taken out), and the agent's
 sandbox, with nothing left running in it, is closed after. On bwrap that grading sandbox and its
 graders' interpreters are started while the harness runs (``EarlyGrading``); they see the agent's
@@ -39,9 +39,9 @@ from clawgym_env.sandbox._fs import copy_tree_safely
 from clawgym_env.sandbox._sweep import tagged_tempdir
 
 if TYPE_CHECKING:
+    from clawgym_env.grading.grade import EarlyGrading
     from clawgym_env.proxy import ProxyServer
     from clawgym_env.task import TaskSpec
-    from clawgym_env.task.grade import EarlyGrading
 
 __all__ = ["EpisodeResult", "EpisodeStatus", "resolve_task", "run_episode", "save_workspace", "transcript_for_verifier"]
 
@@ -118,7 +118,7 @@ def resolve_task(task: TaskSpec | str) -> TaskSpec:
 
 def transcript_for_verifier(task: TaskSpec, calls: list[CallRecord]) -> dict[str, Any]:
     """What verifiers see of an episode: the last answered call's messages and final text (also used to re-grade)."""
-    from clawgym_env.task import make_transcript
+    from clawgym_env.grading.verify import make_transcript
 
     answered = [c for c in calls if c.response is not None and c.error is None]
     messages: list[dict[str, Any]] = []
@@ -267,7 +267,7 @@ async def run_episode(
             def start_grading() -> None:
                 nonlocal early
                 if workspace_out is None:  # a saved workspace is copied out and graded from the copy
-                    from clawgym_env.task.grade import EarlyGrading
+                    from clawgym_env.grading.grade import EarlyGrading
 
                     early = asyncio.ensure_future(EarlyGrading.start(spec, started))
 
@@ -299,7 +299,7 @@ async def run_episode(
             result.splice_hit_rate = sess.splice_hit_rate
             result.egress_attempts = [r.path for r in sess.egress]
             result.timings["collect"] = time.perf_counter() - t0
-            from clawgym_env.task.grade import grade_final
+            from clawgym_env.grading.grade import grade_final
 
             # graded in place where the backend shares the workspace's layers (bwrap); copied out
             # first only to be saved, or where it cannot. Every process of the episode is gone.

@@ -19,9 +19,9 @@ from clawgym_env.bundle import Bundle, SubmittedAttempt
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.capture.store import iter_capture
 from clawgym_env.errors import ClawGymError, LeaderboardError
+from clawgym_env.grading.grade import grade_workspace
 from clawgym_env.results import attempt_filename
 from clawgym_env.task import Suite, TaskSpec, load_suite
-from clawgym_env.task.grade import grade_workspace
 from leaderboard.store import SuiteRow
 
 __all__ = ["Verdict", "regrade_bundle", "server_suite"]

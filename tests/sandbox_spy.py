@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from clawgym_env import episode as episode_mod
-from clawgym_env.task import grade as grade_mod
+from clawgym_env.grading import grade as grade_mod
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
-    from clawgym_env.task.importers import ImportReport
+    from clawgym_env.authoring.importers import ImportReport
 
 app = typer.Typer(help="Task suites: list, show, validate, import, pull, check.", no_args_is_help=True)
 
@@ -146,8 +146,8 @@ def import_cmd(
 ) -> None:
     """Convert a third-party task set into a ClawGym suite (written atomically, validated), keeping the
     benchmark's own scoring; prints what it mapped and what it could not."""
+    from clawgym_env.authoring.importers import import_suite
     from clawgym_env.errors import ClawGymError
-    from clawgym_env.task.importers import import_suite
 
     options: dict[str, Any] = {}
     if fmt == "officeqa":
@@ -185,9 +185,9 @@ def pull(
     force: bool = typer.Option(False, "--force", help="Replace an existing suite of that name."),
 ) -> None:
     """Download a public suite with the Hugging Face client and import it."""
+    from clawgym_env.authoring.importers import import_suite
+    from clawgym_env.authoring.importers.clawgym_hf import download_clawgym_bench
     from clawgym_env.errors import ClawGymError
-    from clawgym_env.task.importers import import_suite
-    from clawgym_env.task.importers.clawgym_hf import download_clawgym_bench
 
     if name != "clawgym-bench":
         raise _fail(f"unknown suite {name!r} to pull. Fix: use clawgym-bench, or `clawgym tasks import` for local copies.")
@@ -200,8 +200,8 @@ def pull(
 
 
 def _strategies(s: object, extra: list[str] | None, only: str | None) -> list:  # type: ignore[type-arg]
+    from clawgym_env.authoring.adversarial import default_strategies, load_strategy, suite_strategies
     from clawgym_env.errors import ConfigError
-    from clawgym_env.task.adversarial import default_strategies, load_strategy, suite_strategies
 
     found = default_strategies() + suite_strategies(s.spec.metadata, s.path)  # type: ignore[attr-defined]
     found += [load_strategy(ref) for ref in extra or []]
@@ -238,7 +238,7 @@ def strategies() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from clawgym_env.task.adversarial import default_strategies
+    from clawgym_env.authoring.adversarial import default_strategies
 
     table = Table("strategy", "what it tries")
     for x in default_strategies():
@@ -267,8 +267,8 @@ def check(
     from rich.table import Table
 
     from clawgym_env._sync import run_sync
+    from clawgym_env.authoring.check import check_suite, record_noop_scores
     from clawgym_env.errors import ClawGymError
-    from clawgym_env.task.check import check_suite, record_noop_scores
     from clawgym_env.task.suite import load_suite
 
     console = Console()

@@ -77,7 +77,7 @@ def static_args(cfg: SandboxConfig, uid: int, home: str, d: Path, bwrap: str) ->
 
 
 def _jail_env(cfg: SandboxConfig, bwrap: str) -> dict[str, str]:
-    """Where and how graders run agent code (``task._agent_jail``); a host where a bwrap cannot
+    """Where and how graders run agent code (``grading._agent_jail``); a host where a bwrap cannot
     run inside a bwrap gets a jail that refuses, so such graders fail loudly, never run unjailed."""
     if not cfg.sealed:
         return {}

@@ -89,7 +89,7 @@ def jail_binary(bw: str) -> tuple[list[str], str]:
 
 
 def jail_argv(binary: str) -> list[str]:
-    """The jail's namespaces and privileges (``task._agent_jail`` adds its mounts)."""
+    """The jail's namespaces and privileges (``grading._agent_jail`` adds its mounts)."""
     return [binary, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
             "--cap-drop", "ALL"]  # fmt: skip
 

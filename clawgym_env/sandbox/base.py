@@ -30,7 +30,7 @@ class Mount:
 
 
 JAIL_ENV = "CLAWGYM_JAIL"
-"""Set in a sealed sandbox: how graders run the agent's code away from them (``task._agent_jail``)."""
+"""Set in a sealed sandbox: how graders run the agent's code away from them (``grading._agent_jail``)."""
 AGENT_UID = 1000
 """The uid the agent's code runs as in a docker grading jail (the episode's "user")."""
 
@@ -68,7 +68,7 @@ class SandboxConfig:
     proxy, and a jail for the agent's code (``JAIL_ENV``) that cannot read ``mounts`` (the
     grader's: hidden files, payload) nor reach the grader's processes. ``user`` is ignored: the
     grader runs as bwrap's unprivileged "user", or as docker's root with only the capabilities
-    the jail needs (setuid/setgid/chown/dac_override/fowner). See ``clawgym_env.task.grade``."""
+    the jail needs (setuid/setgid/chown/dac_override/fowner). See ``clawgym_env.grading.grade``."""
     disk_mb: int | None = 8192
     """Docker: size of the workspace and of every writable folder (tmpfs), so a flood cannot fill
     the host disk. bwrap keeps its folders on tmpfs, charged to the memory limit. Both: what a

@@ -20,7 +20,7 @@ Isolation: new user, pid, ipc, uts, mount, cgroup and network namespaces (loopba
 capabilities dropped, ``--die-with-parent``, ``--new-session``. A sealed (grading) sandbox also
 refuses the ptrace family of syscalls (``_seccomp``), runs as "user", and carries the bwrap binary
 for the graders' agent-code jail (``CLAWGYM_JAIL``: a nested bwrap that cannot see the config
-mounts, /tmp, HOME or any process of the grader; see ``clawgym_env.task._agent_jail``). Only system folders are bound,
+mounts, /tmp, HOME or any process of the grader; see ``clawgym_env.grading._agent_jail``). Only system folders are bound,
 read-only; the host root, /home, /root and /tmp are not. The only way out is the proxy socket
 (see ``_bridge``: where this process may, it listens inside the exec's network namespace itself, so
 nothing is started inside for it; ``_bwrap_hold``). Killing the outer bwrap kills the namespace's init, and with it every

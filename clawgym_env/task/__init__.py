@@ -1,16 +1,11 @@
-"""Tasks: declarative specs, suites, verifiers and importers.
+"""Tasks as data: the validated specs of ``task.yaml`` / ``suite.yaml``, their loader and suites.
 
-``load_suite("clawgym-original")`` gives a ``Suite`` whose ``tasks`` are ``TaskSpec`` s;
-``await verify(spec, sandbox, transcript, judge)`` scores a finished episode and
-``await grade_workspace(spec, workspace_dir, transcript, backend)`` any final workspace, both in a
-fresh sealed sandbox;
-``await check_suite(suite)`` proves every task sound (solution scores 1, doing nothing scores 0).
+``load_suite("clawgym-original")`` gives a ``Suite`` whose ``tasks`` are ``TaskSpec`` s. Grading a finished
+episode is ``clawgym_env.grading``; vetting and importing suites is ``clawgym_env.authoring``.
 """
 
 from __future__ import annotations
 
-from clawgym_env.task.answer import match_answer, parse_number
-from clawgym_env.task.check import CheckResult, check_suite
 from clawgym_env.task.loader import load_task_dir, parse_task
 from clawgym_env.task.spec import (
     AnswerVerifier,
@@ -24,12 +19,9 @@ from clawgym_env.task.spec import (
     VerifierSpec,
 )
 from clawgym_env.task.suite import Suite, TaskRegistry, load_suite, user_suites_dir, validate_suite
-from clawgym_env.task.grade import grade_workspace
-from clawgym_env.task.verify import VerifyResult, make_transcript, verify
 
 __all__ = [
     "AnswerVerifier",
-    "CheckResult",
     "CodeVerifier",
     "Limits",
     "RubricItem",
@@ -40,16 +32,9 @@ __all__ = [
     "TaskRegistry",
     "TaskSpec",
     "VerifierSpec",
-    "VerifyResult",
-    "check_suite",
-    "grade_workspace",
     "load_suite",
     "load_task_dir",
-    "make_transcript",
-    "match_answer",
-    "parse_number",
     "parse_task",
     "user_suites_dir",
     "validate_suite",
-    "verify",
 ]

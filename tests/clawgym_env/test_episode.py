@@ -144,7 +144,7 @@ async def test_imported_clawgym_task_runs_in_its_own_workspace(
     sees the task's input files, and the task's own reward script grades the result."""
     import shutil
 
-    from clawgym_env.task.importers import import_suite
+    from clawgym_env.authoring.importers import import_suite
 
     sample = clawgym_sample_dir / "task_0000"
     shutil.copytree(sample, tmp_path / "src" / sample.name)

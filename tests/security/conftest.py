@@ -58,7 +58,7 @@ def digest(folder: Path) -> str:
 @pytest.fixture(scope="session")
 def clawgym_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real ClawGym sample tasks (task_0000: do-nothing floor 0), imported as a user would."""
-    from clawgym_env.task.importers import import_suite
+    from clawgym_env.authoring.importers import import_suite
 
     src = tmp_path_factory.mktemp("cg-src")
     shutil.copytree(shared_data_dir() / "clawgym-sample" / "task_0000", src / "task_0000")
@@ -108,7 +108,8 @@ def forged_scores(*keys: str) -> str:
 async def honest_score(suite: Path, task: str, files: dict[str, str], backend: str) -> float:
     """What the task's verifiers give a workspace holding ``files`` (no attack): the baseline an
     attack must not raise."""
-    from clawgym_env.task import grade_workspace, load_suite, make_transcript
+    from clawgym_env.grading import grade_workspace, make_transcript
+    from clawgym_env.task import load_suite
 
     spec = load_suite(suite).get(task)
     work = Path(tempfile.mkdtemp(prefix="clawgym-honest-"))

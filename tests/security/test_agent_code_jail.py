@@ -1,5 +1,5 @@
 """Agent code that the grader runs (implement-durations imports the agent's ``durations.py``) attacks
-the grader from inside: it runs in the grading jail (``clawgym_env.task._agent_jail``), away from
+the grader from inside: it runs in the grading jail (``clawgym_env.grading._agent_jail``), away from
 the hidden files and the grader's process, so none of this moves the score above 0.
 
 * read the hidden expected values (``grade.py``: the test inputs and answers) from the hidden

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.conftest import Attack, bash, write
 from tests.conftest import shared_data_dir
+from tests.security.conftest import Attack, bash, write
 
 SCRIPT = "/root/.openclaw/workspace/scripts/analyze_trials.py"
 """The script the checker runs (imported read-only, as the dataset ships it: the agent makes it writable)."""
@@ -54,7 +54,7 @@ json.dump({"overall_avg_wue": mean([w for _, _, w in wue]), "improvement_by_regi
 
 @pytest.fixture(scope="module")
 def suite_0396(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from clawgym_env.task.importers import import_suite
+    from clawgym_env.authoring.importers import import_suite
 
     src = tmp_path_factory.mktemp("cg-src")
     shutil.copytree(shared_data_dir() / "clawgym-sample" / "task_0396", src / "task_0396")

@@ -100,7 +100,8 @@ async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Atta
     (here a pyenv under /root, with numpy, pandas and a `python` command) is visible to neither."""
     import sys
 
-    from clawgym_env.task import grade_workspace, load_suite, make_transcript
+    from clawgym_env.grading import grade_workspace, make_transcript
+    from clawgym_env.task import load_suite
 
     summary, _ = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(f"({SEE}) > seen.txt 2>&1")], backend, save=True)
     agent = (saved_workspace(summary) / "seen.txt").read_text().splitlines()
@@ -122,7 +123,7 @@ async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Atta
 @pytest.mark.sandbox
 async def test_a_fault_inside_the_episode_is_an_error_record(attack: Attack, monkeypatch: pytest.MonkeyPatch) -> None:
     """A crash in our own code while grading (here: grade_final raising) costs that attempt, not the run."""
-    import clawgym_env.task.grade as grade
+    import clawgym_env.grading.grade as grade
 
     async def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("grader host fault")

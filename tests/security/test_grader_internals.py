@@ -1,4 +1,4 @@
-"""Attacks by someone who has read the grading code (clawgym_env/task/grade.py and its drivers).
+"""Attacks by someone who has read the grading code (clawgym_env/grading/grade.py and its drivers).
 
 * steal the verdict key or the grader's descriptors: read the driver's memory or environment
   through /proc, ptrace it, copy its stdout with pidfd_getfd, then sign a forged verdict;

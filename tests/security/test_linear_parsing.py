@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
+from clawgym_env.grading.answer import extract_tagged, match_answer, numbers_in, parse_number
+from clawgym_env.grading.jobbench_grading import parse_rubric_reply
+from clawgym_env.grading.json_in_text import MAX_DEPTH, json_objects
+from clawgym_env.grading.judge import _planted, judge_objects, parse_verdict
+from clawgym_env.grading.officeqa_scoring import final_answer, officeqa_verdict
 from clawgym_env.proxy._json_body import load_body
 from clawgym_env.proxy.session import CallFailed
-from clawgym_env.task.answer import extract_tagged, match_answer, numbers_in, parse_number
-from clawgym_env.task.jobbench_grading import parse_rubric_reply
-from clawgym_env.task.json_in_text import MAX_DEPTH, json_objects
-from clawgym_env.task.judge import _planted, judge_objects, parse_verdict
-from clawgym_env.task.officeqa_scoring import final_answer, officeqa_verdict
 from clawgym_env.task.spec import RubricItem
 
 FACTOR = 16

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from clawgym_env.authoring.check import check_suite
 from clawgym_env.task import load_suite
 from clawgym_env.task import procgen_compose as compose
 from clawgym_env.task import procgen_multistep as multistep
-from clawgym_env.task.check import check_suite
 from clawgym_env.task.procgen import RL_PER_TEMPLATE, TEMPLATES, generate, rl_variants, write_rl_suite, write_suites
 from clawgym_env.task.suite import content_hash, repo_tasks_dir
 

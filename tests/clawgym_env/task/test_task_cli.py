@@ -8,8 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clawgym_env.cli.main import app
-
-from .conftest import FIXTURES
+from tests.clawgym_env.conftest import FIXTURES
 
 runner = CliRunner()
 
