@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -212,6 +213,10 @@ class VLLMServer:
     base_url: str
     log_path: Path
     argv: list[str]
+    watchdog: subprocess.Popen[bytes] | None = None
+    """Ends the server's process group once ``watchdog_fd`` closes: when this process ends, even by SIGKILL."""
+    watchdog_fd: int = -1
+    """The write end of the watchdog's stdin; only this process holds it (pipes are not inherited)."""
 
     def wait_ready(self, timeout: float = 900.0) -> None:
         """Block until ``GET /health`` answers 200; if the process exits first, raise with its last log lines."""
@@ -250,6 +255,13 @@ class VLLMServer:
     def stop(self, timeout: float = 30.0) -> None:
         """Terminate the server (its whole process group: vLLM runs engine worker processes). Idempotent."""
         atexit.unregister(self.stop)
+        if self.watchdog is not None:  # first, so it never signals a group id that a later process reuses
+            self.watchdog.kill()
+            self.watchdog.wait()
+            self.watchdog = None
+        if self.watchdog_fd >= 0:
+            os.close(self.watchdog_fd)
+            self.watchdog_fd = -1
         if self.process.poll() is not None:
             return
         import signal
@@ -295,8 +307,46 @@ def launch_vllm_server(
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(WORKER_DIR), child_env.get("PYTHONPATH", "")) if p)
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    server = VLLMServer(process=proc, base_url=f"http://{host}:{port}", log_path=Path(log_path), argv=argv)
+    watchdog, watchdog_fd = _start_watchdog(proc.pid)
+    server = VLLMServer(process=proc, base_url=f"http://{host}:{port}", log_path=Path(log_path), argv=argv,
+                        watchdog=watchdog, watchdog_fd=watchdog_fd)
     # its own session, so no signal of ours reaches it: a caller that never stops it (an exception before
-    # its cleanup) would leave a server holding gigabytes after this process ends
+    # its cleanup) would leave a server holding gigabytes after this process ends; atexit covers a normal
+    # exit, the watchdog every other end (SIGKILL, a crash of the interpreter)
     atexit.register(server.stop)
     return server
+
+
+_WATCHDOG = """\
+import os, signal, sys, time
+group = int(sys.argv[1])
+sys.stdin.buffer.read()  # EOF: the launching process has ended, however it ended
+for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):
+    try:
+        os.killpg(group, sig)
+    except ProcessLookupError:
+        break
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            sys.exit(0)
+        time.sleep(0.2)
+"""
+
+
+def _start_watchdog(group: int) -> tuple[subprocess.Popen[bytes], int]:
+    """A small process, in a session of its own (a Ctrl-C to ours does not reach it), that ends process group
+    ``group`` when the returned pipe end closes. Only this process holds that end, so it closes when this
+    process ends by any means; ``VLLMServer.stop`` kills the watchdog before closing it."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-I", "-c", _WATCHDOG, str(group)], stdin=read_end,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return proc, write_end

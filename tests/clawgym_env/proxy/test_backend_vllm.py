@@ -481,3 +481,42 @@ def test_a_server_never_stopped_is_stopped_when_its_launcher_exits(tiny_model_di
     pid = int(out.stdout.split()[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_server_is_stopped_when_its_launcher_is_killed(tiny_model_dir: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """atexit does not run on SIGKILL (a run killed from outside, an OOM kill): the launcher's watchdog, which
+    waits on a pipe only the launcher holds, ends the server's process group once the launcher is gone."""
+    import signal
+    import subprocess
+
+    cli = fake_cli(tmp_path, monkeypatch)
+    script = (
+        "import os, signal\n"
+        "from clawgym_env.proxy.backends import vllm_server as v\n"
+        "v._shebang_python = lambda p: None\n"
+        f"s = v.launch_vllm_server({str(tiny_model_dir)!r}, {free_port()}, vllm_bin={str(cli)!r})\n"
+        "s.wait_ready(120)\n"
+        "print(s.process.pid, s.watchdog.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    server_pid, watchdog_pid = (int(x) for x in out.stdout.split())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(server_pid, signal.SIGKILL)
+        pytest.fail(f"the server (pid {server_pid}) outlived its SIGKILLed launcher by 30 s")
+    while time.monotonic() < deadline:  # the watchdog leaves once the group is gone
+        try:
+            os.kill(watchdog_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the watchdog (pid {watchdog_pid}) did not exit")
