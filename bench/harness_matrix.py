@@ -20,7 +20,6 @@ import asyncio
 import itertools
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -40,30 +39,14 @@ HARNESSES = "claude-code,claude-code-bash,openclaw,codex,gemini-cli,qwen-code,op
 
 
 def own_count(harness: str, folder: Path) -> int | str:
-    """The harness's own record of its model calls, from its transcript next to the capture."""
-    from harnesses.claude_code import ClaudeCode
-    from harnesses.codex import Codex
-    from harnesses.custom import CustomLoop
-    from harnesses.gemini_cli import GeminiCli
-    from harnesses.mini_swe_agent import MiniSweAgent
-    from harnesses.openclaw import OpenClaw
-    from harnesses.opencode import OpenCode
-    from harnesses.pi import Pi
-    from harnesses.qwen_code import QwenCode
+    """The harness's own record of its model calls, from its record folder next to the capture."""
+    from clawgym_env.harness_registry import load_harness
 
-    stdout = (folder / "stdout.log").read_text() if (folder / "stdout.log").is_file() else ""
-    counters: dict[str, Any] = {
-        "claude-code": lambda: ClaudeCode.count_calls(stdout), "claude-code-bash": lambda: ClaudeCode.count_calls(stdout),
-        "openclaw": lambda: OpenClaw.count_calls(folder / "openclaw-state"),
-        "codex": lambda: Codex.count_calls(folder / "codex"), "gemini-cli": lambda: GeminiCli.count_calls(stdout),
-        "qwen-code": lambda: QwenCode.count_calls(stdout), "opencode": lambda: OpenCode.count_calls(stdout),
-        "pi": lambda: Pi.count_calls(stdout), "mini-swe-agent": lambda: MiniSweAgent.count_calls(folder / "mini-swe-agent"),
-        "custom": lambda: CustomLoop.count_calls((folder / "custom-transcript.jsonl").read_text()),
-    }
     try:
-        return counters[harness]()
+        n = load_harness(harness).count_calls(folder)
     except (OSError, ValueError, KeyError) as exc:
         return f"? ({type(exc).__name__})"
+    return "-" if n is None else n
 
 
 def changes(calls: list[Any], issued: set[str]) -> dict[str, Any]:

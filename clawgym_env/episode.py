@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clawgym_env.capture.records import CallRecord
 from clawgym_env.errors import ClawGymError, ConfigError, episode_context
-from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.harness import STDOUT_LOG, Harness, HarnessSession
 from clawgym_env.harness_install import cache_root
 from clawgym_env.harness_registry import load_harness
 from clawgym_env.proxy.backends.base import PolicyBackend
@@ -254,7 +254,7 @@ async def run_episode(
             cache = cache_dir or cache_root()
             config = SandboxConfig(
                 workspace_mount=spec.workspace_mount, workspace_src=spec.workspace_dir, proxy_socket=proxy.uds_path,
-                mounts=adapter.mounts(cache), memory_mb=max(spec.limits.memory_mb, int(getattr(adapter, "memory_mb", 0))),
+                mounts=adapter.mounts(cache), memory_mb=max(spec.limits.memory_mb, adapter.memory_mb),
             )
             hs = HarnessSession(session_id=sid, base_url=f"http://127.0.0.1:{config.proxy_port}", api_key=sess.api_key,
                                 model=model_name, workspace=spec.workspace_mount, home=HOME)
@@ -271,10 +271,9 @@ async def run_episode(
 
                     early = asyncio.ensure_future(EarlyGrading.start(spec, started))
 
-            own_transcript = _own_transcript(adapter)
             if transcript_path is not None:
                 transcript_path.mkdir(parents=True, exist_ok=True)
-            watch = _Watch(asyncio.Event(), transcript_path / "stdout.log" if transcript_path else None)
+            watch = _Watch(asyncio.Event(), transcript_path / STDOUT_LOG if transcript_path else None)
             t0 = time.perf_counter()
             try:
                 exec_result, stopped = await _run_harness(
@@ -290,9 +289,10 @@ async def run_episode(
 
             await sb.reap()  # every process of the episode is gone before anything is read out of it
             t0 = time.perf_counter()
-            if transcript_path is not None and own_transcript not in (None, "stdout"):
+            own_record = adapter.own_record(transcript_path) if transcript_path is not None else None
+            if own_record is not None and adapter.transcript != "stdout":
                 with contextlib.suppress(ClawGymError):
-                    await sb.download(f"{HOME}/{own_transcript}", transcript_path / own_transcript.lstrip("."))
+                    await sb.download(f"{HOME}/{adapter.transcript}", own_record)
             result.transcript_path = transcript_path
             result.calls = await proxy.close_session(sid)
             session_open = False
@@ -354,12 +354,6 @@ async def _settled(early: asyncio.Future[EarlyGrading | None] | None) -> EarlyGr
         return await asyncio.shield(early)
     except ClawGymError:
         return None
-
-
-def _own_transcript(adapter: Harness) -> str | None:
-    """Where the adapter says the harness keeps its own transcript: "stdout" or a path under HOME."""
-    value = getattr(adapter, "transcript", None)
-    return str(value) if value else None
 
 
 def _classify(result: EpisodeResult, r: Any, stopped: str | None, over_limit: bool, calls: list[CallRecord]) -> None:

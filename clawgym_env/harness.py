@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["Harness", "HarnessSession"]
+__all__ = ["STDOUT_LOG", "Harness", "HarnessSession"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ class HarnessSession:
     max_turns: int | None = None
 
 
+STDOUT_LOG = "stdout.log"
+"""The harness's stdout, kept in an episode's record folder (``<capture_dir>/<session>.harness/``)."""
+
+
 class Harness(abc.ABC):
     """One agent harness. Subclasses declare ``name``, ``version`` and the four methods."""
 
@@ -41,6 +45,14 @@ class Harness(abc.ABC):
     version: ClassVar[str]
     dialect: ClassVar[str] = "openai-chat"
     """API the harness speaks to the model: "anthropic", "openai-chat", "openai-responses" or "gemini"."""
+    memory_mb: ClassVar[int] = 0
+    """Sandbox memory floor (MB) the harness needs whatever the task asks (0: the task's limit alone)."""
+    transcript: ClassVar[str | None] = None
+    """Where the harness keeps its own record of an episode: "stdout" (what it prints), a path under HOME (copied
+    into the episode's record folder once every process is dead), or None."""
+    env_name: ClassVar[str | None] = None
+    """The Gymnasium id's name part, ``ClawGym/<env_name>-v0``; None derives it from ``name``
+    ("claude-code-bash" -> "ClaudeCodeBash")."""
 
     @abc.abstractmethod
     def install(self, cache_dir: Path) -> Path:
@@ -61,3 +73,20 @@ class Harness(abc.ABC):
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         """Files to create inside the sandbox before launch: {absolute path: content}."""
         return {}
+
+    def own_record(self, record: Path) -> Path | None:
+        """Where the harness's own record of an episode lies in its record folder ``record``
+        (``EpisodeResult.transcript_path``): ``stdout.log``, or the ``transcript`` path without its leading dot."""
+        if self.transcript is None:
+            return None
+        return record / (STDOUT_LOG if self.transcript == "stdout" else self.transcript.lstrip("."))
+
+    def read_own_record(self, record: Path) -> str:
+        """The harness's own record (a file) in ``record`` as text; "" when it left none."""
+        path = self.own_record(record)
+        return path.read_text(encoding="utf-8", errors="replace") if path is not None and path.is_file() else ""
+
+    def count_calls(self, record: Path) -> int | None:
+        """Model calls the harness counted itself in an episode's record folder, to hold against the capture;
+        None when it keeps no count."""
+        return None

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from clawgym_env.errors import ConfigError
-from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH, npm_install, npm_mount
+from clawgym_env.harness import HarnessSession
+from harnesses.npm import SANDBOX_PATH, NpmCli
 
 __all__ = ["ClaudeCode", "ClaudeCodeBash"]
 
@@ -26,7 +25,7 @@ KEY_TTL_MS = 86_400_000
 """How long Claude Code keeps the key its apiKeyHelper gave (longer than any episode: the helper works once)."""
 
 
-class ClaudeCode(Harness):
+class ClaudeCode(NpmCli):
     """Claude Code in print mode (``-p``) with ``stream-json`` output and permissions skipped."""
 
     name: ClassVar[str] = "claude-code"
@@ -36,7 +35,11 @@ class ClaudeCode(Harness):
     """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = "stdout"
     """Where the harness's own transcript is: its stream-json stdout."""
-    BINARY: ClassVar[str] = f"node_modules/{PACKAGE}/bin/claude.exe"
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = f"node_modules/{PACKAGE}/bin/claude.exe"
+    """The native binary the package ships (npm runs on Node 24: the package declares node >= 22)."""
+    on_node: ClassVar[bool] = False
     tools: ClassVar[tuple[str, ...] | None] = None
     """Built-in tools offered to the model (``--tools``); None keeps Claude Code's default set."""
 
@@ -54,13 +57,6 @@ class ClaudeCode(Harness):
             raise ConfigError(f"claude-code auto_compact_pct={auto_compact_pct}: give a percent in (0, 100]")
         self.auto_compact_window = auto_compact_window
         self.auto_compact_pct = auto_compact_pct
-
-    def install(self, cache_dir: Path) -> Path:
-        """npm-install the pinned package (npm run on Node 24: the package declares node >= 22)."""
-        return npm_install(self, PACKAGE, cache_dir, check=[self.BINARY])
-
-    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE),)
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         compaction = {}
@@ -92,11 +88,8 @@ class ClaudeCode(Harness):
         }
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        cmd = [
-            f"{INSIDE}/{self.BINARY}", "-p", instruction,
-            "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
-            "--model", session.model,
-        ]
+        cmd = self.cli("-p", instruction, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
+                       "--model", session.model)
         if self.tools is not None:
             cmd += ["--tools", ",".join(self.tools)]
         if session.max_turns is not None:
@@ -112,11 +105,10 @@ class ClaudeCode(Harness):
         helper = f"k=$(cat {key}) && rm -f {key} && printf %s \"$k\""
         return {f"{session.home}/.claude/settings.json": json.dumps({"apiKeyHelper": helper}) + "\n", key: session.api_key}
 
-    @staticmethod
-    def count_calls(transcript: str) -> int:
-        """Model calls seen in a stream-json transcript: distinct assistant message ids."""
+    def count_calls(self, record: Path) -> int:
+        """Model calls seen in its stream-json stdout: distinct assistant message ids."""
         ids: set[str] = set()
-        for line in transcript.splitlines():
+        for line in self.read_own_record(record).splitlines():
             try:
                 event = json.loads(line)
             except ValueError:

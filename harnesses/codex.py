@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH, base_env, npm_install, npm_mount
+from clawgym_env.harness import HarnessSession
+from harnesses.npm import SANDBOX_PATH, NpmCli
 
 __all__ = ["Codex"]
 
@@ -41,7 +40,7 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-class Codex(Harness):
+class Codex(NpmCli):
     """``codex exec --json`` with a config whose only model provider is the proxy."""
 
     name: ClassVar[str] = "codex"
@@ -51,25 +50,19 @@ class Codex(Harness):
     """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = CODEX_HOME
     """Where the harness's own transcript is: its CODEX_HOME (rollout files under sessions/)."""
-    BINARY: ClassVar[str] = f"{VENDOR}/bin/codex"
-
-    def install(self, cache_dir: Path) -> Path:
-        """npm-install the pinned launcher; npm brings the linux-x64 binary as its optional dependency."""
-        return npm_install(self, PACKAGE, cache_dir, check=[self.BINARY])
-
-    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE),)
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = f"{VENDOR}/bin/codex"
+    """The native binary, npm's optional linux-x64 dependency of the launcher package."""
+    on_node: ClassVar[bool] = False
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return base_env(session.home, f"{INSIDE}/{VENDOR}/codex-path:{SANDBOX_PATH}",
-                        CODEX_HOME=f"{session.home}/{CODEX_HOME}", CLAWGYM_API_KEY=session.api_key)
+        return self.cli_env(session, {"CODEX_HOME": f"{session.home}/{CODEX_HOME}", "CLAWGYM_API_KEY": session.api_key},
+                            path=f"{INSIDE}/{VENDOR}/codex-path:{SANDBOX_PATH}")
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return [
-            f"{INSIDE}/{self.BINARY}", "exec", "--json", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "--cd", session.workspace, "--model", session.model,
-            instruction,
-        ]
+        return self.cli("exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                        "--cd", session.workspace, "--model", session.model, instruction)
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         base = session.base_url.rstrip("/") + "/v1"
@@ -119,11 +112,11 @@ class Codex(Harness):
                     continue
         return events
 
-    @classmethod
-    def count_calls(cls, codex_home: Path) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls Codex recorded itself: one ``token_count`` event per completed response."""
+        codex_home = self.own_record(record)
         return sum(
-            1 for e in cls.rollout_events(codex_home)
+            1 for e in (self.rollout_events(codex_home) if codex_home is not None else [])
             if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
             and e["payload"].get("type") == "token_count" and e["payload"].get("info")
         )

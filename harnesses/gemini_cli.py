@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.sandbox.base import Mount
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, base_env, node_mount, npm_install, npm_mount
+from clawgym_env.harness import HarnessSession
+from harnesses.npm import NpmCli
 
 __all__ = ["GeminiCli", "total_requests"]
 
@@ -35,7 +34,7 @@ SETTINGS = {
 """Written to ``~/.gemini/settings.json``: nothing leaves the sandbox but model calls to the proxy."""
 
 
-class GeminiCli(Harness):
+class GeminiCli(NpmCli):
     """``gemini -p <task> --yolo --output-format json`` on the cached Node 24, its only endpoint the proxy."""
 
     name: ClassVar[str] = "gemini-cli"
@@ -46,31 +45,25 @@ class GeminiCli(Harness):
     transcript: ClassVar[str] = "stdout"
     """Its own record: the JSON envelope it prints (``stats.models.*.api.totalRequests``)."""
 
-    def install(self, cache_dir: Path) -> Path:
-        return npm_install(self, PACKAGE, cache_dir, check=[ENTRY])
-
-    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = ENTRY
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return base_env(
-            session.home, f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
-            GOOGLE_GEMINI_BASE_URL=session.base_url, GEMINI_API_KEY=session.api_key, GEMINI_MODEL=session.model,
-            GEMINI_TELEMETRY_ENABLED="false", GEMINI_CLI_NO_RELAUNCH="true", NO_BROWSER="true",
-        )
+        return self.cli_env(session, {
+            "GOOGLE_GEMINI_BASE_URL": session.base_url, "GEMINI_API_KEY": session.api_key, "GEMINI_MODEL": session.model,
+            "GEMINI_TELEMETRY_ENABLED": "false", "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "true",
+        })
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return [
-            f"{NODE_INSIDE}/bin/node", f"{INSIDE}/{ENTRY}", "-p", instruction, "--yolo",
-            "--output-format", "json", "--model", session.model,
-        ]
+        return self.cli("-p", instruction, "--yolo", "--output-format", "json", "--model", session.model)
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         return {f"{session.home}/.gemini/settings.json": json.dumps(SETTINGS, indent=2) + "\n"}
 
-    @staticmethod
-    def count_calls(stdout: str) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls Gemini CLI counted itself, from the ``stats`` of the JSON envelope it prints."""
+        stdout = self.read_own_record(record)
         start = stdout.find("{")
         envelope = json.loads(stdout[start:]) if start >= 0 else {}
         return total_requests(envelope.get("stats") or {})

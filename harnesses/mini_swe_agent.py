@@ -20,7 +20,7 @@ from clawgym_env.errors import HarnessInstallError
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.harness_install import install_pip_package, installed_root, is_installed
 from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH, base_env
+from harnesses.npm import SANDBOX_PATH, base_env
 
 __all__ = ["MiniSweAgent"]
 
@@ -68,10 +68,10 @@ class MiniSweAgent(Harness):
         return [f"{INSIDE}/venv/bin/python", "-m", "minisweagent.run.mini", "-t", instruction, "-y", "--exit-immediately",
                 "-m", f"openai/{session.model}", "-l", "0", "-o", f"{session.home}/{TRAJECTORY}"]
 
-    @staticmethod
-    def count_calls(trajectory_dir: Path) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls mini-swe-agent counted itself: ``info.model_stats.api_calls`` in its trajectory."""
-        path = Path(trajectory_dir) / Path(TRAJECTORY).name
-        if not path.is_file():
+        folder = self.own_record(record)
+        path = folder / Path(TRAJECTORY).name if folder is not None else None
+        if path is None or not path.is_file():
             return 0
         return int(json.loads(path.read_text())["info"]["model_stats"]["api_calls"])

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from clawgym_env.errors import ConfigError
-from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.harness import HarnessSession
 from clawgym_env.sandbox.base import Mount
 from harnesses import _compile_cache
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, node_mount, npm_install, npm_mount, pin_env, pin_mount
+from harnesses.npm import NODE_INSIDE, SANDBOX_PATH, NpmCli, pin_env, pin_mount
 
 __all__ = ["OpenClaw"]
 
@@ -34,7 +34,7 @@ APIS: Mapping[str, str] = {
 """OpenClaw provider ``api`` -> the dialect the proxy sees."""
 
 
-class OpenClaw(Harness):
+class OpenClaw(NpmCli):
     """``openclaw agent exec`` with a pinned config whose only provider is the proxy."""
 
     name: ClassVar[str] = "openclaw"
@@ -44,10 +44,13 @@ class OpenClaw(Harness):
     """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = ".openclaw-state"
     """Where the harness's own transcript is: its state dir (relative to HOME), sessions inside."""
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = f"node_modules/{PACKAGE}/openclaw.mjs"
 
     def __init__(self, api: str = "openai-completions", timeout_s: int = 600, pinned: bool = True,
                  context_window: int = 131072, compaction: Mapping[str, Any] | None = None) -> None:
-        """``pinned``: start the clock at 2026-01-01 and draw session UUIDs from a fixed seed (``harnesses._npm.pin_env``),
+        """``pinned``: start the clock at 2026-01-01 and draw session UUIDs from a fixed seed (``harnesses.npm.pin_env``),
         so its prompts (date, minute-stamped user turn, session id) are the same bytes in every run of a task.
 
         ``context_window``: the model's context as the config declares it, which OpenClaw compacts against;
@@ -69,13 +72,13 @@ class OpenClaw(Harness):
     def install(self, cache_dir: Path) -> Path:
         """npm-install the pinned package with npm running on Node 24 (engine-strict), then warm
         its compile cache once (see ``harnesses._compile_cache``)."""
-        root = npm_install(self, PACKAGE, cache_dir, check=[f"node_modules/{PACKAGE}/openclaw.mjs"])
+        root = super().install(cache_dir)
         _compile_cache.warm(self, cache_dir)
         return root
 
     def base_mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         """The install and Node 24, read-only."""
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
+        return super().mounts(cache_dir)
 
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         """``base_mounts`` plus the warm compile cache, read-only, when one was built."""
@@ -106,11 +109,8 @@ class OpenClaw(Harness):
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
         config, state = self._paths(session)
-        return [
-            f"{NODE_INSIDE}/bin/node", f"{INSIDE}/node_modules/{PACKAGE}/openclaw.mjs",
-            "agent", "exec", instruction, "--config", config, "--cwd", session.workspace, "--json",
-            "--model", f"{PROVIDER}/{session.model}", "--state-dir", state, "--timeout", str(self.timeout_s),
-        ]
+        return self.cli("agent", "exec", instruction, "--config", config, "--cwd", session.workspace, "--json",
+                        "--model", f"{PROVIDER}/{session.model}", "--state-dir", state, "--timeout", str(self.timeout_s))
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         base = session.base_url.rstrip("/")
@@ -149,10 +149,10 @@ class OpenClaw(Harness):
                 con.close()
         return events
 
-    @classmethod
-    def count_calls(cls, state_dir: Path) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls OpenClaw recorded itself: assistant messages in its transcript."""
+        state_dir = self.own_record(record)
         return sum(
-            1 for e in cls.transcript_events(state_dir)
+            1 for e in (self.transcript_events(state_dir) if state_dir is not None else [])
             if e.get("type") == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant"
         )

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from clawgym_env.errors import HarnessInstallError
-from clawgym_env.harness import Harness, HarnessSession
+from clawgym_env.harness import STDOUT_LOG, HarnessSession
 from clawgym_env.harness_install import install_wheel_binary, installed_root, is_installed
 from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH, base_env, npm_install, npm_mount
+from harnesses.npm import SANDBOX_PATH, NpmCli
 
 __all__ = ["OpenCode"]
 
@@ -41,7 +41,7 @@ OFF = ("AUTOUPDATE", "MODELS_FETCH", "SHARE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD",
 """``OPENCODE_DISABLE_<name>=1`` for each: everything that would reach past the proxy or read ambient config."""
 
 
-class OpenCode(Harness):
+class OpenCode(NpmCli):
     """``opencode run <task> --format json --model clawgym/<model>`` with a config naming only the proxy."""
 
     name: ClassVar[str] = "opencode"
@@ -52,29 +52,34 @@ class OpenCode(Harness):
     transcript: ClassVar[str] = ".local/share/opencode"
     """Its own record: the JSON events it prints."""
 
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = BINARY
+    on_node: ClassVar[bool] = False
+
     def install(self, cache_dir: Path) -> Path:
         install_wheel_binary(*RIPGREP, "rg", cache_dir=cache_dir)
-        return npm_install(self, PACKAGE, cache_dir, check=[BINARY])
+        return super().install(cache_dir)
 
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         rg = installed_root(*RIPGREP, cache_dir)
         if not is_installed(*RIPGREP, cache_dir):
             raise HarnessInstallError(f"ripgrep {RIPGREP[1]} (which OpenCode needs) is not installed in {rg.parent}; "
                                       f"run `clawgym harness install {self.name}`")
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), Mount(host=rg / "bin", inside=f"{RIPGREP_INSIDE}/bin"))
+        return (*super().mounts(cache_dir), Mount(host=rg / "bin", inside=f"{RIPGREP_INSIDE}/bin"))
 
     def _config_path(self, session: HarnessSession) -> str:
         return f"{session.home}/.opencode-clawgym.json"
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return base_env(
-            session.home, f"{RIPGREP_INSIDE}/bin:{SANDBOX_PATH}", OPENCODE_CONFIG=self._config_path(session), OPENCODE_PURE="1",
-            CLAWGYM_API_KEY=session.api_key, npm_config_offline="true", **{f"OPENCODE_DISABLE_{name}": "1" for name in OFF},
-        )
+        return self.cli_env(session, {
+            "OPENCODE_CONFIG": self._config_path(session), "OPENCODE_PURE": "1", "CLAWGYM_API_KEY": session.api_key,
+            "npm_config_offline": "true", **{f"OPENCODE_DISABLE_{name}": "1" for name in OFF},
+        }, path=f"{RIPGREP_INSIDE}/bin:{SANDBOX_PATH}")
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return [f"{INSIDE}/{BINARY}", "run", instruction, "--format", "json", "--model", f"{PROVIDER}/{session.model}",
-                "--dir", session.workspace, "--auto"]
+        return self.cli("run", instruction, "--format", "json", "--model", f"{PROVIDER}/{session.model}",
+                        "--dir", session.workspace, "--auto")
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         config = {
@@ -96,11 +101,11 @@ class OpenCode(Harness):
         }
         return {self._config_path(session): json.dumps(config, indent=2) + "\n"}
 
-    @staticmethod
-    def count_calls(stdout: str) -> int:
-        """Model calls OpenCode recorded itself: ``step_finish`` events (one per model response)."""
+    def count_calls(self, record: Path) -> int:
+        """Model calls OpenCode recorded itself: ``step_finish`` events (one per model response) on its stdout."""
+        stdout = record / STDOUT_LOG
         n = 0
-        for line in stdout.splitlines():
+        for line in (stdout.read_text(encoding="utf-8", errors="replace") if stdout.is_file() else "").splitlines():
             try:
                 event = json.loads(line)
             except ValueError:

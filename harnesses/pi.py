@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.sandbox.base import Mount
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, base_env, node_mount, npm_install, npm_mount
+from clawgym_env.harness import HarnessSession
+from harnesses.npm import NpmCli
 
 __all__ = ["Pi"]
 
@@ -25,7 +24,7 @@ ENTRY = f"node_modules/{PACKAGE}/dist/cli.js"
 PROVIDER = "clawgym"
 
 
-class Pi(Harness):
+class Pi(NpmCli):
     """``pi --mode json --offline --provider clawgym --model <model> <task>`` on the cached Node 24."""
 
     name: ClassVar[str] = "pi"
@@ -35,20 +34,16 @@ class Pi(Harness):
     """Sandbox memory floor (MB) this harness needs, whatever the task asks."""
     transcript: ClassVar[str] = "stdout"
     """Its own record: the JSON events it prints."""
-
-    def install(self, cache_dir: Path) -> Path:
-        return npm_install(self, PACKAGE, cache_dir, check=[ENTRY])
-
-    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = ENTRY
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return base_env(session.home, f"{NODE_INSIDE}/bin:{SANDBOX_PATH}", PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1",
-                        PI_TELEMETRY="0")
+        return self.cli_env(session, {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"})
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return [f"{NODE_INSIDE}/bin/node", f"{INSIDE}/{ENTRY}", "--mode", "json", "--offline", "--no-session",
-                "--provider", PROVIDER, "--model", session.model, instruction]
+        return self.cli("--mode", "json", "--offline", "--no-session", "--provider", PROVIDER, "--model", session.model,
+                        instruction)
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         models = {"providers": {PROVIDER: {
@@ -63,11 +58,10 @@ class Pi(Harness):
         return {f"{agent}/models.json": json.dumps(models, indent=2) + "\n",
                 f"{agent}/settings.json": json.dumps(settings, indent=2) + "\n"}
 
-    @staticmethod
-    def count_calls(stdout: str) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls pi recorded itself: ``message_end`` events of assistant messages."""
         n = 0
-        for line in stdout.splitlines():
+        for line in self.read_own_record(record).splitlines():
             try:
                 event = json.loads(line)
             except ValueError:

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from clawgym_env.harness import Harness, HarnessSession
-from clawgym_env.sandbox.base import Mount
-from harnesses._npm import NODE_INSIDE, SANDBOX_PATH, base_env, node_mount, npm_install, npm_mount
+from clawgym_env.harness import HarnessSession
 from harnesses.gemini_cli import total_requests
+from harnesses.npm import NpmCli
 
 __all__ = ["QwenCode"]
 
@@ -35,7 +34,7 @@ SETTINGS = {
 """Written to ``~/.qwen/settings.json``: nothing leaves the sandbox but model calls to the proxy."""
 
 
-class QwenCode(Harness):
+class QwenCode(NpmCli):
     """``qwen -p <task> --yolo --output-format json --auth-type openai`` on the cached Node 24."""
 
     name: ClassVar[str] = "qwen-code"
@@ -46,31 +45,26 @@ class QwenCode(Harness):
     transcript: ClassVar[str] = "stdout"
     """Its own record: the JSON result it prints."""
 
-    def install(self, cache_dir: Path) -> Path:
-        return npm_install(self, PACKAGE, cache_dir, check=[ENTRY])
-
-    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
-        return (npm_mount(self, PACKAGE, cache_dir, INSIDE), node_mount(cache_dir))
+    package: ClassVar[str] = PACKAGE
+    inside: ClassVar[str] = INSIDE
+    entry: ClassVar[str] = ENTRY
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return base_env(
-            session.home, f"{NODE_INSIDE}/bin:{SANDBOX_PATH}",
-            OPENAI_BASE_URL=f"{session.base_url}/v1", OPENAI_API_KEY=session.api_key, OPENAI_MODEL=session.model,
-            QWEN_CODE_NO_RELAUNCH="true", NO_BROWSER="true",
-        )
+        return self.cli_env(session, {
+            "OPENAI_BASE_URL": f"{session.base_url}/v1", "OPENAI_API_KEY": session.api_key, "OPENAI_MODEL": session.model,
+            "QWEN_CODE_NO_RELAUNCH": "true", "NO_BROWSER": "true",
+        })
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return [
-            f"{NODE_INSIDE}/bin/node", f"{INSIDE}/{ENTRY}", "-p", instruction, "--yolo", "--auth-type", "openai",
-            "--output-format", "json", "--model", session.model,
-        ]
+        return self.cli("-p", instruction, "--yolo", "--auth-type", "openai", "--output-format", "json",
+                        "--model", session.model)
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         return {f"{session.home}/.qwen/settings.json": json.dumps(SETTINGS, indent=2) + "\n"}
 
-    @staticmethod
-    def count_calls(stdout: str) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls Qwen Code counted itself: ``totalRequests`` in the stats of its final ``result`` event."""
+        stdout = self.read_own_record(record)
         start = stdout.find("[")
         events = json.loads(stdout[start:]) if start >= 0 else []
         result = next((e for e in reversed(events) if isinstance(e, dict) and e.get("type") == "result"), {})

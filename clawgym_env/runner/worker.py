@@ -9,11 +9,17 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawgym_env.errors import ClawGymError, ConfigError
 from clawgym_env.results import AttemptResult
 from clawgym_env.runner.config import AttemptJob, RunConfig, SuiteInfo, TaskInfo, WorkerInfo
+
+if TYPE_CHECKING:
+    from clawgym_env.harness import Harness
+    from clawgym_env.proxy import ProxyServer
+    from clawgym_env.proxy.backends.base import PolicyBackend
+    from clawgym_env.task import Suite, TaskSpec
 
 log = logging.getLogger("clawgym.runner")
 
@@ -21,22 +27,22 @@ class EpisodeWorker:
     """Runs real episodes: suite from ``load_suite``, backend from ``backend_from_spec``, one proxy
     for every episode of this process, harness adapters from the registry."""
 
-    def __init__(self, config: RunConfig, *, backend: Any | None = None, tasks: list[Any] | None = None,
-                 harnesses: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: RunConfig, *, backend: PolicyBackend | None = None, tasks: list[TaskSpec] | None = None,
+                 harnesses: Mapping[str, Harness] | None = None) -> None:
         """``backend``, ``tasks`` and ``harnesses`` (name -> adapter) given here are used instead of
         building them from the config (a trainer's in-process policy); the caller closes ``backend``."""
         self.config = config
         self._given = (backend, tasks, dict(harnesses or {}))
-        self._tasks: dict[str, Any] = {}
-        self._harnesses: dict[str, Any] = {}
-        self._backend: Any = None
-        self._judge: Any = None
-        self._proxy: Any = None
+        self._tasks: dict[str, TaskSpec] = {}
+        self._harnesses: dict[str, Harness] = {}
+        self._backend: PolicyBackend | None = None
+        self._judge: PolicyBackend | None = None
+        self._proxy: ProxyServer | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._pass_threshold = 1.0
 
     @staticmethod
-    def _load_suite(config: RunConfig) -> Any:
+    def _load_suite(config: RunConfig) -> tuple[Suite, list[TaskSpec]]:
         from clawgym_env.task import load_suite
 
         suite = load_suite(config.suite)
@@ -45,7 +51,7 @@ class EpisodeWorker:
     @classmethod
     def describe_suite(cls, config: RunConfig) -> SuiteInfo:
         suite, tasks = cls._load_suite(config)
-        rubric = [t.full_id for t in tasks if any(getattr(v, "kind", "") == "rubric" for v in t.verifiers)]
+        rubric = [t.full_id for t in tasks if any(v.kind == "rubric" for v in t.verifiers)]
         warnings = []
         if rubric and not config.judge:
             warnings.append(f"{len(rubric)} task(s) have rubric verifiers (e.g. {rubric[0]}) but no --judge was given: "
@@ -54,7 +60,7 @@ class EpisodeWorker:
             name=suite.name,
             content_hash=suite.content_hash,
             pass_threshold=float(suite.pass_threshold),
-            tasks=[TaskInfo(t.full_id, getattr(t, "category", ""), getattr(t, "difficulty", "")) for t in tasks],
+            tasks=[TaskInfo(t.full_id, t.category, t.difficulty) for t in tasks],
             warnings=warnings,
         )
 
@@ -73,18 +79,16 @@ class EpisodeWorker:
         self._harnesses = {n: given_harnesses.get(n) or load_harness(n) for n in self.config.harnesses}
         for h in self._harnesses.values():  # not installed: one error now, not an error record per attempt
             h.mounts(cache_root())
-        self._backend = backend if backend is not None else backend_from_spec(self.config.model)
+        self._backend = model = backend if backend is not None else backend_from_spec(self.config.model)
         if self.config.judge:
             self._judge = backend_from_spec(self.config.judge, option="--judge")
         self._tmp = tagged_tempdir("run")  # tagged: the next run removes it should this one be killed
         self._proxy = ProxyServer(host="127.0.0.1", port=0, uds_path=Path(self._tmp.name) / "proxy.sock")
         await self._proxy.start()
         return WorkerInfo(
-            harnesses={n: str(getattr(h, "version", "")) for n, h in self._harnesses.items()},
-            model_info={"name": str(getattr(self._backend, "model_name", "")),
-                        "backend": type(self._backend).__name__,
-                        "token_level": bool(getattr(self._backend, "TOKEN_LEVEL", True))},
-            evaluation_only=not bool(getattr(self._backend, "TOKEN_LEVEL", True)),
+            harnesses={n: h.version for n, h in self._harnesses.items()},
+            model_info={"name": model.model_name, "backend": type(model).__name__, "token_level": model.TOKEN_LEVEL},
+            evaluation_only=not model.TOKEN_LEVEL,
         )
 
     async def run(self, job: AttemptJob, capture_dir: Path, workspace_dir: Path | None) -> AttemptResult:
@@ -93,14 +97,16 @@ class EpisodeWorker:
         task = self._tasks[job.task_id]
         started = _now()
         t0 = time.monotonic()
-        limit = float(self.config.wall_time_s or getattr(getattr(task, "limits", None), "wall_time_s", 600) or 600)
+        limit = float(self.config.wall_time_s or task.limits.wall_time_s)
         backend = self._backend
+        if backend is None:
+            raise ConfigError("EpisodeWorker.run before start(): start the worker first")
         if job.replay:
             from clawgym_env.proxy.backends.replay import ReplayBackend
             from clawgym_env.tree.build import load_calls
 
             try:
-                backend = ReplayBackend(load_calls(job.replay), job.branch_at, self._backend)
+                backend = ReplayBackend(load_calls(job.replay), job.branch_at, backend)
             except ClawGymError as exc:
                 return _error_result(job, "error", f"{type(exc).__name__}: {exc}", started, t0)
         try:
@@ -192,5 +198,5 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         egress_attempts=[_utf8(e) for e in ep.egress_attempts],
         started_at=started,
         finished_at=_now(),
-        notes=[_utf8(n) for n in getattr(ep, "notes", None) or []],
+        notes=[_utf8(n) for n in ep.notes],
     )

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.sandbox.base import Mount
-from harnesses._npm import SANDBOX_PATH
+from harnesses.npm import SANDBOX_PATH
 
 __all__ = ["CustomLoop"]
 
@@ -61,7 +61,7 @@ class CustomLoop(Harness):
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         return {f"{session.home}/{self.transcript}": ""}
 
-    @staticmethod
-    def count_calls(transcript: str) -> int:
+    def count_calls(self, record: Path) -> int:
         """Model calls in the loop's transcript: one per assistant message."""
-        return sum(1 for line in transcript.splitlines() if line.strip() and json.loads(line).get("role") == "assistant")
+        lines = self.read_own_record(record).splitlines()
+        return sum(1 for line in lines if line.strip() and json.loads(line).get("role") == "assistant")

@@ -60,8 +60,8 @@ async def test_completed_episode_scores_and_captures_every_call(spec: Any, sandb
     assert result.capture_path is not None and len(result.capture_path.read_text().splitlines()) == 3
     from harnesses.custom import CustomLoop
 
-    own = (result.transcript_path / "custom-transcript.jsonl").read_text()
-    assert CustomLoop.count_calls(own) == 3
+    assert (result.transcript_path / "custom-transcript.jsonl").is_file()
+    assert CustomLoop().count_calls(result.transcript_path) == 3
     assert (tmp_path / "ws" / "hello.txt").read_text() == "hello world\n"
     assert set(result.timings) >= {"sandbox", "harness", "model", "verifier", "total"}
     assert_no_leftovers(sandboxes)

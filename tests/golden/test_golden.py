@@ -23,7 +23,7 @@ def load(harness: str) -> tuple[list[CallRecord], dict]:
 def own_count(harness: str) -> int:
     folder = HERE / harness / "harness"
     if harness == "claude-code":
-        return ClaudeCode.count_calls((folder / "stdout.log").read_text())
+        return ClaudeCode().count_calls(folder)
     events = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
     return sum(1 for e in events if e.get("type") == "message" and e["message"].get("role") == "assistant")
 

@@ -44,7 +44,24 @@ def test_claude_code_env_and_command() -> None:
     assert h.dialect == "anthropic"
 
 
-def test_claude_code_counts_distinct_assistant_messages() -> None:
+def test_every_adapter_declares_what_the_core_reads(tmp_path: Path) -> None:
+    """What an episode reads from an adapter (its memory floor, where its own record lies) and what a check of the
+    capture reads (its own count of model calls) is declared on Harness, with one signature for every adapter."""
+    from clawgym_env.harness import STDOUT_LOG
+    from clawgym_env.harness_registry import harness_names, load_harness
+
+    for name in harness_names():
+        h = load_harness(name)
+        assert isinstance(h.memory_mb, int) and h.memory_mb >= 0, name
+        own = h.own_record(tmp_path)
+        assert (own is None) == (h.transcript is None), name
+        if h.transcript == "stdout":
+            assert own == tmp_path / STDOUT_LOG, name
+        elif own is not None:  # a HOME path, kept without its leading dot inside the record folder
+            assert tmp_path in own.parents and not own.relative_to(tmp_path).as_posix().startswith("."), name
+        assert h.count_calls(tmp_path / "no-record") in (0, None), name  # an episode that left nothing counts none
+
+def test_claude_code_counts_distinct_assistant_messages(tmp_path: Path) -> None:
     lines = [
         {"type": "system", "subtype": "init"},
         {"type": "assistant", "message": {"id": "msg_a", "content": [{"type": "text"}]}},
@@ -53,7 +70,8 @@ def test_claude_code_counts_distinct_assistant_messages() -> None:
         {"type": "assistant", "message": {"id": "msg_b"}},
         {"type": "result", "num_turns": 2},
     ]
-    assert ClaudeCode.count_calls("\n".join(json.dumps(x) for x in lines) + "\nnot json\n") == 2
+    (tmp_path / "stdout.log").write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
+    assert ClaudeCode().count_calls(tmp_path) == 2
 
 
 @pytest.mark.parametrize(("api", "dialect", "base"), [
@@ -86,7 +104,7 @@ def test_openclaw_rejects_unknown_api() -> None:
 
 
 def test_openclaw_counts_assistant_messages_in_its_sqlite(tmp_path: Path) -> None:
-    db = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db = tmp_path / "openclaw-state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     db.parent.mkdir(parents=True)
     con = sqlite3.connect(db)
     con.execute("create table transcript_events (session_id text, seq int, event_json text)")
@@ -96,11 +114,11 @@ def test_openclaw_counts_assistant_messages_in_its_sqlite(tmp_path: Path) -> Non
     con.executemany("insert into transcript_events values ('s', ?, ?)", [(i, json.dumps(e)) for i, e in enumerate(events)])
     con.commit()
     con.close()
-    (tmp_path / "state.sqlite").write_bytes(b"")  # an unrelated empty database is ignored
-    assert OpenClaw.count_calls(tmp_path) == 2
+    (tmp_path / "openclaw-state" / "state.sqlite").write_bytes(b"")  # an unrelated empty database is ignored
+    assert OpenClaw().count_calls(tmp_path) == 2
 
 
-def test_custom_loop_command_and_mounts() -> None:
+def test_custom_loop_command_and_mounts(tmp_path: Path) -> None:
     h = CustomLoop(max_turns=7)
     cmd = h.build_command("task", SESSION)
     assert cmd[1:4] == ["-I", "-S", "/opt/clawgym/custom/agent.py"]
@@ -109,7 +127,8 @@ def test_custom_loop_command_and_mounts() -> None:
     assert h.build_env(SESSION)["OPENAI_API_KEY"] == "sk-clawgym-abc"
     (script_mount, *_) = h.mounts(Path("/nonexistent"))
     assert (script_mount.host / "agent.py").is_file() and not script_mount.writable
-    assert CustomLoop.count_calls('{"role": "user"}\n{"role": "assistant"}\n{"role": "tool"}\n{"role": "assistant"}\n') == 2
+    (tmp_path / "custom-transcript.jsonl").write_text('{"role": "user"}\n{"role": "assistant"}\n{"role": "tool"}\n{"role": "assistant"}\n')
+    assert h.count_calls(tmp_path) == 2
 
 
 def test_agent_script_is_stdlib_only() -> None:
@@ -179,7 +198,7 @@ def test_codex_config_has_only_the_proxy_as_provider() -> None:
 
 
 def test_codex_counts_its_own_token_count_events(tmp_path: Path) -> None:
-    day = tmp_path / "sessions" / "2026" / "12" / "01"
+    day = tmp_path / "codex" / "sessions" / "2026" / "12" / "01"
     day.mkdir(parents=True)
     events = [{"type": "session_meta", "payload": {}},
               {"type": "event_msg", "payload": {"type": "token_count", "info": None}},  # rate-limit only: no call
@@ -187,7 +206,7 @@ def test_codex_counts_its_own_token_count_events(tmp_path: Path) -> None:
               {"type": "response_item", "payload": {"type": "message"}},
               {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}}]
     (day / "rollout-x.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\nnot json\n")
-    assert Codex.count_calls(tmp_path) == 2
+    assert Codex().count_calls(tmp_path) == 2
 
 
 def test_gemini_cli_env_points_at_the_proxy_and_settings_switch_off_phoning_home() -> None:
@@ -203,14 +222,15 @@ def test_gemini_cli_env_points_at_the_proxy_and_settings_switch_off_phoning_home
     assert h.dialect == "gemini"
 
 
-def test_gemini_cli_counts_requests_in_its_json_envelope() -> None:
+def test_gemini_cli_counts_requests_in_its_json_envelope(tmp_path: Path) -> None:
     out = "YOLO mode is enabled.\n" + json.dumps({"response": "done", "stats": {"models": {
         "policy": {"api": {"totalRequests": 3}}, "flash": {"api": {"totalRequests": 1}}}}})
-    assert GeminiCli.count_calls(out) == 4
-    assert GeminiCli.count_calls("") == 0
+    (tmp_path / "stdout.log").write_text(out)
+    assert GeminiCli().count_calls(tmp_path) == 4
+    assert GeminiCli().count_calls(tmp_path / "none") == 0
 
 
-def test_qwen_code_reaches_only_the_proxy_and_counts_its_result_stats() -> None:
+def test_qwen_code_reaches_only_the_proxy_and_counts_its_result_stats(tmp_path: Path) -> None:
     h = QwenCode()
     env = h.build_env(SESSION)
     assert env["OPENAI_BASE_URL"] == "http://127.0.0.1:8787/v1" and env["OPENAI_API_KEY"] == "sk-clawgym-abc"
@@ -220,10 +240,11 @@ def test_qwen_code_reaches_only_the_proxy_and_counts_its_result_stats() -> None:
     assert cmd[cmd.index("--auth-type") + 1] == "openai" and "--yolo" in cmd
     events = [{"type": "system"}, {"type": "assistant"}, {"type": "result", "stats": {"models": {
         "policy": {"api": {"totalRequests": 2}}}}}]
-    assert QwenCode.count_calls(json.dumps(events)) == 2 and QwenCode.count_calls("") == 0
+    (tmp_path / "stdout.log").write_text(json.dumps(events))
+    assert h.count_calls(tmp_path) == 2 and h.count_calls(tmp_path / "none") == 0
 
 
-def test_opencode_config_names_only_the_proxy_and_disables_phoning_home() -> None:
+def test_opencode_config_names_only_the_proxy_and_disables_phoning_home(tmp_path: Path) -> None:
     h = OpenCode()
     config = json.loads(h.write_configs(SESSION)["/tmp/home/.opencode-clawgym.json"])
     (name, provider), = config["provider"].items()
@@ -236,7 +257,8 @@ def test_opencode_config_names_only_the_proxy_and_disables_phoning_home() -> Non
         assert env[flag] == "1"
     assert env["npm_config_offline"] == "true"
     out = "\n".join(json.dumps({"type": t}) for t in ("step_start", "tool_use", "step_finish", "step_start", "text", "step_finish"))
-    assert OpenCode.count_calls(out + "\nnoise\n") == 2
+    (tmp_path / "stdout.log").write_text(out + "\nnoise\n")
+    assert h.count_calls(tmp_path) == 2
 
 
 def test_opencode_gets_the_cached_ripgrep_first_on_path(tmp_path: Path) -> None:
@@ -258,7 +280,7 @@ def test_opencode_gets_the_cached_ripgrep_first_on_path(tmp_path: Path) -> None:
     assert OpenCode().build_env(SESSION)["PATH"].split(":")[0] == f"{RIPGREP_INSIDE}/bin"
 
 
-def test_pi_models_file_names_only_the_proxy_and_runs_offline() -> None:
+def test_pi_models_file_names_only_the_proxy_and_runs_offline(tmp_path: Path) -> None:
     h = Pi()
     files = h.write_configs(SESSION)
     models = json.loads(files["/tmp/home/.pi/agent/models.json"])
@@ -268,7 +290,8 @@ def test_pi_models_file_names_only_the_proxy_and_runs_offline() -> None:
     assert h.build_env(SESSION)["PI_OFFLINE"] == "1" and "--offline" in h.build_command("t", SESSION)
     events = [{"type": "message_end", "message": {"role": "user"}}, {"type": "message_end", "message": {"role": "assistant"}},
               {"type": "message_end", "message": {"role": "toolResult"}}, {"type": "message_end", "message": {"role": "assistant"}}]
-    assert Pi.count_calls("\n".join(json.dumps(e) for e in events)) == 2
+    (tmp_path / "stdout.log").write_text("\n".join(json.dumps(e) for e in events))
+    assert h.count_calls(tmp_path) == 2
 
 
 def test_mini_swe_agent_runs_from_its_venv_against_the_proxy(tmp_path: Path) -> None:
@@ -279,14 +302,15 @@ def test_mini_swe_agent_runs_from_its_venv_against_the_proxy(tmp_path: Path) -> 
     cmd = h.build_command("task", SESSION)
     assert cmd[0] == "/opt/clawgym/mini-swe-agent/venv/bin/python" and cmd[1:3] == ["-m", "minisweagent.run.mini"]
     assert cmd[cmd.index("-m", 3) + 1] == "openai/policy" and "-y" in cmd and "--exit-immediately" in cmd
-    traj = tmp_path / "trajectory.json"
+    traj = tmp_path / "mini-swe-agent" / "trajectory.json"
+    traj.parent.mkdir()
     traj.write_text(json.dumps({"info": {"model_stats": {"api_calls": 3}}, "messages": []}))
-    assert MiniSweAgent.count_calls(tmp_path) == 3 and MiniSweAgent.count_calls(tmp_path / "none") == 0
+    assert h.count_calls(tmp_path) == 3 and h.count_calls(tmp_path / "none") == 0
 
 
 def test_openclaw_is_pinned_by_default_and_can_run_unpinned(tmp_path: Path) -> None:
     from clawgym_env.harness_install import NODE_PACKAGE, NODE_VERSION, installed_root
-    from harnesses._npm import PIN_INSIDE
+    from harnesses.npm import PIN_INSIDE
 
     for pkg, ver in (("openclaw", OpenClaw.version), (NODE_PACKAGE, NODE_VERSION)):
         root = installed_root(pkg, ver, tmp_path)

@@ -41,7 +41,7 @@ def test_claude_code_episode(claude_code_installed: None, smoke_suite: Path, tmp
     calls = info["capture"]
     assert all(c.dialect == "anthropic" and c.stream and c.error is None for c in calls)
     stream_json = (tmp_path / f"{info['session_id']}.harness" / "stdout.log").read_text()
-    assert ClaudeCode.count_calls(stream_json) == len(calls) == steps
+    assert ClaudeCode().count_calls(tmp_path / f"{info['session_id']}.harness") == len(calls) == steps
     result = json.loads(stream_json.strip().splitlines()[-1])
     assert result["type"] == "result" and result["subtype"] == "success"
     assert len((tmp_path / f"{info['session_id']}.jsonl").read_text().splitlines()) == len(calls)
@@ -64,8 +64,7 @@ def test_claude_code_bash_profile_offers_only_bash(claude_code_installed: None, 
     assert len(offered) == steps and all(names == {"Bash", "DeferredToolPlaceholder"} for names in offered)
     calls = info["capture"]
     assert all(c.dialect == "anthropic" and c.stream and c.error is None for c in calls)
-    stream_json = (tmp_path / f"{info['session_id']}.harness" / "stdout.log").read_text()
-    assert ClaudeCode.count_calls(stream_json) == len(calls) == steps  # its own record agrees with the capture
+    assert ClaudeCode().count_calls(tmp_path / f"{info['session_id']}.harness") == len(calls) == steps  # its own record agrees
 
 
 def test_openclaw_episode(openclaw_installed: None, smoke_suite: Path, tmp_path: Path) -> None:
@@ -75,7 +74,7 @@ def test_openclaw_episode(openclaw_installed: None, smoke_suite: Path, tmp_path:
     calls = info["capture"]
     assert all(c.dialect == "openai-chat" and c.stream and c.error is None for c in calls)
     own = tmp_path / f"{info['session_id']}.harness"
-    assert OpenClaw.count_calls(own / "openclaw-state") == len(calls) == steps
+    assert OpenClaw().count_calls(own) == len(calls) == steps
     envelope = json.loads((own / "stdout.log").read_text())
     assert envelope["status"] == "ok" and envelope["assistantTurns"] == len(calls)
     # OpenClaw appends a volatile internal-context message and rewrites tool-call ids; the capture
@@ -102,7 +101,7 @@ def test_openclaw_other_provider_apis(api: str, dialect: str, path: str, opencla
             done = terminated or truncated
     assert info["status"] == "completed" and reward == 1.0, info["error"]
     assert {(c.dialect, c.path.split("?")[0]) for c in info["capture"]} == {(dialect, path)}
-    assert OpenClaw.count_calls(tmp_path / f"{info['session_id']}.harness" / "openclaw-state") == len(info["capture"])
+    assert OpenClaw().count_calls(tmp_path / f"{info['session_id']}.harness") == len(info["capture"])
 
 
 def test_claude_code_first_prompt_is_byte_stable(claude_code_installed: None, smoke_suite: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from harnesses._npm import PIN_EPOCH_MS, pin_env
+from harnesses.npm import PIN_EPOCH_MS, pin_env
 
 PROBE = """
 import {randomUUID, randomBytes} from "node:crypto";
@@ -20,7 +20,7 @@ console.log(JSON.stringify({t0, iso: d.toISOString(), elapsed: Date.now() - t0, 
 def probe(env: dict[str, str]) -> dict:
     """Run PROBE under ``env``, the sandbox's ``--require`` pointed at the host copy of what it binds."""
     from clawgym_env.harness_install import cache_root, node_bin_dir
-    from harnesses._npm import PIN_INSIDE, pin_mount
+    from harnesses.npm import PIN_INSIDE, pin_mount
 
     assert env["NODE_OPTIONS"] == f"--require={PIN_INSIDE}/pin.cjs"
     env = {**env, "NODE_OPTIONS": f"--require={pin_mount().host / 'pin.cjs'}"}

@@ -128,6 +128,7 @@ class FakeEpisodeResult:
     timings: dict[str, float] = field(default_factory=dict)
     egress_attempts: list[str] = field(default_factory=list)
     limit_hit: str | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 @pytest.mark.parametrize(("status", "score", "want"), [

@@ -1,12 +1,17 @@
-"""Shared pieces of the npm-installed adapters: the pinned install, its read-only mount, the Node runtime."""
+"""Agent CLIs installed from npm: the ``NpmCli`` adapter base, the pinned install, its read-only mount, Node 24.
+
+A new npm-installed harness subclasses ``NpmCli`` and declares ``package``, ``inside`` and ``entry``; it writes
+``build_command`` (with ``cli``), ``build_env`` (with ``cli_env``) and its config files.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from clawgym_env.errors import HarnessInstallError
-from clawgym_env.harness import Harness
+from clawgym_env.harness import Harness, HarnessSession
 from clawgym_env.harness_install import (
     NODE_PACKAGE,
     NODE_VERSION,
@@ -18,7 +23,8 @@ from clawgym_env.harness_install import (
 )
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "base_env", "node_mount", "npm_install", "npm_mount"]
+__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "NpmCli", "base_env", "node_mount", "npm_install", "npm_mount", "pin_env",
+           "pin_mount"]
 
 NODE_INSIDE = "/opt/clawgym/node"
 """Where the pinned Node 24 is bind-mounted inside the sandbox."""
@@ -76,3 +82,36 @@ def npm_mount(harness: Harness, package: str, cache_dir: Path, inside: str) -> M
         raise HarnessInstallError(f"{harness.name} {harness.version} is not installed in {root.parent}; "
                                   f"run `clawgym harness install {harness.name}`")
     return Mount(host=root, inside=inside)
+
+
+class NpmCli(Harness):
+    """An agent CLI installed from npm at the adapter's pinned ``version``, run read-only from ``inside``.
+
+    ``entry`` is the file that runs, relative to the install (checked after installing): a JavaScript entry point
+    run on the cached Node 24 (``on_node``), or a native binary the package ships (``on_node = False``).
+    """
+
+    package: ClassVar[str]
+    """The npm package."""
+    inside: ClassVar[str]
+    """Where the install is bind-mounted in the sandbox."""
+    entry: ClassVar[str]
+    """What runs, relative to the install, e.g. ``node_modules/<package>/cli.js``."""
+    on_node: ClassVar[bool] = True
+
+    def install(self, cache_dir: Path) -> Path:
+        return npm_install(self, self.package, cache_dir, check=[self.entry])
+
+    def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
+        own = npm_mount(self, self.package, cache_dir, self.inside)
+        return (own, node_mount(cache_dir)) if self.on_node else (own,)
+
+    def cli(self, *args: str) -> list[str]:
+        """The command line that runs the CLI with ``args``."""
+        entry = f"{self.inside}/{self.entry}"
+        return [f"{NODE_INSIDE}/bin/node", entry, *args] if self.on_node else [entry, *args]
+
+    def cli_env(self, session: HarnessSession, extra: Mapping[str, str], path: str | None = None) -> dict[str, str]:
+        """``base_env`` for the episode (Node 24 first on PATH for a Node CLI) plus the CLI's own ``extra``."""
+        default = f"{NODE_INSIDE}/bin:{SANDBOX_PATH}" if self.on_node else SANDBOX_PATH
+        return base_env(session.home, path or default, **extra)
