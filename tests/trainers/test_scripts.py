@@ -42,6 +42,9 @@ def test_ppo_script_runs_saves_and_logs(monkeypatch: pytest.MonkeyPatch, tmp_pat
     (["--config", "nonexist.yaml"], "error: --config: cannot read nonexist.yaml"),
     (["--config", "trainers/recipes/toy_grpo.yaml", "--harness", "custm"], "did you mean 'custom'?"),
     (["--config", "trainers/recipes/toy_grpo.yaml", "--model_name_or_path", "./no-model"], "not a model folder"),
+    (["--config", "trainers/recipes/toy_grpo.yaml", "--is_cap", "3"], "is_cap was removed: the cap of the importance weight "
+                                                                       "is TRL's --vllm_importance_sampling_clip_max"),
+    (["--config", "trainers/recipes/toy_grpo.yaml", "--skip-zero-variance", "false"], "--drop_zero_variance_from_loss true"),
 ])
 def test_script_mistakes_are_one_error_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from clawgym_env.errors import ConfigError
 from trainers.recipes.layout import Layout, load_layout
 from trainers.recipes.memory import ModelShape, model_shape, trainer_memory, vllm_memory
+from trainers.tree_grpo.fields import explain_unknown
 
 __all__ = ["Plan", "format_plan", "parse_recipe", "resolve"]
 
@@ -30,7 +31,7 @@ def parse_recipe(folder: Path, overrides: list[str]) -> tuple[Any, Any]:
     try:
         return make_parser().parse_args_and_config(["--config", str(recipe), *overrides])
     except (ValueError, SystemExit) as exc:
-        raise ConfigError(f"{recipe}: {exc}") from None
+        raise ConfigError(f"{recipe}: {explain_unknown(str(exc))}") from None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import ClawGymError, ConfigError
+from trainers.tree_grpo.fields import explain_unknown
 
 __all__ = ["ScriptArguments", "make_tree_parser", "resolve_model", "run_script", "train_and_save"]
 
@@ -71,6 +72,8 @@ def run_script(make_parser: Callable[[], Any], main: Callable[[Any, Any], Any], 
             script_args, training_args = make_parser().parse_args_and_config(argv)
         except OSError as exc:  # --config names a missing or unreadable file
             raise ConfigError(f"--config: cannot read {exc.filename or ''} ({exc.strerror or exc})") from None
+        except ValueError as exc:  # an unknown flag or config key (a removed field says what replaces it)
+            raise ConfigError(explain_unknown(str(exc))) from None
         main(script_args, training_args)
     except ClawGymError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -10,11 +10,12 @@ of the groups, and ``refuse_unused`` refuses a non-default value of it too, unti
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from clawgym_env.errors import ConfigError
 
-__all__ = ["INSTEAD", "NO_EFFECT", "USED", "refuse_unused"]
+__all__ = ["INSTEAD", "NO_EFFECT", "REMOVED", "USED", "explain_unknown", "refuse_unused"]
 
 USED = frozenset({
     "output_dir", "max_steps", "learning_rate", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "weight_decay",
@@ -43,7 +44,8 @@ _NOT = "not supported by the tree trainers; leave it at its default"
 INSTEAD: dict[str, str] = {
     **dict.fromkeys(["per_device_train_batch_size", "generation_batch_size", "steps_per_generation", "auto_find_batch_size"], _BATCH),
     "num_train_epochs": "tree trainers count steps, not epochs; set --max_steps",
-    **dict.fromkeys(["optim", "optim_args", "optim_target_modules"], "the optimizer is AdamW; set --adam_beta1/2, --adam_epsilon, --weight_decay"),
+    **dict.fromkeys(["optim", "optim_args", "optim_target_modules"],
+                    "the optimizer is AdamW; set --adam_beta1/2, --adam_epsilon, --weight_decay"),
     **dict.fromkeys(["fsdp_config", "deepspeed", "accelerator_config", "parallelism_config"], _ACCEL),
     **dict.fromkeys(["top_k", "min_p", "repetition_penalty", "generation_kwargs", "chat_template_kwargs", "cache_implementation",
                      "use_transformers_paged", "use_transformers_continuous_batching", "transformers_continuous_batching_config",
@@ -55,7 +57,8 @@ INSTEAD: dict[str, str] = {
                                  "episode, possibly over several packs); bound the importance ratio with "
                                  "--vllm_importance_sampling_mode token_mask and --vllm_importance_sampling_clip_min/max",
     **dict.fromkeys(["reward_weights", "multi_objective_aggregation"], "rewards come from each task's verifiers; weight them in task.yaml"),
-    **dict.fromkeys(["sync_ref_model", "ref_model_mixup_alpha", "ref_model_sync_steps"], "the reference model is the initial policy; " + _NOT),
+    **dict.fromkeys(["sync_ref_model", "ref_model_mixup_alpha", "ref_model_sync_steps"],
+                    "the reference model is the initial policy; " + _NOT),
     **dict.fromkeys(["top_entropy_quantile", "entropy_coef", "use_adaptive_entropy", "entropy_coef_min", "entropy_coef_max",
                      "entropy_coef_delta", "entropy_target", "sapo_temperature_neg", "sapo_temperature_pos", "vespo_k_pos",
                      "vespo_lambda_pos", "vespo_k_neg", "vespo_lambda_neg", "mask_truncated_completions",
@@ -76,6 +79,20 @@ INSTEAD: dict[str, str] = {
     **dict.fromkeys(["log_completions", "log_multimodal", "num_completions_to_print", "log_unique_prompts", "log_completions_hub_repo"],
                     "every model call is in the capture (`clawgym trace show`); drop it"),
 }
+
+REMOVED: dict[str, str] = {
+    "is_cap": "the cap of the importance weight is TRL's --vllm_importance_sampling_clip_max (default 2.0; the default "
+              "--vllm_importance_sampling_mode token_truncate caps the same per-token weight)",
+    "skip_zero_variance": "groups whose rewards are all equal stay in the step with advantage 0, as in TRL; "
+                          "--drop_zero_variance_from_loss true leaves them out (it changes the loss)",
+}
+"""Fields the tree configs no longer have, and what sets the same thing now (an old recipe names them)."""
+
+
+def explain_unknown(message: str) -> str:
+    """A parser's complaint about unknown flags or config keys, with what replaces each removed field it names."""
+    named = {flag.replace("-", "_") for flag in re.findall(r"--([\w-]+)", message)}
+    return "; ".join([message, *(f"{name} was removed: {fix}" for name, fix in REMOVED.items() if name in named)])
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
