@@ -50,9 +50,6 @@ class Harness(abc.ABC):
     transcript: ClassVar[str | None] = None
     """Where the harness keeps its own record of an episode: "stdout" (what it prints), a path under HOME (copied
     into the episode's record folder once every process is dead), or None."""
-    env_name: ClassVar[str | None] = None
-    """The Gymnasium id's name part, ``ClawGym/<env_name>-v0``; None derives it from ``name``
-    ("claude-code-bash" -> "ClaudeCodeBash")."""
 
     @abc.abstractmethod
     def install(self, cache_dir: Path) -> Path:
