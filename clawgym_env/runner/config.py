@@ -82,8 +82,8 @@ class RunConfig:
 
     def sampling(self) -> dict[str, Any]:
         """Sampling parameters that were set (the harness's own values apply to the rest)."""
-        keys = ("max_tokens", "temperature", "top_p", "seed")
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        given = {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed}
+        return {k: v for k, v in given.items() if v is not None}
 
     def attempt_sampling(self, task_id: str, harness: str, attempt: int) -> dict[str, Any]:
         """``sampling()`` for one attempt: ``--seed`` becomes that attempt's own seed.

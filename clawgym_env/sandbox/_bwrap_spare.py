@@ -173,11 +173,12 @@ class Spare:
             self._close()
 
     def _close(self) -> None:
-        for name in ("_info_r", "_block_w"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                os.close(fd)
-                setattr(self, name, -1)
+        if self._info_r >= 0:
+            os.close(self._info_r)
+            self._info_r = -1
+        if self._block_w >= 0:
+            os.close(self._block_w)
+            self._block_w = -1
 
     def kill(self) -> None:
         """Kill the shell unused (blocking, short) and close our ends; the cgroup stays (its owner removes it)."""

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,7 @@ class ChildHFBackend(PolicyBackend):
     """An ``hf:`` policy spec served by a child process; ``update_weights`` as ``HFBackend``'s."""
 
     TOKEN_LEVEL = True
+    WEIGHT_UPDATE = "copy"
     name = "hf"
 
     def __init__(self, spec: str, tokenizer_path: str | Path) -> None:
@@ -179,7 +181,7 @@ class ChildHFBackend(PolicyBackend):
         finally:
             self._calls.pop(key, None)
 
-    def update_weights(self, state: dict[str, Any], version: int) -> None:
+    def update_weights(self, state: Mapping[str, Any], version: int) -> None:
         """Hand a state dict to the child and return; it loads it once its running rows finish.
 
         The trainer does not wait for that drain (measured under async: it was most of the train

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from clawgym_env.errors import ConfigError
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from clawgym_env._sync import LoopThread
     from clawgym_env.executors import Executor
+    from clawgym_env.proxy.backends.base import PolicyBackend
 
 __all__ = ["ExecutorCopy", "FixedPolicy", "InProcessCopy", "PolicyWeights", "ServerReload", "WeightSync", "weight_sync_for"]
 
@@ -53,7 +54,7 @@ class WeightSync(Protocol):
 class InProcessCopy:
     """The HF backend in this process: copy the state dict (between generation batches)."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: PolicyBackend) -> None:
         self.backend = backend
 
     def push(self, weights: PolicyWeights, version: int) -> None:
@@ -74,7 +75,7 @@ class ExecutorCopy:
 class ServerReload:
     """A vLLM server: write the policy to ``folder`` and ask the server to reload it."""
 
-    def __init__(self, backend: Any, folder: Path, loop: LoopThread) -> None:
+    def __init__(self, backend: PolicyBackend, folder: Path, loop: LoopThread) -> None:
         self.backend = backend
         self.folder = folder
         self.loop = loop
@@ -91,24 +92,26 @@ class FixedPolicy:
         return None
 
 
-def weight_sync_for(backend: Any, *, folder: Path, loop: LoopThread, broadcast: bool = False,
+def weight_sync_for(backend: PolicyBackend, *, folder: Path, loop: LoopThread, broadcast: bool = False,
                     device: torch.device | None = None) -> WeightSync:
-    """The sync for the rollout ``backend`` a local executor samples from (Ray workers: ``ExecutorCopy``).
+    """The sync for the rollout ``backend`` a local executor samples from (Ray workers: ``ExecutorCopy``), chosen
+    by what the backend declares (``PolicyBackend.WEIGHT_UPDATE``).
 
     ``broadcast``: tensors over a process group from the trainer's ``device`` (gloo on CPU, NCCL on CUDA).
     """
     import torch
 
-    from clawgym_env.proxy.backends.hf import HFBackend
-    from clawgym_env.proxy.backends.scripted import ScriptedBackend
-    from clawgym_env.proxy.backends.vllm import VLLMBackend
     from trainers.core.rollout_process import ChildHFBackend
 
     device = device if device is not None else torch.device("cpu")
-    if isinstance(backend, VLLMBackend):
+    if backend.WEIGHT_UPDATE == "reload":  # a server reads the policy: a saved folder, or a broadcast to its workers
         if broadcast:
+            from clawgym_env.proxy.backends.vllm import VLLMBackend
             from trainers.core.nccl_sync import vllm_broadcast
 
+            if not isinstance(backend, VLLMBackend):  # the broadcast goes through vLLM's worker extension
+                raise ConfigError(f"--weight_sync broadcast reaches a vLLM server's workers; {type(backend).__name__} "
+                                  "reloads from a folder: drop --weight_sync broadcast")
             return vllm_broadcast(backend, loop, device)
         return ServerReload(backend, folder, loop)
     if broadcast:
@@ -118,8 +121,8 @@ def weight_sync_for(backend: Any, *, folder: Path, loop: LoopThread, broadcast: 
         from trainers.core.collective_sync import CollectiveBroadcast
 
         return CollectiveBroadcast(backend, device)
-    if isinstance(backend, HFBackend | ChildHFBackend):
+    if backend.WEIGHT_UPDATE == "copy":
         return InProcessCopy(backend)
-    if isinstance(backend, ScriptedBackend):
+    if backend.WEIGHT_UPDATE == "fixed":
         return FixedPolicy()
     raise ConfigError(f"rollout backend {type(backend).__name__} cannot take new weights; use an hf: or vllm: backend")

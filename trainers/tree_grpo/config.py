@@ -219,8 +219,9 @@ class TreeGRPOConfig(GRPOConfig):
         if self.branch_points < 1 or self.branches_per_point < 1:
             raise ConfigError(f"branch_points={self.branch_points}, branches_per_point={self.branches_per_point}: set both >= 1")
         if not self.branching:
-            changed = [f"{k}={getattr(self, k)!r}" for k, d in (("branch_points", 2), ("branches_per_point", 1),
-                                                                ("branch_strategy", "uniform")) if getattr(self, k) != d]
+            given = (("branch_points", self.branch_points, 2), ("branches_per_point", self.branches_per_point, 1),
+                     ("branch_strategy", self.branch_strategy, "uniform"))
+            changed = [f"{k}={v!r}" for k, v, default in given if v != default]
             if changed:
                 raise ConfigError(f"{', '.join(changed)} only act with branching; set --branching true (or drop them)")
             return
@@ -283,9 +284,9 @@ class TreeGRPOConfig(GRPOConfig):
         if self.rollout_process and (self.executor != "local" or not (self.rollout_backend or "hf:").startswith("hf:")):
             raise ConfigError("rollout_process runs the local executor's hf: policy in a child process; drop it for "
                               f"executor={self.executor!r}, rollout_backend={self.rollout_backend!r} (already out of process)")
-        for name in ("trainer_cpus", "rollout_cpus"):
-            if getattr(self, name) is not None:
-                parse_cpus(getattr(self, name), name)
+        for name, cpus in (("trainer_cpus", self.trainer_cpus), ("rollout_cpus", self.rollout_cpus)):
+            if cpus is not None:
+                parse_cpus(cpus, name)
         if self.rollout_cpus is not None and self.executor != "local":
             raise ConfigError(f"rollout_cpus places the local executor's rollout side; with executor={self.executor!r} the "
                               "workers are placed by Ray (set their resources there); drop --rollout_cpus")

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from clawgym_env.capture.routing import RoutedExperts
+from clawgym_env.errors import PolicyBackendError
 
-__all__ = ["Completion", "CompletionDelta", "CompletionRequest", "PolicyBackend", "StreamingBackend", "deliver"]
+__all__ = ["Completion", "CompletionDelta", "CompletionRequest", "PolicyBackend", "StreamingBackend", "WeightUpdate", "deliver"]
+
+WeightUpdate = Literal["none", "fixed", "copy", "reload"]
+"""How a backend takes new policy weights in training: "copy" (``update_weights``: a state dict, in this process
+or its child), "reload" (``reload_weights``: a saved folder a server reads), "fixed" (a policy that never changes,
+such as a script: training runs, nothing moves), "none" (a model it cannot train: an API)."""
 
 
 @dataclass
@@ -88,6 +95,8 @@ class PolicyBackend(abc.ABC):
 
     TOKEN_LEVEL: ClassVar[bool] = True
     """True if the backend consumes prompt ids and returns completion ids + logprobs."""
+    WEIGHT_UPDATE: ClassVar[WeightUpdate] = "none"
+    """How new policy weights reach it during training (``WeightUpdate``); the trainer picks its sync from this."""
 
     name: str = "base"
 
@@ -97,6 +106,14 @@ class PolicyBackend(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Free resources; idempotent."""
+
+    def update_weights(self, state: Mapping[str, Any], version: int) -> None:
+        """Load a new state dict (``WEIGHT_UPDATE == "copy"``); calls answered afterwards carry ``version``."""
+        raise PolicyBackendError(f"{type(self).__name__} takes no state dict (its weight update is {self.WEIGHT_UPDATE!r})")
+
+    async def reload_weights(self, path: str | Path, version: int) -> None:
+        """Reload the policy from a saved folder (``WEIGHT_UPDATE == "reload"``); later calls carry ``version``."""
+        raise PolicyBackendError(f"{type(self).__name__} reloads no folder (its weight update is {self.WEIGHT_UPDATE!r})")
 
     @property
     def tokenizer(self) -> Any | None:

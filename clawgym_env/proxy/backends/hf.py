@@ -50,7 +50,7 @@ import inspect
 import os
 import random
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,6 +71,7 @@ class HFBackend(StreamingBackend):
     """A Hugging Face causal LM served in this process (CPU or GPU)."""
 
     TOKEN_LEVEL = True
+    WEIGHT_UPDATE = "copy"
     name = "hf"
 
     def __init__(
@@ -188,9 +189,8 @@ class HFBackend(StreamingBackend):
         self._batcher.submit(job)
         return job
 
-    def update_weights(self, weights: Any, version: int, *, strict: bool = True) -> None:
-        """Load new weights (a state dict or a module) once the running rows finish; later calls carry ``version``."""
-        state = weights.state_dict() if hasattr(weights, "state_dict") else weights
+    def update_weights(self, state: Mapping[str, Any], version: int, *, strict: bool = True) -> None:
+        """Load a new state dict once the running rows finish; later calls carry ``version``."""
 
         def load() -> None:
             try:

@@ -51,6 +51,7 @@ def _last_text(request: CompletionRequest, on: str) -> str:
 class ScriptedBackend(PolicyBackend):
     """Deterministic policy for tests and demos: by call index, by matching the request, or by a function."""
 
+    WEIGHT_UPDATE = "fixed"
     name = "scripted"
 
     def __init__(

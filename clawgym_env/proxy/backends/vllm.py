@@ -43,6 +43,7 @@ class VLLMBackend(PolicyBackend):
     """Token-in-token-out calls to a vLLM server's ``/v1/completions``."""
 
     TOKEN_LEVEL = True
+    WEIGHT_UPDATE = "reload"
     name = "vllm"
 
     def __init__(

@@ -107,8 +107,7 @@ def guarded(parse: F) -> F:
         except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
             raise BadRequest(f"request body has an unexpected shape ({type(exc).__name__}: {exc}); "
                              "check it against the API reference") from None
-        for name in ("temperature", "top_p"):
-            value = getattr(parsed, name)
+        for name, value in (("temperature", parsed.temperature), ("top_p", parsed.top_p)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise BadRequest(f"{name}: expected a number, got {value!r}")
         if parsed.max_tokens is not None and (isinstance(parsed.max_tokens, bool) or parsed.max_tokens < 1):

@@ -123,7 +123,7 @@ async def test_update_weights_changes_policy_and_version(tiny_model_dir: Path, t
         before = await b.handle(req(ids, max_tokens=10, temperature=0.0))
         assert before.policy_version == 0
         other = AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path, seed=9))
-        b.update_weights(other, version=3)
+        b.update_weights(other.state_dict(), version=3)
         after = await b.handle(req(ids, max_tokens=10, temperature=0.0))
         assert after.policy_version == 3
         assert after.logprobs != before.logprobs

@@ -136,7 +136,7 @@ class FakeVLLM:
             model = AutoModelForCausalLM.from_pretrained(self.model_path)
         except OSError as exc:  # as vLLM answers a failing RPC
             return JSONResponse({"error": {"message": str(exc), "type": "InternalServerError"}}, status_code=500)
-        self.backend.update_weights(model, version=self.backend.policy_version + 1)
+        self.backend.update_weights(model.state_dict(), version=self.backend.policy_version + 1)
         return JSONResponse({"results": [None]})
 
 
