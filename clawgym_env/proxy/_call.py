@@ -10,11 +10,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from types import ModuleType
 from typing import Any
 
-from clawgym_env.proxy._asgi import KEEPALIVE, SSE_HEADERS, Disconnected, send_json, until_disconnect
-from clawgym_env.proxy.dialects import gemini, openai_chat
+from clawgym_env.proxy._asgi import SSE_HEADERS, Disconnected, send_json, until_disconnect
+from clawgym_env.proxy.dialects import Dialect
 from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply
 from clawgym_env.proxy.session import CallFailed, ProxySession
 
@@ -49,7 +48,7 @@ def client_meta(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
     return out
 
 
-async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: ModuleType, path: str,
+async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Dialect, path: str,
                      body: dict[str, Any], started_at: float, t0: float, keepalive_s: float,
                      client: dict[str, Any] | None = None) -> None:
     """Answer one model call of ``sess`` and record it; ``keepalive_s``: see ``ProxyServer.stream_keepalive_s``;
@@ -78,15 +77,13 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Modul
             if not opened:
                 opened.append(True)
                 await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-            # google-genai parses every non-blank line as JSON, an SSE comment too: it gets a blank line
-            await send({"type": "http.response.body", "body": b"\n" if dialect is gemini else KEEPALIVE, "more_body": True})
+            await send({"type": "http.response.body", "body": dialect.KEEPALIVE, "more_body": True})
 
-        extra = (parsed.include_usage,) if dialect is openai_chat else ()
         streamed: list[Any] = []  # [LiveReply, text sent] once live text went out
 
         async def live(head: Reply, text: str) -> None:  # content text while the policy decodes
             if not streamed:
-                streamed[:] = [dialect.LiveReply(head, *extra), ""]
+                streamed[:] = [dialect.LiveReply(head, parsed.include_usage), ""]
                 if not opened:
                     opened.append(True)
                     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -102,7 +99,7 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Modul
                 rec["meta"] = {**(rec.get("meta") or {}), "live_text_mismatch": True}
             await send({"type": "http.response.body", "body": streamed[0].finish(reply, streamed[1]), "more_body": False})
         elif parsed.stream:
-            frames = b"".join(dialect.render_stream(reply, *extra))
+            frames = b"".join(dialect.render_stream(reply, parsed.include_usage))
             if not opened:  # the whole stream is ready: a content-length saves chunked framing
                 headers = [*SSE_HEADERS, (b"content-length", str(len(frames)).encode())]
                 await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -19,7 +19,6 @@ import os
 import socket
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -32,7 +31,7 @@ from clawgym_env.proxy._asgi import Disconnected, send_json
 from clawgym_env.proxy._call import client_meta, serve_call
 from clawgym_env.proxy._json_body import read_json
 from clawgym_env.proxy.backends.base import PolicyBackend
-from clawgym_env.proxy.dialects import anthropic, gemini, openai_chat, openai_responses
+from clawgym_env.proxy.dialects import Dialect, anthropic, gemini, openai_chat, openai_responses
 from clawgym_env.proxy.dialects._common import BadRequest
 from clawgym_env.proxy.egress import TargetKeepingProtocol, egress_target, proxy_key, refuse
 from clawgym_env.proxy.session import CallFailed, ProxySession
@@ -44,7 +43,7 @@ HTTP_IMPL = "httptools"
 """uvicorn's HTTP/1.1 parser: httptools (C, llhttp) costs a fraction of h11's pure-Python CPU per call. The
 server runs it as ``egress.TargetKeepingProtocol`` (the same parser, keeping CONNECT targets)."""
 
-_ROUTES: dict[str, ModuleType] = {
+_ROUTES: dict[str, Dialect] = {
     "/v1/messages": anthropic,
     "/v1/chat/completions": openai_chat,
     "/v1/responses": openai_responses,
@@ -61,7 +60,7 @@ class _Server(uvicorn.Server):
     """uvicorn without signal capture: we are a library inside someone else's process."""
 
     @contextlib.contextmanager
-    def capture_signals(self):  # type: ignore[override]
+    def capture_signals(self):
         yield
 
 
@@ -88,7 +87,7 @@ def _tune_gc() -> None:
             gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
 
 
-def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> ModuleType:
+def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> Dialect:
     if "/models/" in path and ":" in path or b"x-goog-api-key" in headers:
         return gemini
     if "messages" in path or b"anthropic-version" in headers or b"x-api-key" in headers:
@@ -299,7 +298,7 @@ class ProxyServer:
             return None, f"API key belongs to another session than {pinned!r}"
         return sess, ""
 
-    def _refuse(self, pinned: str | None, dialect: ModuleType, path: str, started_at: float, why: str) -> None:
+    def _refuse(self, pinned: str | None, dialect: Dialect, path: str, started_at: float, why: str) -> None:
         rec = CallRecord.trusted({"session_id": pinned or "", "call_index": -1, "dialect": dialect.NAME, "path": path,
                                   "started_at": started_at, "status": 401, "error": f"refused: {why}",
                                   "finish_reason": "error", "token_source": "none"})
@@ -315,7 +314,7 @@ class ProxyServer:
         await refuse(send, sess.egress if sess else self.refused, sess.session_id if sess else "", method, target,
                      started_at)
 
-    async def _count_tokens(self, send: Any, sess: ProxySession, dialect: ModuleType, body: dict[str, Any]) -> None:
+    async def _count_tokens(self, send: Any, sess: ProxySession, dialect: Dialect, body: dict[str, Any]) -> None:
         """Anthropic ``count_tokens`` and Gemini ``countTokens``: no model call, not recorded."""
         try:
             parsed = dialect.parse_request(body, sess.ids)

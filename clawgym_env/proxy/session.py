@@ -9,7 +9,6 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -24,6 +23,7 @@ from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments
 from clawgym_env.proxy._output import parse_model_output
 from clawgym_env.proxy._tito import PromptBuilder
 from clawgym_env.proxy.backends.base import Completion, CompletionRequest, PolicyBackend, StreamingBackend
+from clawgym_env.proxy.dialects import Dialect
 from clawgym_env.proxy.dialects._common import ParsedRequest, Reply
 
 __all__ = ["CallFailed", "LiveSink", "ProxySession", "SessionState"]
@@ -129,7 +129,7 @@ class ProxySession:
             s["top_p"] = 1.0
         return s
 
-    async def complete(self, dialect: ModuleType, parsed: ParsedRequest, rec: dict[str, Any],
+    async def complete(self, dialect: Dialect, parsed: ParsedRequest, rec: dict[str, Any],
                        raw: dict[str, Any], live: LiveSink | None = None) -> Reply:
         """Run one call through the backend; fills ``rec`` (the record in progress) as it goes.
 
@@ -190,7 +190,7 @@ class ProxySession:
                 await live(head, piece)
         raise CallFailed(500, f"policy backend {backend.name!r} ended its stream without a completion")
 
-    def _reply(self, dialect: ModuleType, parsed: ParsedRequest, c: Completion, rec: dict[str, Any],
+    def _reply(self, dialect: Dialect, parsed: ParsedRequest, c: Completion, rec: dict[str, Any],
                prompt_ids: list[int] | None, head: Reply) -> Reply:
         if c.structured is not None:
             raw_msg = c.structured

@@ -11,6 +11,7 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
+from clawgym_env.proxy._asgi import KEEPALIVE
 from clawgym_env.proxy._neutral import ToolIdMap, text_of
 from clawgym_env.proxy.dialects._common import (
     BadRequest,
@@ -23,10 +24,11 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream"]
+__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream", "stream_error"]
 
 NAME = "anthropic"
+KEEPALIVE = KEEPALIVE
 TOOL_ID_PREFIX = "toolu_"
 RESPONSE_ID_PREFIX = "msg_"
 
@@ -207,7 +209,7 @@ def _end(reply: Reply) -> bytes:
             + _constant("message_stop"))
 
 
-def render_stream(reply: Reply) -> Iterator[bytes]:
+def render_stream(reply: Reply, include_usage: bool = False) -> Iterator[bytes]:
     """SSE frames: message_start, ping, per-block start/delta/stop, message_delta, message_stop."""
     yield _start(reply)
     for i, b in enumerate(_blocks(reply.message)):
@@ -218,7 +220,7 @@ def render_stream(reply: Reply) -> Iterator[bytes]:
 class LiveReply:
     """A stream sent while the policy decodes: text block 0 grows with each delta; the rest comes at the end."""
 
-    def __init__(self, head: Reply) -> None:
+    def __init__(self, head: Reply, include_usage: bool = False) -> None:
         self.head = head
 
     def start(self) -> bytes:

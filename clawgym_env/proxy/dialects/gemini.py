@@ -19,10 +19,12 @@ import orjson
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
 from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, function_tool, guarded, sse
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream", "route"]
+__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream", "stream_error", "route"]
 
 NAME = "gemini"
+KEEPALIVE = b"\n"
+"""google-genai parses every non-blank SSE line as JSON, a comment too: a blank line keeps the stream open."""
 TOOL_ID_PREFIX = "call_"
 RESPONSE_ID_PREFIX = "gen_"
 
@@ -209,7 +211,7 @@ def render_response(reply: Reply) -> dict[str, Any]:
     return _chunk(reply, _parts(reply.message), _FINISH.get(reply.finish_reason, "STOP"))
 
 
-def render_stream(reply: Reply) -> Iterator[bytes]:
+def render_stream(reply: Reply, include_usage: bool = False) -> Iterator[bytes]:
     """``alt=sse`` frames, one GenerateContentResponse each: thought, text, function calls; the last carries
     ``finishReason``."""
     parts = _parts(reply.message)
@@ -221,7 +223,7 @@ def render_stream(reply: Reply) -> Iterator[bytes]:
 class LiveReply:
     """A stream sent while the policy decodes: one text chunk per settled delta; thought and calls at the end."""
 
-    def __init__(self, head: Reply) -> None:
+    def __init__(self, head: Reply, include_usage: bool = False) -> None:
         self.head = head
 
     def start(self) -> bytes:

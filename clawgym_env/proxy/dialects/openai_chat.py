@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from clawgym_env.proxy._asgi import KEEPALIVE
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
 from clawgym_env.proxy.dialects._common import (
     BadRequest,
@@ -17,10 +18,11 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream"]
+__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream", "stream_error"]
 
 NAME = "openai-chat"
+KEEPALIVE = KEEPALIVE
 TOOL_ID_PREFIX = "call_"
 RESPONSE_ID_PREFIX = "chatcmpl-"
 DONE = b"data: [DONE]\n\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from clawgym_env.proxy._asgi import KEEPALIVE
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
 from clawgym_env.proxy.dialects._common import (
     BadRequest,
@@ -22,10 +23,11 @@ from clawgym_env.proxy.dialects._common import (
 )
 from clawgym_env.proxy.dialects.openai_chat import error_body
 
-__all__ = ["NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream"]
+__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
+           "render_stream", "stream_error"]
 
 NAME = "openai-responses"
+KEEPALIVE = KEEPALIVE
 TOOL_ID_PREFIX = "call_"
 RESPONSE_ID_PREFIX = "resp_"
 
@@ -203,7 +205,7 @@ class _Events:
         yield self("response.in_progress", {"response": _response(reply, "in_progress", [])})
 
 
-def render_stream(reply: Reply) -> Iterator[bytes]:
+def render_stream(reply: Reply, include_usage: bool = False) -> Iterator[bytes]:
     """response.created … output_item.added/deltas/done … response.completed."""
     ev = _Events()
     yield from ev.start(reply)
@@ -216,7 +218,7 @@ def render_stream(reply: Reply) -> Iterator[bytes]:
 class LiveReply:
     """A stream sent while the policy decodes: the message item (output 0) grows; other items come at the end."""
 
-    def __init__(self, head: Reply) -> None:
+    def __init__(self, head: Reply, include_usage: bool = False) -> None:
         self.head, self.ev = head, _Events()
         self.item_id = "msg_" + head.response_id.removeprefix("resp_")
 

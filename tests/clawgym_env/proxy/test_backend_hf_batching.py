@@ -110,7 +110,7 @@ async def test_a_weight_update_waits_for_running_rows_and_holds_new_calls(backen
     running = asyncio.create_task(backend.handle(req(ids, 7, 40)))
     while backend.stats["steps"] < 45:  # 39 steps for the first call, then the second is decoding
         await asyncio.sleep(0.01)
-    update = asyncio.create_task(asyncio.to_thread(backend.update_weights, other, 1))
+    update = asyncio.create_task(asyncio.to_thread(backend.update_weights, other.state_dict(), 1))
     await asyncio.sleep(0.05)
     later = asyncio.create_task(backend.handle(req(ids, 8, 5)))
     old = await running
