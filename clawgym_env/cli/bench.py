@@ -24,10 +24,12 @@ def _fail(exc: Exception) -> None:
 
 @app.command()
 def run(
-    model: Annotated[str, typer.Option("--model", "-m", help="default | hf:PATH | vllm:URL | openai:URL#MODEL | "
-                                       "anthropic:URL#MODEL | scripted:FILE")] = "default",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="default | hf:PATH | vllm:URL | openai:URL#MODEL | "
+                                              "anthropic:URL#MODEL | scripted:FILE. Not given: the embedded model as "
+                                              "shipped and with its trained adapter, side by side.")] = None,
     harness: Annotated[str, typer.Option("--harness", help="Harness name(s), comma-separated.")] = "custom",
-    suite: Annotated[str, typer.Option("--suite", help="Suite name or folder.")] = "clawgym-original",
+    suite: Annotated[str | None, typer.Option("--suite", help="Suite name or folder (default clawgym-original; "
+                                              "without --model: procgen-test).")] = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help="fnmatch pattern(s) over task ids, comma-separated "
                                               "(default all; 'smoke-*' with --model default).")] = None,
     attempts: Annotated[int, typer.Option("-k", "--attempts", "-n", help="Attempts per (task, harness).")] = 1,
@@ -48,13 +50,29 @@ def run(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No live display.")] = False,
     worker: Annotated[str, typer.Option("--worker", hidden=True)] = "clawgym_env.runner:EpisodeWorker",
 ) -> None:
-    """Run every (task x harness x attempt) episode and print a results table."""
+    """Run every (task x harness x attempt) episode and print a results table.
+
+    Without --model: the embedded model as shipped and with the LoRA adapter the project trained, each run on
+    held-out one-command tasks (procgen-test), printed side by side."""
     from clawgym_env._sync import run_sync
     from clawgym_env.errors import ClawGymError
-    from clawgym_env.report import print_report, write_html
+    from clawgym_env.report import print_compare, print_report, write_html
     from clawgym_env.runner import RunConfig, run_benchmark
+    from clawgym_env.runner.first_run import MAX_TOKENS, SUITE, TASKS, first_run_models, run_models
 
-    if model == "default":  # the README's first command: small, so it ends in minutes on a 2-core CPU box
+    models: dict[str, str] | None = None
+    if model is None:  # the README's first command: it ends in minutes on a 2-core CPU box
+        try:
+            models = first_run_models()
+        except ClawGymError as exc:
+            _fail(exc)
+        model = "default"
+        if suite is None:
+            suite, tasks = SUITE, TASKS if tasks is None else tasks
+        max_tokens = MAX_TOKENS if max_tokens is None else max_tokens
+        temperature = 0.0 if temperature is None else temperature
+    suite = suite or "clawgym-original"
+    if model == "default" and models is None:
         if tasks is None and suite == "clawgym-original":
             tasks = "smoke-*"
         if max_tokens is None:
@@ -65,6 +83,18 @@ def run(
                            out=str(out) if out else None, executor=executor, ray_address=ray_address,
                            max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, judge=judge,
                            save_workspaces=save_workspaces, worker=worker)
+        if models is not None:
+            summaries = run_sync(run_models(config, models, progress=not no_progress))
+            base, trained = (summaries[name].out_dir for name in models)
+            for name, s in summaries.items():
+                typer.echo(f"{name}: {s.manifest.model}  results: {s.out_dir}  ({s.ran} attempts run, {s.elapsed_s:.0f}s)  "
+                           f"report: {write_html(s.out_dir)}")
+            print_compare(base, trained)
+            typer.echo(f"the same model as shipped (A) and with its trained adapter (B): Pass@1 "
+                       f"{100 * summaries['base'].metrics.overall.pass_at[1]:.1f}% -> "
+                       f"{100 * summaries['adapter'].metrics.overall.pass_at[1]:.1f}% on {len(summaries['base'].manifest.task_ids)} "
+                       f"held-out tasks ({base.parent})")
+            return
         summary = run_sync(run_benchmark(config, progress=not no_progress))
         print_report(summary.out_dir)
         page = write_html(summary.out_dir, html)

@@ -44,7 +44,8 @@ def _machine_info() -> dict[str, Any]:
     return info
 
 
-def _default_out() -> Path:
+def default_out() -> Path:
+    """runs/<UTC timestamp>/: where a run goes when no --out is given."""
     return Path("runs") / datetime.now(UTC).strftime("%Y-%m-%d-%H%M%S")
 
 
@@ -55,7 +56,7 @@ async def run_benchmark(config: RunConfig, *, progress: bool = True) -> RunSumma
     checking that the config and the suite are unchanged.
     """
     t0 = time.monotonic()
-    out_dir = Path(config.out) if config.out else _default_out()
+    out_dir = Path(config.out) if config.out else default_out()
     config = dataclasses.replace(config, out=str(out_dir))
     worker_cls = import_object(config.worker)
     suite = worker_cls.describe_suite(config)

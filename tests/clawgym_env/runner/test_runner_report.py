@@ -99,6 +99,25 @@ def test_cli_report_of_several_folders_is_one_row_each(two_runs: tuple[RunSummar
     r = CliRunner().invoke(app, ["bench", "report", str(a.out_dir), str(half), "--html", str(tmp_path / "r.html")])
     assert r.exit_code == 2 and "one results folder" in r.output and not (tmp_path / "r.html").exists()
 
+def test_cli_run_without_a_model_runs_the_model_as_shipped_and_with_its_adapter(tmp_path: Path) -> None:
+    """`bench run` with no --model: two results folders (the embedded model, then with the packaged adapter) from one
+    config, greedy, and the two side by side."""
+    from clawgym_env.runner import load_manifest
+    from clawgym_env.runner.first_run import ADAPTER, MAX_TOKENS
+
+    out = tmp_path / "first"
+    r = CliRunner().invoke(app, ["bench", "run", "--suite", "fake:3", "--out", str(out), "--no-progress", "--worker", FAKE],
+                           env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    base, adapter = load_manifest(out / "base"), load_manifest(out / "adapter")
+    assert (base.model, adapter.model) == ("default", f"default?adapter={ADAPTER}")
+    assert base.sampling == adapter.sampling == {"max_tokens": MAX_TOKENS, "temperature": 0.0}
+    assert base.task_ids == adapter.task_ids and len(list((out / "adapter" / "attempts").glob("*.json"))) == 3
+    assert "A = base (default)" in r.output and "as shipped (A) and with its trained adapter (B)" in r.output
+    r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--suite", "fake:2", "--out", str(tmp_path / "one"),
+                                 "--no-progress", "--worker", FAKE])
+    assert r.exit_code == 0 and (tmp_path / "one" / "manifest.json").is_file() and not (tmp_path / "one" / "base").exists()
+
 def test_cli_run_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--harness", "custom", "--suite", "fake:3",
