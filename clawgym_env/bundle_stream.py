@@ -115,7 +115,7 @@ def bounded_members(
         raise LeaderboardError("bundle is not a gzipped tar archive (no gzip header)")
     stream = _CountingGunzip(data, limits)
     try:
-        tar = tarfile.open(fileobj=io.BufferedReader(stream, 64 * 1024), mode="r|", tarinfo=_BoundedInfo)
+        tar = tarfile.open(fileobj=io.BufferedReader(stream, 64 * 1024), mode="r|", tarinfo=_BoundedInfo)  # noqa: SIM115 - bytes in memory
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise LeaderboardError(f"bundle is not a gzipped tar archive: {exc}") from None
     count = total = 0

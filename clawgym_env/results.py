@@ -69,7 +69,8 @@ class AttemptResult(BaseModel):
                                        description="Network targets tried besides the model proxy (all refused).")
     started_at: str = ""
     finished_at: str = ""
-    notes: list[str] = Field(default_factory=list, description="What was done to the attempt's output, e.g. special files left out of the saved workspace.")
+    notes: list[str] = Field(default_factory=list, description="What was done to the attempt's output, e.g. special files "
+                                                               "left out of the saved workspace.")
 
 
 def attempt_filename(task_id: str, harness: str, attempt: int) -> str:

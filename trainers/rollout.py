@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import PolicyBackend
     from clawgym_env.task import TaskSpec
 
-__all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "collect_episodes", "episode_reward", "group_staleness",
-           "harness_name", "make_group", "rollout_metrics", "sample_pairs", "StratifiedTasks", "TASK_SAMPLING", "tree_filters"]
+__all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "collect_episodes",
+           "episode_reward", "group_staleness", "harness_name", "make_group", "rollout_metrics", "sample_pairs",
+           "StratifiedTasks", "TASK_SAMPLING", "tree_filters"]
 
 CrashedPolicy = Literal["mask", "penalize"]
 CRASHED_POLICIES: tuple[str, ...] = ("mask", "penalize")

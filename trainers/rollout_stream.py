@@ -141,7 +141,6 @@ class RolloutStream:
         ``replays[i][1]`` (see ``trainers.branching``); ``n`` defaults to its length then.
         """
         from clawgym_env.runner import AttemptJob
-
         from trainers.rollout import harness_name
 
         if self._jobs is None:
@@ -269,7 +268,6 @@ def rollout_config(harnesses: Sequence[Any], *, sampling: dict[str, Any] | None,
                    ray_address: str | None = None) -> Any:
     """The ``RunConfig`` a training rollout runs under (what ``bench run`` would be given)."""
     from clawgym_env.runner import RunConfig
-
     from trainers.rollout import harness_name
 
     s = sampling or {}
@@ -282,7 +280,6 @@ def local_executor(tasks: Sequence[Any], harnesses: Sequence[Any], backend: Any,
     """The local executor over ``backend`` in this process, for these tasks and harness adapters."""
     from clawgym_env.executors.local import LocalExecutor
     from clawgym_env.runner import EpisodeWorker
-
     from trainers.rollout import harness_name
 
     config = rollout_config(harnesses, **kw)

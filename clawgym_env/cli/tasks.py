@@ -253,9 +253,12 @@ def check(
     backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend: bwrap | docker | none."),
     concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, help="Tasks checked at once."),
     judge: str = typer.Option(None, "--judge", help="Backend spec of the LLM judge for rubric verifiers."),
-    record_noop: bool = typer.Option(False, "--record-noop", help="Declare measured non-zero do-nothing scores in task.yaml (rewrites it; for imported suites)."),
-    adversarial: bool = typer.Option(False, "--adversarial", help="Also play every gaming strategy against each task; fail tasks where one scores above metadata.max_exploit_score."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Extra strategy 'package.module:Class' or 'file.py:Class' (repeatable; implies --adversarial)."),
+    record_noop: bool = typer.Option(False, "--record-noop", help="Declare measured non-zero do-nothing scores in task.yaml "
+                                     "(rewrites it; for imported suites)."),
+    adversarial: bool = typer.Option(False, "--adversarial", help="Also play every gaming strategy against each task; fail "
+                                     "tasks where one scores above metadata.max_exploit_score."),
+    strategy: list[str] = typer.Option(None, "--strategy", help="Extra strategy 'package.module:Class' or 'file.py:Class' "
+                                       "(repeatable; implies --adversarial)."),
     only: str = typer.Option(None, "--only", help="With --adversarial: only these strategies (comma-separated names)."),
 ) -> None:
     """Run each task's reference solution (must score 1.0) and a do-nothing agent (must score its floor) in sandboxes.
@@ -307,7 +310,8 @@ def check(
     declared = [r for r in results if r.noop_status == "declared"]
     bad = [r for r in results if not r.ok]
     if bad:
-        table = Table("task", "solution", "do-nothing", "gaming", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed", show_lines=True)
+        table = Table("task", "solution", "do-nothing", "gaming", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed",
+                      show_lines=True)
         for r in bad:
             sol = r.solution_status + (f" {r.solution_score:.3f}" if r.solution_score is not None else "")
             noop = r.noop_status + (f" {r.noop_score:.3f}" if r.noop_score is not None else "")

@@ -54,7 +54,7 @@ class _NoWorkspaceImports:
 def main():
     _seal()
     jail = types.ModuleType("clawgym_grading")
-    exec(compile(sys.argv[1], "clawgym_grading", "exec"), jail.__dict__)
+    exec(compile(sys.argv[1], "clawgym_grading", "exec"), jail.__dict__)  # noqa: S102 - the jail helper, our own code
     sys.modules["clawgym_grading"] = jail
     req = json.loads(sys.stdin.read())
     key = bytes.fromhex(req.pop("key"))
@@ -76,13 +76,13 @@ def main():
         module = types.ModuleType("clawgym_grade")
         module.__file__ = path or "<grade>"
         sys.path.insert(0, path.rsplit("/", 1)[0] if path and "/" in path else ".")
-        exec(compile(source, path or "<grade>", "exec"), module.__dict__)
+        exec(compile(source, path or "<grade>", "exec"), module.__dict__)  # noqa: S102 - the task's grader: why the driver exists
         grade = getattr(module, "grade", None)
         if not callable(grade):
             finish({"ok": False, "error": "the file defines no grade(transcript, workspace_path) function"})
             return
         result = grade(req["transcript"], req["workspace"])
-    except BaseException:  # the grader's own failure is reported, never raised
+    except BaseException:  # noqa: BLE001 - the grader's own failure is reported, never raised
         import traceback
 
         finish({"ok": False, "error": traceback.format_exc(limit=5)[-4000:]})

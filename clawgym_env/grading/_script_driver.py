@@ -1,6 +1,7 @@
 """Runs a task's script verifier (``reward.sh``) in the sealed grading sandbox (passed to ``python3 -I -c``).
 
-argv[1]: the source of ``_agent_jail``. stdin: JSON {"key" (hex), "argv", "cwd", "timeout"}; the script inherits the environment. The script's stdout is read from a
+argv[1]: the source of ``_agent_jail``. stdin: JSON {"key" (hex), "argv", "cwd", "timeout"}; the script inherits the
+environment. The script's stdout is read from a
 socket, not a pipe: a socket cannot be reopened through /proc/<pid>/fd, so code the script runs
 cannot write into it unless the script hands it the descriptor itself. When the script exits,
 anything still running is an error (a process outliving its grader could print after it) and is

@@ -108,7 +108,8 @@ class _Outcome:
     output: str = ""
 
 
-async def _exec(sandbox: Sandbox, cmd: list[str], spec: TaskSpec, timeout: float, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Any:
+async def _exec(sandbox: Sandbox, cmd: list[str], spec: TaskSpec, timeout: float, stdin: bytes | None = None,
+                env: dict[str, str] | None = None) -> Any:
     try:
         return await sandbox.exec(cmd, cwd=spec.workspace_mount, timeout=timeout, stdin=stdin, env=env)
     except SandboxError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+
 from clawgym_env.models.cache import atomic_dir, models_cache_dir
 from clawgym_env.models.tiny import DEFAULT_MAX_POSITIONS, _recipe, _train_tokenizer, config_fields, save_model
 

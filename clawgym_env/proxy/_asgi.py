@@ -74,7 +74,7 @@ def _resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any,
         except GeneratorExit:
             coro.close()
             raise
-        except BaseException as exc:  # the task's cancellation, or an exception thrown in
+        except BaseException as exc:  # noqa: BLE001 - the task's cancellation, or an exception thrown in
             try:
                 pending = coro.throw(exc)
             except StopIteration as done:

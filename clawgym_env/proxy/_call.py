@@ -116,7 +116,7 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Diale
             await send_json(send, status, dialect.error_body(status, exc.message))
     except Disconnected:
         rec.update(status=499, error="client disconnected before the reply was sent", finish_reason="error")
-    except Exception as exc:  # a proxy bug must still answer in the dialect's shape and be recorded
+    except Exception as exc:  # noqa: BLE001 - a proxy bug must still answer in the dialect's shape and be recorded
         status = 500
         msg = f"proxy internal error: {type(exc).__name__}: {exc}"
         rec.update(status=status, error=msg, finish_reason="error")

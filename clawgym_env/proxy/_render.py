@@ -86,7 +86,7 @@ class IncrementalRenderer:
 
             template = self.tokenizer.get_chat_template(None, None)
             self._direct = (_compile_jinja_template(template), _plain_template_data({**self.tokenizer.special_tokens_map}))
-        except Exception:  # another transformers, or no usable template: windows go through apply_chat_template
+        except Exception:  # noqa: BLE001 - another transformers, or no usable template: windows go through apply_chat_template
             self._direct = None
 
     def new_call(self) -> None:
@@ -196,7 +196,7 @@ class IncrementalRenderer:
                 while len(self._heads) > self._cache_size:
                     self._heads.popitem(last=False)
             r = self._apply_window(head + messages[i:j], gen)
-        except Exception:  # e.g. a template that insists on role order: the full render decides
+        except Exception:  # noqa: BLE001 - e.g. a template that insists on role order: the full render decides
             return None
         if not r.startswith(p):
             return None

@@ -188,7 +188,7 @@ class PromptBuilder:
             with_gen = self.renderer.render(messages, len(messages), tools, True, ek)
         try:
             rendered = self.renderer.render(full, len(full), tools, False, ek, start)
-        except Exception:  # a template that cannot render this turn: nothing to index
+        except Exception:  # noqa: BLE001 - a template that cannot render this turn: nothing to index
             return
         if not rendered.startswith(with_gen):
             return

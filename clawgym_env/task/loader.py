@@ -181,7 +181,7 @@ def render_instruction(template: str, params: Mapping[str, Any], file: Path, whe
             f"{file}: field instruction ({where}): {exc.message} (params given: {have}). "
             "Fix: add the name to every params entry, or wrap literal braces in {% raw %}...{% endraw %}."
         ) from exc
-    except Exception as exc:  # noqa: BLE001 - any template failure is a spec error
+    except Exception as exc:  # any template failure is a spec error
         raise TaskSpecError(
             f"{file}: field instruction ({where}): template failed: {type(exc).__name__}: {exc}. "
             "Fix: simplify the template expression."

@@ -90,7 +90,7 @@ def synthetic_episode(
         history = history + GEN + out + END + _span(rng, rng.randint(*s.tool_result_tokens), v) + END
         if s.subagent_at == k:
             sub = _span(random.Random(-3), 300, v) + _span(rng, 40, v)
-            for j in range(3):
+            for _ in range(3):
                 sub_out = completion()
                 calls.append(
                     _call(session_id, len(calls), sub + GEN, sub_out, rng, meta={"subagent": True, "subagent_id": "a1"})

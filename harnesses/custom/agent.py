@@ -72,7 +72,7 @@ def run_tool(name, args, cwd):
                 f.write(text.replace(args["old_text"], args["new_text"]))
             return f"edited {args['path']}"
         return f"error: unknown tool {name}"
-    except Exception as exc:  # a failing tool is reported to the model
+    except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
         return f"error: {type(exc).__name__}: {exc}"
 
 
@@ -97,7 +97,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     api_key = os.environ.get("OPENAI_API_KEY", "")
     messages = [{"role": "system", "content": SYSTEM.format(cwd=a.cwd)}, {"role": "user", "content": a.instruction}]
-    log = open(a.transcript, "a", encoding="utf-8") if a.transcript else None
+    log = open(a.transcript, "a", encoding="utf-8") if a.transcript else None  # noqa: SIM115 - open for the whole run
 
     def record(msg):
         messages.append(msg)
@@ -117,7 +117,8 @@ def main(argv=None):
             return 4
         msg = reply["choices"][0]["message"]
         calls = msg.get("tool_calls") or []
-        record({k: v for k, v in (("role", "assistant"), ("content", msg.get("content") or ""), ("tool_calls", calls or None)) if v is not None})
+        turn = (("role", "assistant"), ("content", msg.get("content") or ""), ("tool_calls", calls or None))
+        record({k: v for k, v in turn if v is not None})
         if not calls:
             print(msg.get("content") or "")
             return 0

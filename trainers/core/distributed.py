@@ -58,7 +58,8 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     out = Path(config.output_dir)
     ddp = DistributedDataParallelKwargs(
         find_unused_parameters=bool(config.ddp_find_unused_parameters), broadcast_buffers=config.ddp_broadcast_buffers is not False,
-        static_graph=bool(config.ddp_static_graph), **({"bucket_cap_mb": int(config.ddp_bucket_cap_mb)} if config.ddp_bucket_cap_mb else {}),
+        static_graph=bool(config.ddp_static_graph),
+        **({"bucket_cap_mb": int(config.ddp_bucket_cap_mb)} if config.ddp_bucket_cap_mb else {}),
     )
     group = InitProcessGroupKwargs(backend=config.ddp_backend, timeout=timedelta(seconds=int(config.ddp_timeout or 1800)))
     accelerator = Accelerator(

@@ -34,8 +34,8 @@ from trainers.core.distributed import (
 )
 from trainers.core.logprobs import pack_logprobs
 from trainers.core.policy_step import policy_update
-from trainers.core.routing import RoutingReplay, router_aux_coef, unreplayed_metrics
 from trainers.core.rollout_side import TrainingRollouts
+from trainers.core.routing import RoutingReplay, router_aux_coef, unreplayed_metrics
 from trainers.core.slots import PackSlot, build_slots, mismatch_metrics, rank_share
 from trainers.core.weight_sync import PolicyWeights
 from trainers.rollout import RolloutBatch

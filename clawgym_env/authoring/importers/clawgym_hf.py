@@ -139,7 +139,7 @@ def download_clawgym_bench(timeout: float = 5.0) -> Path:
         reason = "HF_HUB_OFFLINE is set"
     try:
         path = hf_hub_download(repo_id=HF_REPO, filename=HF_FILENAME, repo_type="dataset", local_files_only=offline)
-    except Exception as exc:  # noqa: BLE001 - every hub failure becomes one clear message
+    except Exception as exc:  # every hub failure becomes one clear message
         why = reason if offline else f"{type(exc).__name__}: {exc}"
         raise TaskError(f"cannot pull {HF_REPO}: {why}, and it is not in the local Hugging Face cache. {manual}") from exc
     return Path(path)

@@ -291,7 +291,8 @@ def launch_vllm_server(
     """Start vLLM on ``model_path`` (see the module doc for which vLLM and which flags); return at once.
 
     The server gets ``VLLM_SERVER_DEV_MODE=1`` so ``VLLMBackend.reload_weights`` can reach
-    ``/collective_rpc``, and the worker extension's folder on its PYTHONPATH; ``env`` adds variables (e.g. ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``). Its output
+    ``/collective_rpc``, and the worker extension's folder on its PYTHONPATH; ``env`` adds variables (e.g.
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``). Its output
     goes to ``log_path`` (default: a new file under the temp dir). Call ``VLLMServer.wait_ready``
     before sending requests.
     """
