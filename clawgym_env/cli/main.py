@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from clawgym_env import __version__
+from clawgym_env._version import __version__
 from clawgym_env.cli import bench, harness, leaderboard, proxy, sandbox, tasks, trace
 
 app = typer.Typer(

@@ -17,7 +17,7 @@ from clawgym_env.errors import ConfigError
 
 if TYPE_CHECKING:
     from clawgym_env.results import AttemptResult
-    from clawgym_env.runner import AttemptJob, RunConfig, WorkerInfo
+    from clawgym_env.runner.config import AttemptJob, RunConfig, WorkerInfo
 
 __all__ = ["Executor", "JobQueue", "OnDone", "OnStart", "make_executor"]
 
@@ -95,6 +95,6 @@ def make_executor(config: RunConfig, worker: Any | None = None) -> Executor:
 
         return RayExecutor(config)
     from clawgym_env.executors.local import LocalExecutor
-    from clawgym_env.runner import import_object
+    from clawgym_env.runner.config import import_object
 
     return LocalExecutor(config, worker if worker is not None else import_object(config.worker)(config))

@@ -13,7 +13,7 @@ from clawgym_env.errors import ConfigError
 
 if TYPE_CHECKING:
     from clawgym_env.executors import JobQueue, OnDone, OnStart
-    from clawgym_env.runner import AttemptJob, RunConfig, Worker, WorkerInfo
+    from clawgym_env.runner.config import AttemptJob, RunConfig, Worker, WorkerInfo
 
 __all__ = ["LocalExecutor"]
 
@@ -49,7 +49,7 @@ class LocalExecutor:
                 tg.create_task(lane())
 
     async def update_weights(self, state: Mapping[str, Any], version: int) -> None:
-        from clawgym_env.runner import TrainableWorker
+        from clawgym_env.runner.config import TrainableWorker
 
         if not isinstance(self.worker, TrainableWorker):
             raise ConfigError(f"worker {type(self.worker).__name__} cannot take new weights")

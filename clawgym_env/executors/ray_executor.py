@@ -26,7 +26,7 @@ from clawgym_env.results import AttemptResult
 
 if TYPE_CHECKING:
     from clawgym_env.executors import JobQueue, OnDone, OnStart
-    from clawgym_env.runner import AttemptJob, RunConfig, WorkerInfo
+    from clawgym_env.runner.config import AttemptJob, RunConfig, WorkerInfo
 
 __all__ = ["NodeWorker", "RayExecutor"]
 
@@ -35,7 +35,7 @@ class NodeWorker:
     """Body of the per-node Ray actor: a worker plus a node-local folder for its captures."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        from clawgym_env.runner import RunConfig, import_object
+        from clawgym_env.runner.config import RunConfig, import_object
 
         self.config = RunConfig.from_dict(config)
         self.worker = import_object(self.config.worker)(self.config)
@@ -63,7 +63,7 @@ class NodeWorker:
 
     async def update_weights(self, state: Any, version: int) -> None:
         """New policy weights for this node's worker (a Ray object ref arrives resolved)."""
-        from clawgym_env.runner import TrainableWorker
+        from clawgym_env.runner.config import TrainableWorker
 
         if not isinstance(self.worker, TrainableWorker):
             raise ConfigError(f"worker {type(self.worker).__name__} cannot take new weights")

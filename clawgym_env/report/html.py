@@ -116,7 +116,7 @@ def _plots(attempts: list[AttemptResult]) -> dict[str, str]:
 
 def build_html(out_dir: Path) -> str:
     """Render the report of a results folder to a string."""
-    from clawgym_env.runner import load_attempts, load_manifest
+    from clawgym_env.runner.folder import load_attempts, load_manifest
 
     out_dir = Path(out_dir)
     manifest = load_manifest(out_dir)

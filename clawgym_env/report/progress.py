@@ -22,7 +22,7 @@ from clawgym_env.metrics import is_pass
 from clawgym_env.results import AttemptResult
 
 if TYPE_CHECKING:
-    from clawgym_env.runner import AttemptJob
+    from clawgym_env.runner.config import AttemptJob
 
 __all__ = ["RunProgress"]
 

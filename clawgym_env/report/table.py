@@ -55,7 +55,7 @@ def summary_tables(manifest: RunManifest, metrics: Metrics) -> Group:
 
 def print_report(out_dir: Path, console: Console | None = None) -> Metrics:
     """Print a results folder's tables; returns the metrics (recomputed from the attempt records)."""
-    from clawgym_env.runner import load_attempts, load_manifest
+    from clawgym_env.runner.folder import load_attempts, load_manifest
 
     manifest = load_manifest(out_dir)
     attempts = load_attempts(out_dir)
@@ -73,7 +73,7 @@ def runs_table(out_dirs: list[Path]) -> Table:
     """One row per results folder: how it sampled and its overall figures, recomputed from the attempt records.
 
     An experiment's stages are several folders; this puts them in one table (``clawgym bench report A B C``)."""
-    from clawgym_env.runner import load_attempts, load_manifest
+    from clawgym_env.runner.folder import load_attempts, load_manifest
 
     t = Table(title="runs", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
     t.add_column("run", justify="left", overflow="fold")
@@ -129,7 +129,7 @@ def compare_table(a: tuple[str, RunManifest, Metrics], b: tuple[str, RunManifest
 
 def print_compare(dir_a: Path, dir_b: Path, console: Console | None = None) -> Table:
     """Print two results folders side by side (warns when they ran different suites or suite versions)."""
-    from clawgym_env.runner import load_attempts, load_manifest
+    from clawgym_env.runner.folder import load_attempts, load_manifest
 
     runs = []
     for d in (dir_a, dir_b):

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clawgym_env import __version__
+from clawgym_env._version import __version__
 from clawgym_env.errors import ConfigError, RunError
 from clawgym_env.metrics import compute_metrics
 from clawgym_env.results import AttemptResult, RunManifest, attempt_filename
