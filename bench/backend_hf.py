@@ -44,8 +44,15 @@ def make_prompt(backend: HFBackend, n_tokens: int) -> list[int]:
 async def burst(backend: HFBackend, prompt: list[int], n: int, max_tokens: int) -> tuple[float, int]:
     """n calls at once; (wall seconds, completion tokens)."""
     reqs = [
-        CompletionRequest(session_id=f"b{i}", call_index=0, prompt_ids=prompt, messages=[], temperature=1.0, seed=i,
-                          max_tokens=max(1, max_tokens * (1 + i % 4) // 4))
+        CompletionRequest(
+            session_id=f"b{i}",
+            call_index=0,
+            prompt_ids=prompt,
+            messages=[],
+            temperature=1.0,
+            seed=i,
+            max_tokens=max(1, max_tokens * (1 + i % 4) // 4),
+        )
         for i in range(n)
     ]
     t0 = time.perf_counter()
@@ -66,8 +73,10 @@ async def throughput(name: str, path: Path, levels: list[int], prompt_tokens: in
             row.append((wall, tokens))
         (ws, ts), (wb, tb) = row
         print(f"{name:<8} {n:>4} {len(prompt):>6} {ts:>6} | {ts / ws:>9.1f} {ws:>7.2f} | {tb / wb:>9.1f} {wb:>7.2f} | {ws / wb:>5.2f}x")
-    print(f"{name:<8} continuous batch: {batched.stats['steps']} decode steps, {batched.stats['joins']} joins, "
-          f"largest {batched.stats['max_rows']} rows")
+    print(
+        f"{name:<8} continuous batch: {batched.stats['steps']} decode steps, {batched.stats['joins']} joins, "
+        f"largest {batched.stats['max_rows']} rows"
+    )
     await batched.aclose()
     await single.aclose()
 
@@ -77,10 +86,14 @@ async def prefix_saving(shared_tokens: list[int]) -> None:
         golden = json.loads(f.readline())["prompt_ids"]  # Claude Code's first prompt, SmolLM2 ids (12,418)
     for shared in shared_tokens:
         head = golden[: min(shared, 8000)]
-        backends = {"no reuse": HFBackend(default_model_path(), prefix_cache_mb=0),
-                    "shared store": HFBackend(default_model_path(), prefix_cache_mb=2048)}
-        tails = [b.tokenizer.encode(f"<|im_start|>user\nepisode {i}: {' '.join(WORDS[i:])}<|im_end|>\n<|im_start|>assistant\n")
-                 for i, b in enumerate(backends.values())]
+        backends = {
+            "no reuse": HFBackend(default_model_path(), prefix_cache_mb=0),
+            "shared store": HFBackend(default_model_path(), prefix_cache_mb=2048),
+        }
+        tails = [
+            b.tokenizer.encode(f"<|im_start|>user\nepisode {i}: {' '.join(WORDS[i:])}<|im_end|>\n<|im_start|>assistant\n")
+            for i, b in enumerate(backends.values())
+        ]
         for label, b in backends.items():
             first = CompletionRequest(session_id="ep1", call_index=0, prompt_ids=head + tails[0], messages=[], max_tokens=1, seed=0)
             second = CompletionRequest(session_id="ep2", call_index=0, prompt_ids=head + tails[1], messages=[], max_tokens=1, seed=0)
@@ -89,9 +102,11 @@ async def prefix_saving(shared_tokens: list[int]) -> None:
             t1 = time.perf_counter()
             out = await b.handle(second)
             t2 = time.perf_counter()
-            print(f"smollm2  prefix {len(head):>5} + tail {len(tails[1]):>3} tokens, {label:<12}: episode 1 first call "
-                  f"{t1 - t0:6.2f} s, episode 2 first call {t2 - t1:6.2f} s (reused {out.usage['cached_prompt_tokens']} "
-                  f"tokens, store {b.prefix.bytes / 2**20:.0f} MiB)")
+            print(
+                f"smollm2  prefix {len(head):>5} + tail {len(tails[1]):>3} tokens, {label:<12}: episode 1 first call "
+                f"{t1 - t0:6.2f} s, episode 2 first call {t2 - t1:6.2f} s (reused {out.usage['cached_prompt_tokens']} "
+                f"tokens, store {b.prefix.bytes / 2**20:.0f} MiB)"
+            )
             await b.aclose()
 
 

@@ -39,14 +39,16 @@ def scripted(harness: str, calls: int, tokenizer: Any, tag: str) -> Any:
     from clawgym_env.proxy import ScriptedBackend
 
     tool, arg, root = WRITE[harness]
-    replies: list[Any] = [{"tool_calls": [{"name": tool, "arguments": {arg: f"{root}f{i + 1:02d}.txt",
-                                                                      "content": f"{tag} {i + 1:02d}\n"}}]}
-                          for i in range(calls - 1)]
+    replies: list[Any] = [
+        {"tool_calls": [{"name": tool, "arguments": {arg: f"{root}f{i + 1:02d}.txt", "content": f"{tag} {i + 1:02d}\n"}}]}
+        for i in range(calls - 1)
+    ]
     return ScriptedBackend(replies + ["Done."], tokenizer=tokenizer, default="Done.")
 
 
-async def episode(spec: Any, harness: str, backend: Any, proxy: Any, tmp: Path,
-                  sampling: dict[str, Any] | None = None) -> tuple[Any, float]:
+async def episode(
+    spec: Any, harness: str, backend: Any, proxy: Any, tmp: Path, sampling: dict[str, Any] | None = None
+) -> tuple[Any, float]:
     from clawgym_env.episode import run_episode
 
     t0 = time.perf_counter()
@@ -88,21 +90,34 @@ async def bench(harness: str, a: argparse.Namespace, policy_kind: str, tok: Any,
                 k = rng.randint(1, n - 1)
                 rb = ReplayBackend(root.calls, k, policy("fid", k))
                 r, secs = await episode(spec, harness, rb, proxy, tmp, sampling)
-                print(f"{harness:12} [{policy_kind}]   replay: branch_at {k}, "
-                      f"{'reached' if rb.report.reached_branch else 'MISSED'}, {secs:.0f} s", flush=True)  # partial runs say something
+                print(
+                    f"{harness:12} [{policy_kind}]   replay: branch_at {k}, "
+                    f"{'reached' if rb.report.reached_branch else 'MISSED'}, {secs:.0f} s",
+                    flush=True,
+                )  # partial runs say something
                 reached += rb.report.reached_branch
                 ids_equal += rb.report.prompt_ids_equal
                 replayed += rb.report.replayed
                 if not rb.report.reached_branch:
                     misses.append((k, rb.report, r))
-            print(f"{harness:12} [{policy_kind}] replay fidelity: {reached}/{a.replays} reached call k with every "
-                  f"request matching ({reached / a.replays:.0%}); prompt ids identical on {ids_equal}/{replayed} "
-                  f"replayed calls; root episode {n} calls, {root_s:.1f} s")
+            print(
+                f"{harness:12} [{policy_kind}] replay fidelity: {reached}/{a.replays} reached call k with every "
+                f"request matching ({reached / a.replays:.0%}); prompt ids identical on {ids_equal}/{replayed} "
+                f"replayed calls; root episode {n} calls, {root_s:.1f} s"
+            )
             for k, rep, r in misses:  # a divergence, or an episode that never got to call k (say why)
                 d = rep.divergence
-                why = (f"diverged at call {d.call_index}, message {d.message_index}: recorded {str(d.recorded)[:300]!r}, "
-                       f"got {str(d.got)[:300]!r}") if d else (f"no divergence, but the episode ended {r.status} after calls "
-                                                               f"{rep.calls} ({r.error}; {r.harness_output_tail[-300:]!r})")
+                why = (
+                    (
+                        f"diverged at call {d.call_index}, message {d.message_index}: recorded {str(d.recorded)[:300]!r}, "
+                        f"got {str(d.got)[:300]!r}"
+                    )
+                    if d
+                    else (
+                        f"no divergence, but the episode ended {r.status} after calls "
+                        f"{rep.calls} ({r.error}; {r.harness_output_tail[-300:]!r})"
+                    )
+                )
                 print(f"{harness:12} [{policy_kind}]   branch_at {k}: {why}")
             # independent leaves
             ind_eps, ind_s = [], []
@@ -121,9 +136,11 @@ async def bench(harness: str, a: argparse.Namespace, policy_kind: str, tok: Any,
                 gen = sum(generated(e, rep) for e in eps)
                 forest = build_forest(eps)
                 ratio = forest.naive_tokens / max(1, forest.num_tokens)
-                print(f"{harness:12} [{policy_kind}] {name:11}: {len(eps)} leaves, {gen / len(eps):.0f} model tokens "
-                      f"generated per leaf, {statistics.mean(secs):.1f} harness s per leaf; forest {forest.num_tokens} "
-                      f"tokens vs {forest.naive_tokens} per-call ({ratio:.1f}x)")
+                print(
+                    f"{harness:12} [{policy_kind}] {name:11}: {len(eps)} leaves, {gen / len(eps):.0f} model tokens "
+                    f"generated per leaf, {statistics.mean(secs):.1f} harness s per leaf; forest {forest.num_tokens} "
+                    f"tokens vs {forest.naive_tokens} per-call ({ratio:.1f}x)"
+                )
 
 
 def main() -> None:

@@ -48,8 +48,7 @@ async def _measure(step: Step) -> tuple[float, float, float]:
 def _steps(harnesses: list[str], proxy: object, sock: Path, cache: Path) -> dict[str, Step]:
     spec = _spec()
     plain = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, memory_mb=1024)
-    bridged = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, memory_mb=1024,
-                            proxy_socket=sock)
+    bridged = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, memory_mb=1024, proxy_socket=sock)
 
     async def start_close() -> None:
         async with create_sandbox("bwrap", plain):
@@ -94,8 +93,10 @@ def _steps(harnesses: list[str], proxy: object, sock: Path, cache: Path) -> dict
 async def main(a: argparse.Namespace) -> None:
     from clawgym_env.proxy import ProxyServer
 
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; n = {a.n} per step, steps interleaved; "
-          "medians; CPU of processes under this one: cpuacct" + ("" if CPU.now() is not None else " (unavailable)"))
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; n = {a.n} per step, steps interleaved; "
+        "medians; CPU of processes under this one: cpuacct" + ("" if CPU.now() is not None else " (unavailable)")
+    )
     with tempfile.TemporaryDirectory() as d:
         async with ProxyServer(uds_path=Path(d) / "proxy.sock") as proxy:
             steps = _steps(a.harness.split(",") if a.harness else [], proxy, Path(d) / "proxy.sock", Path(d) / "cc")

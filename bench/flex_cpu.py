@@ -37,8 +37,15 @@ def _packs(workload: str, synthetic_tokens: int) -> list:
     from clawgym_env.tree.transform import compact_vocab, trim_shared_head
 
     if workload == "synthetic":
-        shape = EpisodeShape(n_calls=8, system_tokens=synthetic_tokens // 3, task_tokens=64, completion_tokens=(64, 256),
-                             tool_result_tokens=(128, 512), volatile_tokens=16, vocab_size=500)
+        shape = EpisodeShape(
+            n_calls=8,
+            system_tokens=synthetic_tokens // 3,
+            task_tokens=64,
+            completion_tokens=(64, 256),
+            tool_result_tokens=(128, 512),
+            volatile_tokens=16,
+            vocab_size=500,
+        )
         return [pack_tree(build_forest(synthetic_group("openclaw", 4, shape, seed=0)))]
     calls = load_calls(ROOT / "tests" / "golden" / workload / "capture.jsonl.gz")
     calls = [c.model_copy(update={"token_source": "sampled"}) for c in calls]  # scripted captures: train on them
@@ -85,8 +92,18 @@ def _cell(workload: str, attn: str, repeats: int, synthetic_tokens: int, queue: 
     done.set()
     sampler.join()
     steady = statistics.median(times)
-    queue.put({"workload": workload, "attention": attn, "tokens": len(pk), "mask_s": mask_s, "first_step_s": first,
-               "compile_s": max(0.0, first - steady), "step_s": steady, "peak_mib": max(0, peak[0] - base) / 2**20})
+    queue.put(
+        {
+            "workload": workload,
+            "attention": attn,
+            "tokens": len(pk),
+            "mask_s": mask_s,
+            "first_step_s": first,
+            "compile_s": max(0.0, first - steady),
+            "step_s": steady,
+            "peak_mib": max(0, peak[0] - base) / 2**20,
+        }
+    )
 
 
 def run_cell(workload: str, attn: str, repeats: int, synthetic_tokens: int) -> dict:
@@ -130,8 +147,10 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"\n{'workload':<12} {'tokens':>7} {'attention':<10} {'mask_s':>11} {'compile_s':>11} {'step_s':>13} {'peak_mib':>11}")
     for (workload, attn), rows in cells.items():
-        print(f"{workload:<12} {rows[0]['tokens']:>7} {attn:<10} {span(rows, 'mask_s', '.3f'):>11} "
-              f"{span(rows, 'compile_s', '.2f'):>11} {span(rows, 'step_s', '.3f'):>13} {span(rows, 'peak_mib', '.0f'):>11}")
+        print(
+            f"{workload:<12} {rows[0]['tokens']:>7} {attn:<10} {span(rows, 'mask_s', '.3f'):>11} "
+            f"{span(rows, 'compile_s', '.2f'):>11} {span(rows, 'step_s', '.3f'):>13} {span(rows, 'peak_mib', '.0f'):>11}"
+        )
 
 
 if __name__ == "__main__":

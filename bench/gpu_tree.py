@@ -38,11 +38,28 @@ from clawgym_env.tree import (  # noqa: E402  (after the sys.path line above)
 )
 from clawgym_env.tree.synthetic import EpisodeShape, synthetic_episode  # noqa: E402
 
-QWEN3_06B = {"vocab_size": 151_936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
-             "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "rope_theta": 1_000_000.0,
-             "tie_word_embeddings": True, "max_position_embeddings": 40_960}
-TINY = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "max_position_embeddings": 40_960}
+QWEN3_06B = {
+    "vocab_size": 151_936,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "rope_theta": 1_000_000.0,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 40_960,
+}
+TINY = {
+    "vocab_size": 512,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 32,
+    "max_position_embeddings": 40_960,
+}
 
 
 def build_model(shape: dict, device: str, dtype: torch.dtype) -> torch.nn.Module:
@@ -64,8 +81,9 @@ def tree_logprobs(model: torch.nn.Module, pk: PackedTree, mask, device: str) -> 
     """Loss-token logprobs from one pass over the pack; a BlockMask selects tree_flex, a dense mask sdpa."""
     model.config._attn_implementation = "sdpa" if isinstance(mask, torch.Tensor) else register_tree_flex()
     try:
-        hidden = model.model(input_ids=pk.input_ids[None].to(device), position_ids=pk.position_ids[None].to(device),
-                             attention_mask=mask).last_hidden_state[0]
+        hidden = model.model(
+            input_ids=pk.input_ids[None].to(device), position_ids=pk.position_ids[None].to(device), attention_mask=mask
+        ).last_hidden_state[0]
     finally:
         model.config._attn_implementation = "sdpa"
     loss = pk.loss_mask.to(device)
@@ -129,12 +147,21 @@ def run_episode(model: torch.nn.Module, calls: list, label: str, device: str, re
                 a = lp_tree[[order[ix] for ix in idx]]
                 diff = max(diff, float((a - row_logprobs(model, naive, i, device)).abs().max()))
     res = {
-        "episode": label, "tree_train_attention": "tree_flex+BlockMask",
-        "calls": len(tree.calls), "tokens_per_call_layout": naive.num_tokens, "tokens_tree": tree.num_tokens,
-        "tokens_tree_padded": len(pk), "token_ratio": naive.num_tokens / tree.num_tokens, "block_mask_s": mask_s,
+        "episode": label,
+        "tree_train_attention": "tree_flex+BlockMask",
+        "calls": len(tree.calls),
+        "tokens_per_call_layout": naive.num_tokens,
+        "tokens_tree": tree.num_tokens,
+        "tokens_tree_padded": len(pk),
+        "token_ratio": naive.num_tokens / tree.num_tokens,
+        "block_mask_s": mask_s,
         "block_mask_sparsity_pct": float(bm.sparsity()),
-        "step_s_tree": t_tree, "step_s_per_call": t_naive, "speedup": t_naive / t_tree,
-        "peak_gib_tree": m_tree, "peak_gib_per_call": m_naive, "max_abs_logprob_diff_first_calls": diff,
+        "step_s_tree": t_tree,
+        "step_s_per_call": t_naive,
+        "speedup": t_naive / t_tree,
+        "peak_gib_tree": m_tree,
+        "peak_gib_per_call": m_naive,
+        "max_abs_logprob_diff_first_calls": diff,
     }
     print(json.dumps(res), flush=True)
     return res
@@ -157,8 +184,10 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("no CUDA device: run with --dry-run for the CPU smoke path")
         device, dtype, shape = "cuda", torch.bfloat16, QWEN3_06B
         ep_shape = EpisodeShape(vocab_size=QWEN3_06B["vocab_size"])
-    print(f"device={device} dtype={dtype} torch={torch.__version__} "
-          f"gpu={torch.cuda.get_device_name() if device == 'cuda' else '-'}", flush=True)
+    print(
+        f"device={device} dtype={dtype} torch={torch.__version__} gpu={torch.cuda.get_device_name() if device == 'cuda' else '-'}",
+        flush=True,
+    )
     model = build_model(shape, device, dtype)
     if args.captures:
         episodes = {f"real {p.stem}": load_calls(p) for p in args.captures}

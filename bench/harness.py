@@ -49,10 +49,15 @@ import psutil
 from clawgym_env.harness_registry import HARNESSES
 
 SUITE = Path(__file__).resolve().parents[1] / "tests" / "harnesses" / "tasks" / "h6-smoke"
-WRITE = {"claude-code": ("Write", "file_path", "{ws}/hello.txt"), "openclaw": ("write", "path", "hello.txt"),
-         "custom": ("write", "path", "hello.txt"), "gemini-cli": ("write_file", "file_path", "{ws}/hello.txt"),
-         "qwen-code": ("write_file", "file_path", "{ws}/hello.txt"), "opencode": ("write", "filePath", "{ws}/hello.txt"),
-         "pi": ("write", "path", "hello.txt")}
+WRITE = {
+    "claude-code": ("Write", "file_path", "{ws}/hello.txt"),
+    "openclaw": ("write", "path", "hello.txt"),
+    "custom": ("write", "path", "hello.txt"),
+    "gemini-cli": ("write_file", "file_path", "{ws}/hello.txt"),
+    "qwen-code": ("write_file", "file_path", "{ws}/hello.txt"),
+    "opencode": ("write", "filePath", "{ws}/hello.txt"),
+    "pi": ("write", "path", "hello.txt"),
+}
 """Harness -> (its write tool, the path argument, the path): the names and arguments each harness offers the model."""
 SHELL_WRITE = {"claude-code-bash": ("Bash", "command"), "codex": ("exec_command", "cmd"), "mini-swe-agent": ("bash", "command")}
 """Harnesses offering only a shell (or, for Codex, no write tool): (shell tool, its command argument)."""
@@ -99,8 +104,11 @@ class TreeCPU:
         if not (root / "cpuacct.usage").exists():
             return
         try:
-            own = next(ln.split(":", 2)[2] for ln in Path("/proc/self/cgroup").read_text().splitlines()
-                       if "cpuacct" in ln.split(":", 2)[1].split(","))
+            own = next(
+                ln.split(":", 2)[2]
+                for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                if "cpuacct" in ln.split(":", 2)[1].split(",")
+            )
             self.parent = root / own.lstrip("/")
             self.dir = self.parent / f"clawgym-bench-{os.getpid()}"
             self.dir.mkdir()
@@ -143,8 +151,9 @@ def backend(harness: str, workspace: str = "/workspace") -> Any:
         tool, arg, path = WRITE[harness]
         args = {arg: path.format(ws=workspace), "content": "hello world\n"}
     else:
-        raise SystemExit(f"bench/harness.py: no scripted write for harness {harness!r}; add its write tool to WRITE "
-                         "(or its shell to SHELL_WRITE)")
+        raise SystemExit(
+            f"bench/harness.py: no scripted write for harness {harness!r}; add its write tool to WRITE (or its shell to SHELL_WRITE)"
+        )
     final: Any = "Done."
     if harness in SUBMIT:
         final = {"text": "Done.", "tool_calls": [{"name": tool, "arguments": {arg: SUBMIT[harness]}}]}
@@ -228,8 +237,9 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
         ws.mkdir()
         home.mkdir()
         sess = proxy.open_session(backend(harness, str(ws)), max_calls=8)
-        hs = HarnessSession(session_id=sess.session_id, base_url=proxy.url, api_key=sess.api_key, model="policy",
-                            workspace=str(ws), home=str(home))
+        hs = HarnessSession(
+            session_id=sess.session_id, base_url=proxy.url, api_key=sess.api_key, model="policy", workspace=str(ws), home=str(home)
+        )
         cmd, env = native_invocation(adapter, hs, proxy.port, compile_cache)
         for path, content in adapter.write_configs(hs).items():
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -238,9 +248,15 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
         err = (Path(d) / "stderr.log").open("wb")
         with PeakRSS() as mem, err:
             t0 = time.perf_counter()
-            proc = await asyncio.create_subprocess_exec(*cmd, env=env, cwd=ws, stdin=asyncio.subprocess.DEVNULL,
-                                                        stdout=asyncio.subprocess.DEVNULL, stderr=err,
-                                                        start_new_session=True)
+            proc = await asyncio.create_subprocess_exec(
+                *cmd,
+                env=env,
+                cwd=ws,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
             try:
                 await asyncio.wait_for(proc.wait(), 600)
             finally:  # interrupted or timed out: leave no harness running on the host
@@ -252,8 +268,10 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
             wall = time.perf_counter() - t0
         if score != 1.0 or sess.egress:  # say why, rather than print a figure of a run that did not do the task
             tail = (Path(d) / "stderr.log").read_bytes()[-600:].decode("utf-8", "replace")
-            print(f"{harness}: native run scored {score}, exit {proc.returncode}, {len(calls)} calls, egress attempts "
-                  f"{[r.path for r in sess.egress]}; stderr tail: {tail!r}")
+            print(
+                f"{harness}: native run scored {score}, exit {proc.returncode}, {len(calls)} calls, egress attempts "
+                f"{[r.path for r in sess.egress]}; stderr tail: {tail!r}"
+            )
         return wall, mem.peak, score == 1.0, _children_cpu() - cpu0
 
 
@@ -284,8 +302,7 @@ async def side_by_side(harness: str, repeats: int) -> tuple[float, float, int, i
                 c1 = CPU.now()
                 if c0 is not None and c1 is not None:
                     proj_cpu.append(c1 - c0)
-                proj.append((wall, r.timings.get("harness", 0.0), mem.peak,
-                             r.status == "completed" and r.score == 1.0))
+                proj.append((wall, r.timings.get("harness", 0.0), mem.peak, r.status == "completed" and r.score == 1.0))
                 phases.append(r.timings)
     n_wall = statistics.median(w for w, *_ in nat)
     n_mem = statistics.median(m for _, m, *_ in nat)
@@ -293,20 +310,29 @@ async def side_by_side(harness: str, repeats: int) -> tuple[float, float, int, i
     p_wall = statistics.median(w for w, _, _, _ in proj)
     p_harn = statistics.median(h for _, h, _, _ in proj)
     p_mem = statistics.median(m for _, _, m, _ in proj)
-    print(f"{harness:12} native     {sum(ok for _, _, ok, _ in nat)}/{repeats} ok: wall median {n_wall:6.3f} s "
-          f"(min {min(w for w, *_ in nat):.3f}, max {max(w for w, *_ in nat):.3f}), peak RSS {n_mem / 2**20:5.0f} MiB, "
-          f"CPU {n_cpu:.2f} s")
-    print(f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.3f} s "
-          f"(min {min(w for w, *_ in proj):.3f}, max {max(w for w, *_ in proj):.3f}), harness phase {p_harn:.3f} s, "
-          f"peak RSS {p_mem / 2**20:5.0f} MiB, CPU {f'{statistics.median(proj_cpu):.2f} s' if proj_cpu else 'n/a'}")
-    split = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.3f}"
-                      for k in ("sandbox", "harness", "verifier", "collect", "cleanup"))
+    print(
+        f"{harness:12} native     {sum(ok for _, _, ok, _ in nat)}/{repeats} ok: wall median {n_wall:6.3f} s "
+        f"(min {min(w for w, *_ in nat):.3f}, max {max(w for w, *_ in nat):.3f}), peak RSS {n_mem / 2**20:5.0f} MiB, "
+        f"CPU {n_cpu:.2f} s"
+    )
+    print(
+        f"{harness:12} in-project {sum(ok for *_, ok in proj)}/{repeats} ok: wall median {p_wall:6.3f} s "
+        f"(min {min(w for w, *_ in proj):.3f}, max {max(w for w, *_ in proj):.3f}), harness phase {p_harn:.3f} s, "
+        f"peak RSS {p_mem / 2**20:5.0f} MiB, CPU {f'{statistics.median(proj_cpu):.2f} s' if proj_cpu else 'n/a'}"
+    )
+    split = ", ".join(
+        f"{k} {statistics.median(t.get(k, 0.0) for t in phases):.3f}" for k in ("sandbox", "harness", "verifier", "collect", "cleanup")
+    )
     print(f"{harness:12} in-project phases (median s): {split}")
-    print(f"{harness:12} first in-project episode of this process (warm-up, not in the medians): {first_wall:.2f} s, "
-          f"sandbox phase {first.timings.get('sandbox', 0.0):.2f} s (the one-time bwrap probe and shared /etc)")
+    print(
+        f"{harness:12} first in-project episode of this process (warm-up, not in the medians): {first_wall:.2f} s, "
+        f"sandbox phase {first.timings.get('sandbox', 0.0):.2f} s (the one-time bwrap probe and shared /etc)"
+    )
     cpu_ratio = f", CPU {statistics.median(proj_cpu) / n_cpu:.2f}x" if proj_cpu and n_cpu > 0 else ""
-    print(f"{harness:12} in-project / native: episode {p_wall / n_wall:.2f}x, harness phase {p_harn / n_wall:.2f}x, "
-          f"peak RSS {p_mem / max(n_mem, 1):.2f}x{cpu_ratio}")
+    print(
+        f"{harness:12} in-project / native: episode {p_wall / n_wall:.2f}x, harness phase {p_harn / n_wall:.2f}x, "
+        f"peak RSS {p_mem / max(n_mem, 1):.2f}x{cpu_ratio}"
+    )
     return n_wall, p_wall, int(n_mem), int(p_mem)
 
 
@@ -325,8 +351,10 @@ async def bench(harness: str, repeats: int, levels: list[int]) -> None:
                     walls.append(time.perf_counter() - t0)
                 peaks.append(mem.peak)
                 ok += r.status == "completed" and r.score == 1.0
-            print(f"{harness:12} sequential: {ok}/{repeats} ok, wall median {statistics.median(walls):.2f} s "
-                  f"(min {min(walls):.2f}, max {max(walls):.2f}), peak RSS median {statistics.median(peaks) / 2**20:.0f} MiB")
+            print(
+                f"{harness:12} sequential: {ok}/{repeats} ok, wall median {statistics.median(walls):.2f} s "
+                f"(min {min(walls):.2f}, max {max(walls):.2f}), peak RSS median {statistics.median(peaks) / 2**20:.0f} MiB"
+            )
             avail = psutil.virtual_memory().available
             print(f"{harness:12} memory bound: ~{int(avail / max(peaks))} concurrent episodes in {avail / 2**30:.1f} GiB available")
             for k in levels:
@@ -335,8 +363,10 @@ async def bench(harness: str, repeats: int, levels: list[int]) -> None:
                     results = await asyncio.gather(*(one(harness, proxy) for _ in range(k)))
                     wall = time.perf_counter() - t0
                 good = sum(r.status == "completed" and r.score == 1.0 for r in results)
-                print(f"{harness:12} concurrency {k:3}: {good}/{k} ok in {wall:.1f} s ({k / wall:.2f} episodes/s), "
-                      f"peak RSS {mem.peak / 2**20:.0f} MiB")
+                print(
+                    f"{harness:12} concurrency {k:3}: {good}/{k} ok in {wall:.1f} s ({k / wall:.2f} episodes/s), "
+                    f"peak RSS {mem.peak / 2**20:.0f} MiB"
+                )
 
 
 def main() -> None:
@@ -345,12 +375,13 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--concurrency", default="", help="also run in-project episodes at these concurrency levels")
     a = p.parse_args()
-    print(f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
-          f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
-    print("compared: native = the harness process on the host (the adapter's command and flags, no sandbox), its "
-          "proxy session closed and the task's grade() called in this process; in-project = run_episode (sandbox "
-          "start + harness in bwrap + sealed grading, started while the harness runs + cleanup). Both are warmed up "
-          "once first; medians are of the runs after. Target: in-project episode wall within 1.3x of native.")
+    print(f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
+    print(
+        "compared: native = the harness process on the host (the adapter's command and flags, no sandbox), its "
+        "proxy session closed and the task's grade() called in this process; in-project = run_episode (sandbox "
+        "start + harness in bwrap + sealed grading, started while the harness runs + cleanup). Both are warmed up "
+        "once first; medians are of the runs after. Target: in-project episode wall within 1.3x of native."
+    )
     rows = []
     for h in a.harness.split(","):
         load0 = os.getloadavg()[0]
@@ -359,8 +390,7 @@ def main() -> None:
             asyncio.run(bench(h, a.repeats, [int(x) for x in a.concurrency.split(",")]))
     print(f"\n{'harness':16} {'native s':>9} {'in-project s':>12} {'ratio':>6} {'native MiB':>10} {'in-project MiB':>14}  load")
     for h, l0, n_wall, p_wall, n_mem, p_mem, l1 in rows:
-        print(f"{h:16} {n_wall:9.3f} {p_wall:12.3f} {p_wall / n_wall:5.2f}x {n_mem / 2**20:10.0f} {p_mem / 2**20:14.0f}  "
-              f"{l0:.1f}-{l1:.1f}")
+        print(f"{h:16} {n_wall:9.3f} {p_wall:12.3f} {p_wall / n_wall:5.2f}x {n_mem / 2**20:10.0f} {p_mem / 2**20:14.0f}  {l0:.1f}-{l1:.1f}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     CPU.close()
 

@@ -55,20 +55,41 @@ def changes(calls: list[Any], issued: set[str]) -> dict[str, Any]:
 
     ordered = sorted(calls, key=lambda c: c.call_index)
     extends = sum(
-        1 for a, b in itertools.pairwise(ordered)
-        if a.prompt_ids and b.prompt_ids and b.prompt_ids[: len(a.prompt_ids) + len(a.completion_ids or [])]
-        == list(a.prompt_ids) + list(a.completion_ids or []))
+        1
+        for a, b in itertools.pairwise(ordered)
+        if a.prompt_ids
+        and b.prompt_ids
+        and b.prompt_ids[: len(a.prompt_ids) + len(a.completion_ids or [])] == list(a.prompt_ids) + list(a.completion_ids or [])
+    )
     tool_lists = {json.dumps(c.tools, sort_keys=True) for c in ordered}
     tool_orders = {tuple(t["function"]["name"] for t in c.tools) for c in ordered}
-    foreign_ids = {tc["id"] for c in ordered for m in c.messages if m.get("role") == "assistant"
-                   for tc in m.get("tool_calls") or () if tc.get("id") not in issued}
+    foreign_ids = {
+        tc["id"]
+        for c in ordered
+        for m in c.messages
+        if m.get("role") == "assistant"
+        for tc in m.get("tool_calls") or ()
+        if tc.get("id") not in issued
+    }
     sent = {message_key(c.response): c.response for c in ordered if c.response}
-    dropped_reasoning = sum(1 for c in ordered for m in c.messages if m.get("role") == "assistant"
-                            and message_key(m) in sent and sent[message_key(m)].get("reasoning_content")
-                            and not m.get("reasoning_content"))
+    dropped_reasoning = sum(
+        1
+        for c in ordered
+        for m in c.messages
+        if m.get("role") == "assistant"
+        and message_key(m) in sent
+        and sent[message_key(m)].get("reasoning_content")
+        and not m.get("reasoning_content")
+    )
     systems = {c.messages[0]["content"] for c in ordered if c.messages and c.messages[0]["role"] == "system"}
-    return {"extends_prev": f"{extends}/{len(ordered) - 1}", "tool_lists": len(tool_lists), "tool_orders": len(tool_orders),
-            "foreign_tool_ids": len(foreign_ids), "dropped_reasoning": dropped_reasoning, "system_prompts": len(systems)}
+    return {
+        "extends_prev": f"{extends}/{len(ordered) - 1}",
+        "tool_lists": len(tool_lists),
+        "tool_orders": len(tool_orders),
+        "foreign_tool_ids": len(foreign_ids),
+        "dropped_reasoning": dropped_reasoning,
+        "system_prompts": len(systems),
+    }
 
 
 def policy(request: Any) -> Any:
@@ -92,19 +113,27 @@ async def one_run(harness: str, tok: Any, sandbox: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         with PeakRSS() as mem:
             t0 = time.perf_counter()
-            r = await run_episode(spec, harness, ScriptedBackend(policy, tokenizer=tok), capture_dir=Path(tmp),
-                                  sandbox=sandbox)
+            r = await run_episode(spec, harness, ScriptedBackend(policy, tokenizer=tok), capture_dir=Path(tmp), sandbox=sandbox)
             wall = time.perf_counter() - t0
         own = own_count(harness, Path(tmp) / f"{r.session_id}.harness")
     good = [c for c in r.calls if c.prompt_ids and c.completion_ids]
     tree = build_tree(good) if good else None
     issued = {tc["id"] for c in r.calls if c.response for tc in c.response.get("tool_calls") or ()}
     return {
-        "status": r.status, "score": r.score, "calls": len(r.calls), "own": own, "error": (r.error or "")[:200],
+        "status": r.status,
+        "score": r.score,
+        "calls": len(r.calls),
+        "own": own,
+        "error": (r.error or "")[:200],
         "wire": sorted({(c.dialect, c.path.split("?")[0], c.stream) for c in r.calls}),
-        "splice": r.splice_hit_rate, "per_call": tree.naive_tokens if tree else 0, "tree": tree.num_tokens if tree else 0,
-        "wall": wall, "harness_s": r.timings.get("harness", 0.0), "peak_mib": mem.peak / 2**20,
-        "egress": r.egress_attempts, "first_prompt": r.calls[0].prompt_ids if r.calls else None,
+        "splice": r.splice_hit_rate,
+        "per_call": tree.naive_tokens if tree else 0,
+        "tree": tree.num_tokens if tree else 0,
+        "wall": wall,
+        "harness_s": r.timings.get("harness", 0.0),
+        "peak_mib": mem.peak / 2**20,
+        "egress": r.egress_attempts,
+        "first_prompt": r.calls[0].prompt_ids if r.calls else None,
         "logprobs_everywhere": all(c.logprobs is not None and len(c.logprobs) == len(c.completion_ids or []) for c in good),
         **changes(r.calls, issued),
     }
@@ -121,8 +150,10 @@ def main() -> None:
     p.add_argument("--sandbox", default="bwrap")
     a = p.parse_args()
     tok = AutoTokenizer.from_pretrained(default_model_path())
-    print(f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
-          f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM; sandbox {a.sandbox}")
+    print(
+        f"machine: {psutil.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM; sandbox {a.sandbox}"
+    )
     for h in a.harness.split(","):
         runs = [asyncio.run(one_run(h, tok, a.sandbox)) for _ in range(a.repeats)]
         for i, r in enumerate(runs):
@@ -131,11 +162,14 @@ def main() -> None:
         walls, peaks = [r["wall"] for r in runs], [r["peak_mib"] for r in runs]
         same_first = len({json.dumps(r["first_prompt"]) for r in runs}) == 1
         r0 = runs[0]
-        print(f"SUMMARY {h}: calls {r0['calls']} (own {r0['own']}), splice {r0['splice']:.3f}, per-call {r0['per_call']} "
-              f"vs tree {r0['tree']} ({r0['per_call'] / max(r0['tree'], 1):.1f}x), wall {min(walls):.1f}-{max(walls):.1f} s, "
-              f"peak {min(peaks):.0f}-{max(peaks):.0f} MiB, first prompt identical across runs: {same_first}, "
-              f"extends {r0['extends_prev']}, tool lists {r0['tool_lists']}, foreign ids {r0['foreign_tool_ids']}, "
-              f"dropped reasoning {r0['dropped_reasoning']}, egress {r0['egress']}", flush=True)
+        print(
+            f"SUMMARY {h}: calls {r0['calls']} (own {r0['own']}), splice {r0['splice']:.3f}, per-call {r0['per_call']} "
+            f"vs tree {r0['tree']} ({r0['per_call'] / max(r0['tree'], 1):.1f}x), wall {min(walls):.1f}-{max(walls):.1f} s, "
+            f"peak {min(peaks):.0f}-{max(peaks):.0f} MiB, first prompt identical across runs: {same_first}, "
+            f"extends {r0['extends_prev']}, tool lists {r0['tool_lists']}, foreign ids {r0['foreign_tool_ids']}, "
+            f"dropped reasoning {r0['dropped_reasoning']}, egress {r0['egress']}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

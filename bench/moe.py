@@ -47,12 +47,21 @@ def sample(harness: str, groups: int, episodes: int, model: Path) -> tuple[Any, 
 
     backend = HFBackend(model, seed=0)
     try:
-        done = collect_episodes([load_suite(SUITE).get("say-short")], [harness], [1.0], backend, pairs_per_step=groups,
-                                num_generations=episodes, rng=random.Random(0), sampling={"max_tokens": 16, "temperature": 1.0})
+        done = collect_episodes(
+            [load_suite(SUITE).get("say-short")],
+            [harness],
+            [1.0],
+            backend,
+            pairs_per_step=groups,
+            num_generations=episodes,
+            rng=random.Random(0),
+            sampling={"max_tokens": 16, "temperature": 1.0},
+        )
     finally:
         run_sync(backend.aclose())
-    batch = build_batch(done, filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False),
-                        policy_version=0, skip_zero_variance=False)
+    batch = build_batch(
+        done, filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False), policy_version=0, skip_zero_variance=False
+    )
     return batch, [list(ep.calls) for _, _, eps in done for ep in eps]
 
 
@@ -75,9 +84,14 @@ def capture_sizes(episodes: list[list[Any]], folder: Path) -> dict[str, float]:
     with_routing, without = write("routed", False), write("plain", True)
     whole = sum(len(c.routing.line_json()["ids"]) for e in episodes for c in e if c.routing is not None)
     tokens = sum(c.routing.tokens for e in episodes for c in e if c.routing is not None)
-    return {"calls": n, "bytes/call with routing": with_routing / n, "bytes/call without": without / n,
-            "routing bytes/call (delta)": (with_routing - without) / n, "routing bytes/call (whole rows)": whole / n,
-            "routed tokens/call": tokens / n}
+    return {
+        "calls": n,
+        "bytes/call with routing": with_routing / n,
+        "bytes/call without": without / n,
+        "routing bytes/call (delta)": (with_routing - without) / n,
+        "routing bytes/call (whole rows)": whole / n,
+        "routed tokens/call": tokens / n,
+    }
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -92,16 +106,28 @@ def tree_arms(batch: Any, model: Path, out: Path) -> dict[str, Callable[[], Any]
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
     def trainer(name: str, **kw: Any) -> Callable[[], Any]:
-        cfg = TreeGRPOConfig(output_dir=str(out / name), suite=str(SUITE), harness="custom", max_completion_length=16,
-                             learning_rate=1e-6, max_steps=1000, save_steps=0, num_generations=2, pairs_per_step=1, seed=0,
-                             **kw)
+        cfg = TreeGRPOConfig(
+            output_dir=str(out / name),
+            suite=str(SUITE),
+            harness="custom",
+            max_completion_length=16,
+            learning_rate=1e-6,
+            max_steps=1000,
+            save_steps=0,
+            num_generations=2,
+            pairs_per_step=1,
+            seed=0,
+            **kw,
+        )
         t = TreeGRPOTrainer(cfg, model)
         t.sync_weights = lambda: None  # the weight push to the rollout side is not what is compared
         return lambda: t.train_step(copy.deepcopy(batch))
 
-    return {"tree: routing ignored": trainer("plain", routing_replay=False, log_unreplayed_mismatch=False),
-            "tree: replayed": trainer("replay", routing_replay=True, log_unreplayed_mismatch=False),
-            "tree: replayed + unreplayed metrics": trainer("metrics", routing_replay=True, log_unreplayed_mismatch=True)}
+    return {
+        "tree: routing ignored": trainer("plain", routing_replay=False, log_unreplayed_mismatch=False),
+        "tree: replayed": trainer("replay", routing_replay=True, log_unreplayed_mismatch=False),
+        "tree: replayed + unreplayed metrics": trainer("metrics", routing_replay=True, log_unreplayed_mismatch=True),
+    }
 
 
 def call_arms(batch: Any, model_path: Path) -> dict[str, Callable[[], Any]]:
@@ -142,10 +168,12 @@ def main() -> None:
     model = tiny_moe_model_path()
     t0 = time.perf_counter()
     batch, episodes = sample(args.harness, args.groups, args.episodes, model)
-    print(f"sampled {len(episodes)} episodes of {args.harness} in {time.perf_counter() - t0:.1f} s; "
-          f"{len(batch.groups)} groups train; tree tokens {[g.tree.num_tokens for g in batch.groups]}, per-call tokens "
-          f"{[g.tree.naive_tokens for g in batch.groups]}; routing split: " +
-          ", ".join(f"{k.split('/')[1]} {v:g}" for k, v in batch.metrics.items() if k.startswith("routing/")))
+    print(
+        f"sampled {len(episodes)} episodes of {args.harness} in {time.perf_counter() - t0:.1f} s; "
+        f"{len(batch.groups)} groups train; tree tokens {[g.tree.num_tokens for g in batch.groups]}, per-call tokens "
+        f"{[g.tree.naive_tokens for g in batch.groups]}; routing split: "
+        + ", ".join(f"{k.split('/')[1]} {v:g}" for k, v in batch.metrics.items() if k.startswith("routing/"))
+    )
     with tempfile.TemporaryDirectory(prefix="clawgym-bench-moe-") as tmp:
         print("\ncapture (format 2, this batch's episodes)")
         for k, v in capture_sizes(episodes, Path(tmp)).items():

@@ -44,8 +44,10 @@ async def _serve(n_sessions: int, capture_dir: str) -> None:
     from clawgym_env.proxy import ProxyServer, ScriptedBackend
 
     async with ProxyServer(uds_path=Path(capture_dir) / "proxy.sock") as server:
-        sessions = [server.open_session(ScriptedBackend(_echo), session_id=f"s{i}",
-                                        capture_path=Path(capture_dir) / f"s{i}.jsonl") for i in range(n_sessions)]
+        sessions = [
+            server.open_session(ScriptedBackend(_echo), session_id=f"s{i}", capture_path=Path(capture_dir) / f"s{i}.jsonl")
+            for i in range(n_sessions)
+        ]
         print(json.dumps({"url": server.url, "keys": [s.api_key for s in sessions]}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         cpu = time.process_time()
@@ -53,9 +55,15 @@ async def _serve(n_sessions: int, capture_dir: str) -> None:
         for s in sessions:
             recs = await server.close_session(s.session_id)
             report["sessions"][s.session_id] = [
-                {"i": r.call_index, "status": r.status, "latency_s": r.latency_s, "stream": r.stream,
-                 "mark": r.messages[-1]["content"].split("MARK[", 1)[1].split("]", 1)[0] if r.messages else None}
-                for r in recs]
+                {
+                    "i": r.call_index,
+                    "status": r.status,
+                    "latency_s": r.latency_s,
+                    "stream": r.stream,
+                    "mark": r.messages[-1]["content"].split("MARK[", 1)[1].split("]", 1)[0] if r.messages else None,
+                }
+                for r in recs
+            ]
         print(json.dumps(report), flush=True)
 
 
@@ -74,13 +82,19 @@ async def bare_app(scope, receive, send):
     last = body["messages"][-1]["content"]
     text = last if isinstance(last, str) else last[0]["text"]
     marker = text.split("MARK[", 1)[1].split("]", 1)[0]
-    delta = orjson.dumps({"type": "content_block_delta", "index": 0,
-                          "delta": {"type": "text_delta", "text": f"ok MARK[{marker}]"}})
-    frames = (b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n"
-              b"event: content_block_delta\ndata: " + delta + b"\n\n"
-              b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/event-stream"), (b"content-length", str(len(frames)).encode())]})
+    delta = orjson.dumps({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"ok MARK[{marker}]"}})
+    frames = (
+        b'event: message_start\ndata: {"type":"message_start"}\n\n'
+        b"event: content_block_delta\ndata: " + delta + b"\n\n"
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream"), (b"content-length", str(len(frames)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": frames})
 
 
@@ -95,8 +109,7 @@ async def _serve_bare(capture_dir: str) -> None:
     sock = socket.create_server(("127.0.0.1", 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     # the proxy's uvicorn settings (no X-Forwarded-* middleware), so both pay the same server stack
-    cfg = uvicorn.Config(bare_app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
-                         backlog=2048)
+    cfg = uvicorn.Config(bare_app, http=HTTP_IMPL, log_level="warning", access_log=False, lifespan="off", proxy_headers=False, backlog=2048)
     server = uvicorn.Server(cfg)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -115,22 +128,36 @@ def _body(session: int, call: int, kb: int, dialect: str) -> dict:
     filler = ("Earlier context line with some code: for i in range(10): print(i)\n" * 400)[: kb * 1024 // 4]
     mark = f"MARK[{session}:{call}]"
     if dialect == "anthropic":
-        return {"model": "policy", "max_tokens": 256, "stream": True,
-                "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
-                "tools": tools,
-                "messages": [{"role": "user", "content": [{"type": "text", "text": filler}]},
-                             {"role": "assistant", "content": "noted"},
-                             {"role": "user", "content": [{"type": "text", "text": f"do it {mark}",
-                                                           "cache_control": {"type": "ephemeral"}}]}]}
-    return {"model": "policy", "stream": True, "stream_options": {"include_usage": True},
-            "tools": [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                                        "parameters": t["input_schema"]}} for t in tools],
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": filler},
-                         {"role": "assistant", "content": "noted"}, {"role": "user", "content": f"do it {mark}"}]}
+        return {
+            "model": "policy",
+            "max_tokens": 256,
+            "stream": True,
+            "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            "tools": tools,
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": filler}]},
+                {"role": "assistant", "content": "noted"},
+                {"role": "user", "content": [{"type": "text", "text": f"do it {mark}", "cache_control": {"type": "ephemeral"}}]},
+            ],
+        }
+    return {
+        "model": "policy",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": [
+            {"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}
+            for t in tools
+        ],
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": filler},
+            {"role": "assistant", "content": "noted"},
+            {"role": "user", "content": f"do it {mark}"},
+        ],
+    }
 
 
-async def _client(url: str, key: str, session: int, calls: int, kb: int, dialect: str,
-                  lat: list[float], errors: list[str]) -> int:
+async def _client(url: str, key: str, session: int, calls: int, kb: int, dialect: str, lat: list[float], errors: list[str]) -> int:
     import aiohttp
 
     path = "/v1/messages" if dialect == "anthropic" else "/v1/chat/completions"
@@ -174,6 +201,7 @@ def main() -> None:
     if args.serve:
         if os.environ.get("CLAWGYM_BENCH_PROFILE"):  # cProfile the server process (where proxy CPU goes)
             import cProfile
+
             with cProfile.Profile() as prof:
                 asyncio.run(_serve(args.sessions, args.serve))
             prof.dump_stats(os.environ["CLAWGYM_BENCH_PROFILE"])
@@ -196,11 +224,15 @@ def main() -> None:
             ratios.append(results["proxy"]["loaded_rate"] / results["bare"]["loaded_rate"])
             added = results["proxy"]["cpu_single"] - results["bare"]["cpu_single"]
             added_loaded = results["proxy"]["cpu_loaded"] - results["bare"]["cpu_loaded"]
-            print(f"  proxy vs bare pass-through, same run: {ratios[-1]:.2f}x the throughput at {args.sessions} streams; "
-                  f"+{added_loaded * 1e3:.2f} ms server CPU per call there, +{added * 1e3:.2f} ms with 1 client")
+            print(
+                f"  proxy vs bare pass-through, same run: {ratios[-1]:.2f}x the throughput at {args.sessions} streams; "
+                f"+{added_loaded * 1e3:.2f} ms server CPU per call there, +{added * 1e3:.2f} ms with 1 client"
+            )
     if len(ratios) > 1:
-        print(f"proxy / bare throughput over {len(ratios)} rounds: median {statistics.median(ratios):.2f}x "
-              f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+        print(
+            f"proxy / bare throughput over {len(ratios)} rounds: median {statistics.median(ratios):.2f}x "
+            f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+        )
     if not args.no_tito:
         _tito_cost()
     print(f"  load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
@@ -209,8 +241,12 @@ def main() -> None:
 def _measure(kind: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         flag = "--serve-bare" if kind == "bare" else "--serve"
-        proc = subprocess.Popen([sys.executable, __file__, flag, tmp, "--sessions", str(args.sessions)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, __file__, flag, tmp, "--sessions", str(args.sessions)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         info = json.loads(proc.stdout.readline())
         url, keys = info["url"], info["keys"]
         # single client, sequential: the latency one call pays for the proxy
@@ -225,37 +261,57 @@ def _measure(kind: str, args: argparse.Namespace) -> dict:
         report = json.loads(proc.stdout.readline())
         proc.wait(timeout=60)
     n_single, n_load = len(single["lat"]), len(loaded["lat"])
-    return {"single": single, "loaded": loaded, "report": report, "cpu_single": (cpu1 - cpu0) / n_single,
-            "cpu_loaded": (cpu2 - cpu1) / n_load, "loaded_rate": n_load / loaded["wall"],
-            "client_cpu": (client2 - client1) / n_load,
-            "threads": {name: (t - threads1.get(name, 0.0)) / n_load for name, t in threads2.items()}}
+    return {
+        "single": single,
+        "loaded": loaded,
+        "report": report,
+        "cpu_single": (cpu1 - cpu0) / n_single,
+        "cpu_loaded": (cpu2 - cpu1) / n_load,
+        "loaded_rate": n_load / loaded["wall"],
+        "client_cpu": (client2 - client1) / n_load,
+        "threads": {name: (t - threads1.get(name, 0.0)) / n_load for name, t in threads2.items()},
+    }
 
 
 def _print(kind: str, r: dict, args: argparse.Namespace) -> None:
     single, loaded, report = r["single"], r["loaded"], r["report"]
     name = "bare pass-through" if kind == "bare" else "clawgym proxy"
-    print(f"{name}: dialect={args.dialect} body={args.body_kb} kB, zero-latency backend"
-          + (", every call captured (written at once, fsynced within FSYNC_INTERVAL_S)" if kind == "proxy" else ""))
-    print(f"  1 client  x {len(single['lat'])} calls: latency p50 {_pct(single['lat'], 50) * 1e3:.2f} ms, "
-          f"p99 {_pct(single['lat'], 99) * 1e3:.2f} ms; server CPU {r['cpu_single'] * 1e3:.2f} ms/call")
-    print(f"  {args.sessions} sessions x {args.calls} calls (streaming, concurrent): {r['loaded_rate']:.0f} calls/s, "
-          f"client latency p50 {_pct(loaded['lat'], 50) * 1e3:.1f} ms, p99 {_pct(loaded['lat'], 99) * 1e3:.1f} ms; "
-          f"server CPU {r['cpu_loaded'] * 1e3:.2f} ms/call")
+    print(
+        f"{name}: dialect={args.dialect} body={args.body_kb} kB, zero-latency backend"
+        + (", every call captured (written at once, fsynced within FSYNC_INTERVAL_S)" if kind == "proxy" else "")
+    )
+    print(
+        f"  1 client  x {len(single['lat'])} calls: latency p50 {_pct(single['lat'], 50) * 1e3:.2f} ms, "
+        f"p99 {_pct(single['lat'], 99) * 1e3:.2f} ms; server CPU {r['cpu_single'] * 1e3:.2f} ms/call"
+    )
+    print(
+        f"  {args.sessions} sessions x {args.calls} calls (streaming, concurrent): {r['loaded_rate']:.0f} calls/s, "
+        f"client latency p50 {_pct(loaded['lat'], 50) * 1e3:.1f} ms, p99 {_pct(loaded['lat'], 99) * 1e3:.1f} ms; "
+        f"server CPU {r['cpu_loaded'] * 1e3:.2f} ms/call"
+    )
     busy = {name: t for name, t in r["threads"].items() if t >= 5e-6}
-    print(f"  CPU per call at {args.sessions} streams: client {r['client_cpu'] * 1e3:.2f} ms; server threads "
-          + ", ".join(f"{name} {t * 1e3:.2f} ms" for name, t in sorted(busy.items(), key=lambda kv: -kv[1])))
+    print(
+        f"  CPU per call at {args.sessions} streams: client {r['client_cpu'] * 1e3:.2f} ms; server threads "
+        + ", ".join(f"{name} {t * 1e3:.2f} ms" for name, t in sorted(busy.items(), key=lambda kv: -kv[1]))
+    )
     print(f"  replies checked: {single['ok'] + loaded['ok']} ok, {len(single['errors']) + len(loaded['errors'])} wrong")
     for e in (single["errors"] + loaded["errors"])[:5]:
         print("   ", e)
     if kind != "proxy":
         return
     server_lat = [c["latency_s"] for recs in report["sessions"].values() for c in recs]
-    print(f"  in-proxy time (arrival to last byte, from captures): p50 {statistics.median(server_lat) * 1e3:.2f} ms, "
-          f"p99 {_pct(server_lat, 99) * 1e3:.2f} ms")
+    print(
+        f"  in-proxy time (arrival to last byte, from captures): p50 {statistics.median(server_lat) * 1e3:.2f} ms, "
+        f"p99 {_pct(server_lat, 99) * 1e3:.2f} ms"
+    )
     expected = {f"s{i}": (10 + 100 if i == 0 else 0) + args.calls for i in range(args.sessions)}
     lost = {s: expected[s] - len(recs) for s, recs in report["sessions"].items() if len(recs) != expected[s]}
-    wrong = [(s, c["mark"]) for s, recs in report["sessions"].items() for c in recs
-             if c["mark"] is None or c["mark"].split(":")[0] != s[1:] or c["status"] != 200]
+    wrong = [
+        (s, c["mark"])
+        for s, recs in report["sessions"].items()
+        for c in recs
+        if c["mark"] is None or c["mark"].split(":")[0] != s[1:] or c["status"] != 200
+    ]
     print(f"  captured records lost: {sum(lost.values())}, misattributed or failed: {len(wrong)}")
 
 
@@ -298,11 +354,15 @@ def _tito_cost() -> None:
             later = [t for i, t in enumerate(times) if i % len(calls)]
             later_cpu = [t for i, t in enumerate(cpu) if i % len(calls)]
             later_total = [t for i, t in enumerate(total) if i % len(calls)]
-            row.append(f"{'incremental' if incremental else 'full render'} median {statistics.median(later) * 1e3:.2f} ms, "
-                       f"p95 {_pct(later, 95) * 1e3:.2f} ms (CPU {statistics.median(later_cpu) * 1e3:.2f} ms; "
-                       f"with remember() {statistics.median(later_total) * 1e3:.2f} ms)")
-        print(f"  TITO prompt building, golden {harness} ({len(calls)} calls, "
-              f"{len(calls[-1].prompt_ids or [])} prompt tokens at the end), calls 2..N, build(): " + "; ".join(row))
+            row.append(
+                f"{'incremental' if incremental else 'full render'} median {statistics.median(later) * 1e3:.2f} ms, "
+                f"p95 {_pct(later, 95) * 1e3:.2f} ms (CPU {statistics.median(later_cpu) * 1e3:.2f} ms; "
+                f"with remember() {statistics.median(later_total) * 1e3:.2f} ms)"
+            )
+        print(
+            f"  TITO prompt building, golden {harness} ({len(calls)} calls, "
+            f"{len(calls[-1].prompt_ids or [])} prompt tokens at the end), calls 2..N, build(): " + "; ".join(row)
+        )
 
 
 def _proc_cpu(pid: int, task: str = "") -> float:

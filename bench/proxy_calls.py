@@ -46,9 +46,18 @@ async def _drive(app, keys: list[str], calls: int, kb: int, warm: int = 0) -> tu
         async def receive() -> dict:
             return msgs.pop() if msgs else {"type": "http.disconnect"}
 
-        scope = {"type": "http", "method": "POST", "path": "/v1/messages", "query_string": b"",
-                 "headers": [(b"host", b"127.0.0.1"), (b"x-api-key", keys[s].encode()),
-                             (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]}
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/messages",
+            "query_string": b"",
+            "headers": [
+                (b"host", b"127.0.0.1"),
+                (b"x-api-key", keys[s].encode()),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+            ],
+        }
         sent.clear()
         await app(scope, receive, send)
         if f"MARK[{s}:{c}]".encode() not in sent[-1]["body"]:
@@ -67,8 +76,10 @@ async def _main(args: argparse.Namespace) -> None:
     _tune_gc()
     with tempfile.TemporaryDirectory() as tmp:
         server = ProxyServer()
-        sessions = [server.open_session(ScriptedBackend(_echo), session_id=f"s{i}", capture_path=Path(tmp) / f"s{i}.jsonl")
-                    for i in range(args.sessions)]
+        sessions = [
+            server.open_session(ScriptedBackend(_echo), session_id=f"s{i}", capture_path=Path(tmp) / f"s{i}.jsonl")
+            for i in range(args.sessions)
+        ]
         cpu = await _drive(server, [s.api_key for s in sessions], args.calls, args.body_kb, args.sessions)
         for s in sessions:
             await server.close_session(s.session_id)
@@ -79,8 +90,10 @@ async def _main(args: argparse.Namespace) -> None:
 
 def _report(name: str, cpu: tuple[float, float], calls: int) -> None:
     user, system = cpu
-    print(f"{name}: {(user + system) / calls * 1e6:.0f} us CPU per call (user {user / calls * 1e6:.0f}, "
-          f"system {system / calls * 1e6:.0f}) over {calls} calls")
+    print(
+        f"{name}: {(user + system) / calls * 1e6:.0f} us CPU per call (user {user / calls * 1e6:.0f}, "
+        f"system {system / calls * 1e6:.0f}) over {calls} calls"
+    )
 
 
 def main() -> None:
@@ -93,6 +106,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.profile:
         import cProfile
+
         with cProfile.Profile() as prof:
             asyncio.run(_main(args))
         prof.dump_stats(args.profile)

@@ -30,19 +30,27 @@ PHASES = ("sandbox", "harness", "model", "verifier")
 
 async def one(harness: str, concurrency: int, episodes: int, policy: Path, tasks: str, work: Path) -> str:
     n_tasks = 6 if tasks == "smoke-*" else 1
-    cfg = RunConfig(model=f"scripted:{policy}", harnesses=[harness], suite="clawgym-original", tasks=tasks,
-                    attempts=max(1, math.ceil(episodes / n_tasks)), concurrency=concurrency,
-                    out=str(work / f"{harness}-c{concurrency}"))
+    cfg = RunConfig(
+        model=f"scripted:{policy}",
+        harnesses=[harness],
+        suite="clawgym-original",
+        tasks=tasks,
+        attempts=max(1, math.ceil(episodes / n_tasks)),
+        concurrency=concurrency,
+        out=str(work / f"{harness}-c{concurrency}"),
+    )
     s = await run_benchmark(cfg, progress=False)
     n = len(s.attempts)
     mean = {p: sum(a.timings.get(p, 0.0) for a in s.attempts) / n for p in (*PHASES, "total")}
     other = mean["total"] - mean["sandbox"] - mean["harness"] - mean["verifier"]
     eps = 60 * s.ran / s.elapsed_s
     errs = s.metrics.overall.errors + s.metrics.overall.timeouts
-    return (f"{harness:12s} {concurrency:>4d} {n:>5d} {s.elapsed_s:8.1f} {eps:9.1f} {mean['total']:7.2f} "
-            f"{mean['sandbox']:7.2f} {mean['harness'] - mean['model']:8.2f} {mean['model']:6.2f} "
-            f"{mean['verifier']:8.2f} {other:6.2f} {errs:4d} {s.metrics.overall.mean_score:6.2f} "
-            f"{os.getloadavg()[0]:5.1f}")
+    return (
+        f"{harness:12s} {concurrency:>4d} {n:>5d} {s.elapsed_s:8.1f} {eps:9.1f} {mean['total']:7.2f} "
+        f"{mean['sandbox']:7.2f} {mean['harness'] - mean['model']:8.2f} {mean['model']:6.2f} "
+        f"{mean['verifier']:8.2f} {other:6.2f} {errs:4d} {s.metrics.overall.mean_score:6.2f} "
+        f"{os.getloadavg()[0]:5.1f}"
+    )
 
 
 async def main() -> None:
@@ -55,11 +63,15 @@ async def main() -> None:
         work = Path(d)
         done_policy = work / "done.yaml"
         done_policy.write_text('default: "Done."\n')
-        print("episode time split (mean seconds per episode): harness-start = harness process time minus time in the "
-              "model backend; other = proxy session, capture, workspace bookkeeping")
+        print(
+            "episode time split (mean seconds per episode): harness-start = harness process time minus time in the "
+            "model backend; other = proxy session, capture, workspace bookkeeping"
+        )
         print(f"load = 1-min load average on {os.cpu_count()} CPUs when the row finished (the machine may be shared)")
-        print(f"{'harness':12s} {'conc':>4s} {'eps':>5s} {'wall s':>8s} {'eps/min':>9s} {'total':>7s} {'sandbox':>7s} "
-              f"{'harn-run':>8s} {'model':>6s} {'verifier':>8s} {'other':>6s} {'err':>4s} {'score':>6s} {'load':>5s}")
+        print(
+            f"{'harness':12s} {'conc':>4s} {'eps':>5s} {'wall s':>8s} {'eps/min':>9s} {'total':>7s} {'sandbox':>7s} "
+            f"{'harn-run':>8s} {'model':>6s} {'verifier':>8s} {'other':>6s} {'err':>4s} {'score':>6s} {'load':>5s}"
+        )
         for h in args.harness.split(","):
             try:
                 load_harness(h).mounts(cache_root())

@@ -92,8 +92,13 @@ async def _grading(backend: str, task: str, n: int) -> tuple[list[float], list[f
     cfg = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, memory_mb=spec.limits.memory_mb)
     sealed, copied, inplace = [], [], []
     assert spec.hidden_dir is not None
-    open_cfg = SandboxConfig(workspace_src=spec.workspace_dir, workspace_mount=spec.workspace_mount, sealed=True,
-                             memory_mb=spec.limits.memory_mb, mounts=(Mount(spec.hidden_dir, spec.hidden_mount),))
+    open_cfg = SandboxConfig(
+        workspace_src=spec.workspace_dir,
+        workspace_mount=spec.workspace_mount,
+        sealed=True,
+        memory_mb=spec.limits.memory_mb,
+        mounts=(Mount(spec.hidden_dir, spec.hidden_mount),),
+    )
     async with create_sandbox(backend, open_cfg) as opened:
         for _ in range(n):  # interleaved, so load drifts touch all three alike
             async with create_sandbox(backend, cfg) as sb:

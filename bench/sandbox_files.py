@@ -52,8 +52,10 @@ async def main(args: argparse.Namespace) -> None:
     for i in range(args.repeats):
         made, unmount_s = await _sandbox_close(args.files, args.files + 1000)
         rm_s = _rmtree(args.files)
-        print(f"repeat {i + 1}: {made} files: sandbox close (tmpfs unmount) {unmount_s:6.2f} s   "
-              f"rmtree_hard of a plain folder {rm_s:6.2f} s   ({rm_s / unmount_s:.1f}x)")
+        print(
+            f"repeat {i + 1}: {made} files: sandbox close (tmpfs unmount) {unmount_s:6.2f} s   "
+            f"rmtree_hard of a plain folder {rm_s:6.2f} s   ({rm_s / unmount_s:.1f}x)"
+        )
     default = SandboxConfig().max_files or 0
     made, close_s = await _sandbox_close(4 * default, default)
     print(f"flood: asked for {4 * default} files under the default max_files={default}: got {made}, close {close_s:.2f} s")

@@ -118,9 +118,16 @@ def run(argv: list[str]) -> dict[str, Any]:
         t = os.times()
         cpu, queued = _schedstat()
         under = tree.now()
-        return {"t": time.perf_counter(), "proc": t.user + t.system, "reaped": t.children_user + t.children_system,
-                "child": _child_cpu(trainer), "main": cpu, "queued": queued, "gc": gc_clock.total,
-                "tree": under if under is not None else float("nan")}
+        return {
+            "t": time.perf_counter(),
+            "proc": t.user + t.system,
+            "reaped": t.children_user + t.children_system,
+            "child": _child_cpu(trainer),
+            "main": cpu,
+            "queued": queued,
+            "gc": gc_clock.total,
+            "tree": under if under is not None else float("nan"),
+        }
 
     last = snap()
 
@@ -131,11 +138,23 @@ def run(argv: list[str]) -> dict[str, Any]:
         last = now
         rewards.append(m["reward"])
         trained += m.get("rollouts_trained", 0.0)
-        steps.append({"wall": d["t"], "wait": m["rollout_s"], "train": m["train_s"], "push": m.get("sync_s", 0.0),
-                      "idle": m.get("rollout_idle_share", 0.0), "main_cpu": d["main"], "main_queue": d["queued"],
-                      "other_cpu": d["proc"] - d["main"], "child_cpu": d["child"], "sandbox_cpu": d["reaped"], "gc": d["gc"],
-                      "tree_cpu": d["tree"] - d["child"],
-                      "rollout_cpu": d["proc"] - d["main"] + d["tree"]})
+        steps.append(
+            {
+                "wall": d["t"],
+                "wait": m["rollout_s"],
+                "train": m["train_s"],
+                "push": m.get("sync_s", 0.0),
+                "idle": m.get("rollout_idle_share", 0.0),
+                "main_cpu": d["main"],
+                "main_queue": d["queued"],
+                "other_cpu": d["proc"] - d["main"],
+                "child_cpu": d["child"],
+                "sandbox_cpu": d["reaped"],
+                "gc": d["gc"],
+                "tree_cpu": d["tree"] - d["child"],
+                "rollout_cpu": d["proc"] - d["main"] + d["tree"],
+            }
+        )
 
     try:
         trainer.train(on_step=on_step)
@@ -146,8 +165,15 @@ def run(argv: list[str]) -> dict[str, Any]:
         gc.callbacks.remove(gc_clock)
     rest = steps[1:] or steps
     out: dict[str, Any] = {k: statistics.mean(s[k] for s in rest) for k, _, _ in ROWS}
-    out.update(first_step_s=steps[0]["wall"], total_s=sum(s["wall"] for s in steps), hist=hist, stale=stale,
-               rewards=rewards, trained=trained, spread=(min(s["wall"] for s in rest), max(s["wall"] for s in rest)))
+    out.update(
+        first_step_s=steps[0]["wall"],
+        total_s=sum(s["wall"] for s in steps),
+        hist=hist,
+        stale=stale,
+        rewards=rewards,
+        trained=trained,
+        spread=(min(s["wall"] for s in rest), max(s["wall"] for s in rest)),
+    )
     return out
 
 
@@ -180,16 +206,28 @@ def main() -> None:
     p.add_argument("--no-defaults", action="store_true", help=f"leave out the bench's demo flags ({' '.join(DEFAULTS)})")
     a, demo_flags = p.parse_known_args()  # the rest go to the demo (trainers/scripts/demo_cpu.py --help); they win
     a.demo_flags = ([] if a.no_defaults else DEFAULTS) + demo_flags
-    common = ["--steps", str(a.steps), "--seed", str(a.seed), "--concurrency", str(a.concurrency),
-              "--pairs-per-step", str(a.pairs_per_step), *a.demo_flags]
+    common = [
+        "--steps",
+        str(a.steps),
+        "--seed",
+        str(a.seed),
+        "--concurrency",
+        str(a.concurrency),
+        "--pairs-per-step",
+        str(a.pairs_per_step),
+        *a.demo_flags,
+    ]
     for r in range(a.rounds):
         load = os.getloadavg()[0]
         results = {}
         for name, flags in arms(a).items():
             results[name] = res = run([*common, *flags])
-            print(f"[round {r + 1}] {name}: {res['wall']:.2f} s/step; trainer main thread {res['main_cpu']:.2f} CPU-s, "
-                  f"{res['main_queue']:.2f} s runnable without a core; rollout side {res['rollout_cpu']:.2f} CPU-s "
-                  f"(sandboxes {res['tree_cpu']:.2f}); load average {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"[round {r + 1}] {name}: {res['wall']:.2f} s/step; trainer main thread {res['main_cpu']:.2f} CPU-s, "
+                f"{res['main_queue']:.2f} s runnable without a core; rollout side {res['rollout_cpu']:.2f} CPU-s "
+                f"(sandboxes {res['tree_cpu']:.2f}); load average {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
         report(a, results, r, (load, os.getloadavg()[0]))
     from harness import CPU
 
@@ -198,16 +236,17 @@ def main() -> None:
 
 def _cpus_of(flags: list[str]) -> str:
     if "--trainer-cpus" not in flags:
-        return "any CPU (the rollout side takes every core while the trainer waits)" if "--async-rollouts" not in flags \
-            else "any CPU"
+        return "any CPU (the rollout side takes every core while the trainer waits)" if "--async-rollouts" not in flags else "any CPU"
     get = lambda f: flags[flags.index(f) + 1]  # noqa: E731
     return f"trainer thread on CPU {get('--trainer-cpus')}, rollout side (loop, policy child, sandboxes) on {get('--rollout-cpus')}"
 
 
 def report(a: Any, results: dict[str, dict[str, Any]], r: int, load: tuple[float, float]) -> None:
-    print(f"\nround {r + 1}; demo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, "
-          f"seed {a.seed}, async max_staleness {a.max_staleness}; demo flags {' '.join(a.demo_flags) or '-'}; "
-          f"load average {load[0]:.1f} -> {load[1]:.1f}")
+    print(
+        f"\nround {r + 1}; demo: {a.steps} steps, {a.pairs_per_step} groups x 4 rollouts per step, {a.concurrency} lanes, "
+        f"seed {a.seed}, async max_staleness {a.max_staleness}; demo flags {' '.join(a.demo_flags) or '-'}; "
+        f"load average {load[0]:.1f} -> {load[1]:.1f}"
+    )
     for name, flags in arms(a).items():
         print(f"  {name}: {_cpus_of(flags)}")
     names = list(results)
@@ -229,8 +268,10 @@ def report(a: Any, results: dict[str, dict[str, Any]], r: int, load: tuple[float
         print(f"{name} reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f}")
     s = results["sync"]
     bound = (s["wait"] + s["train"]) / max(s["wait"], s["train"])
-    print(f"overlap bound from the sync arm, (R + T) / max(R, T): {bound:.2f}x "
-          f"(R = {s['wait']:.2f} s waiting on rollouts, T = {s['train']:.2f} s training)")
+    print(
+        f"overlap bound from the sync arm, (R + T) / max(R, T): {bound:.2f}x "
+        f"(R = {s['wait']:.2f} s waiting on rollouts, T = {s['train']:.2f} s training)"
+    )
     for name in names[1:]:
         print(f"{name} speed-up per step over sync: {s['wall'] / results[name]['wall']:.2f}x", flush=True)
 

@@ -30,8 +30,19 @@ def measure(model: str, peft: bool) -> dict[str, float]:
 
     path = tiny_model_path() if model == "tiny" else default_model_path()
     with tempfile.TemporaryDirectory() as out:
-        cfg = TreeGRPOConfig(output_dir=out, suite=str(SUITE), harness="custom", max_steps=4, save_steps=0, seed=0,
-                             learning_rate=1e-4, max_completion_length=16, use_peft=peft, lora_r=16, lora_alpha=32)
+        cfg = TreeGRPOConfig(
+            output_dir=out,
+            suite=str(SUITE),
+            harness="custom",
+            max_steps=4,
+            save_steps=0,
+            seed=0,
+            learning_rate=1e-4,
+            max_completion_length=16,
+            use_peft=peft,
+            lora_r=16,
+            lora_alpha=32,
+        )
         trainer = TreeGRPOTrainer(cfg, path)
         trainer.train_step(batch(0))  # warm-up: first-call costs (attention registration, allocator)
         b = batch(1)
@@ -51,8 +62,15 @@ def measure(model: str, peft: bool) -> dict[str, float]:
         save = time.perf_counter() - t0
         trainable = sum(p.numel() for p in trainer.policy.parameters() if p.requires_grad)
         total = sum(p.numel() for p in trainer.policy.parameters())
-    return {"step_s": step, "tokens": m["trainable_tokens"], "trainable": trainable, "total": total, "state_s": merge,
-            "copy_s": copy, "save_s": save}
+    return {
+        "step_s": step,
+        "tokens": m["trainable_tokens"],
+        "trainable": trainable,
+        "total": total,
+        "state_s": merge,
+        "copy_s": copy,
+        "save_s": save,
+    }
 
 
 def main() -> None:
@@ -64,8 +82,11 @@ def main() -> None:
         for peft in (False, True):
             r = measure(model, peft)
             share = r["trainable"] / r["total"]
-            print(f"{model:8s} {'lora' if peft else 'full':5s} {r['trainable']:>12,d} ({share:6.1%}) {r['step_s']:7.2f} "
-                  f"{r['state_s']:8.3f} {r['copy_s']:7.3f} {r['save_s']:7.2f}", flush=True)
+            print(
+                f"{model:8s} {'lora' if peft else 'full':5s} {r['trainable']:>12,d} ({share:6.1%}) {r['step_s']:7.2f} "
+                f"{r['state_s']:8.3f} {r['copy_s']:7.3f} {r['save_s']:7.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -38,11 +38,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SIZES = {  # Qwen3-architecture shapes, random init
-    "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32},
-    "small": {"hidden_size": 384, "intermediate_size": 1152, "num_hidden_layers": 4, "num_attention_heads": 6,
-              "num_key_value_heads": 2, "head_dim": 64},
-    "realistic": {"hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
-                  "num_key_value_heads": 8, "head_dim": 128},  # Qwen3-0.6B's shape
+    "tiny": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+    },
+    "small": {
+        "hidden_size": 384,
+        "intermediate_size": 1152,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 6,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+    },
+    "realistic": {
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+    },  # Qwen3-0.6B's shape
 }
 PATHS = {  # what the trainer is configured with for each path
     "old": {"model_init_kwargs": {"attn_implementation": "sdpa"}, "logprob_chunk_size": 0},
@@ -78,8 +97,12 @@ def make_batch(tokens: int | None = None, calls: int = 8, system: int = 2000, ro
             calls += 2
     group = synthetic_group("claude-code", rollouts, EpisodeShape(n_calls=calls, system_tokens=system))
     rng = random.Random(0)
-    eps = [EpisodeResult(session_id=ep[0].session_id, task_id="bench/t", harness="claude-code", status="completed",
-                         score=rng.random(), calls=ep) for ep in group]
+    eps = [
+        EpisodeResult(
+            session_id=ep[0].session_id, task_id="bench/t", harness="claude-code", status="completed", score=rng.random(), calls=ep
+        )
+        for ep in group
+    ]
     g = make_group("bench/t", "claude-code", eps, filters=tree_filters(drop_retries=False, max_leaves=None, exclude_subagents=False))
     return RolloutBatch(groups=[g])
 
@@ -88,12 +111,19 @@ def trainer_for(folder: Path, out: str, path: str, **kw: Any) -> Any:
     from trainers.tree_grpo.config import TreeGRPOConfig
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
-    cfg = TreeGRPOConfig(output_dir=out, suite="bench", loss_type="grpo", max_steps=1000, lr_scheduler_type="constant",
-                         **{"learning_rate": 1e-6, **PATHS[path], **kw})
+    cfg = TreeGRPOConfig(
+        output_dir=out,
+        suite="bench",
+        loss_type="grpo",
+        max_steps=1000,
+        lr_scheduler_type="constant",
+        **{"learning_rate": 1e-6, **PATHS[path], **kw},
+    )
     return TreeGRPOTrainer(cfg, folder)
 
 
 # -- memory ------------------------------------------------------------------------------------------
+
 
 def _status_kb(field: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -129,21 +159,41 @@ def memory_child(a: argparse.Namespace) -> dict[str, Any]:
             return {"tokens": tree.num_tokens, "over_limit": True, "limit_gb": a.limit_gb, "device": str(trainer.device)}
         secs = time.perf_counter() - t0
         peak = (torch.cuda.max_memory_allocated() if cuda else _status_kb("VmHWM") * 1024) - base
-        return {"tokens": tree.num_tokens, "trainable": tree.num_trainable, "peak_mb": peak / 2**20, "step_s": secs,
-                "device": str(trainer.device), "over_limit": False}
+        return {
+            "tokens": tree.num_tokens,
+            "trainable": tree.num_trainable,
+            "peak_mb": peak / 2**20,
+            "step_s": secs,
+            "device": str(trainer.device),
+            "over_limit": False,
+        }
 
 
 def memory_table(a: argparse.Namespace) -> None:
     sizes = [int(s) for s in a.sizes.split(",")]
     vocab = f", vocab {a.vocab}" if a.vocab else ""
-    print(f"peak memory of one train_step (fwd+bwd+AdamW), model {a.model}{vocab}, SYNTHETIC claude-code group of 4 rollouts; "
-          "old = dense mask + full logits, new = tree_sdpa + chunked logprobs")
+    print(
+        f"peak memory of one train_step (fwd+bwd+AdamW), model {a.model}{vocab}, SYNTHETIC claude-code group of 4 rollouts; "
+        "old = dense mask + full logits, new = tree_sdpa + chunked logprobs"
+    )
     print(f"{'target':>7} {'tokens':>7} {'trainable':>9} | {'old peak':>10} {'old step':>9} | {'new peak':>10} {'new step':>9}")
     for size in sizes:
         row: dict[str, dict[str, Any]] = {}
         for path in ("old", "new"):
-            cmd = [sys.executable, __file__, "--child", "memory", "--path", path, "--tokens", str(size), "--model", a.model,
-                   "--old-limit-gb", str(a.old_limit_gb)] + (["--vocab", str(a.vocab)] if a.vocab else [])
+            cmd = [
+                sys.executable,
+                __file__,
+                "--child",
+                "memory",
+                "--path",
+                path,
+                "--tokens",
+                str(size),
+                "--model",
+                a.model,
+                "--old-limit-gb",
+                str(a.old_limit_gb),
+            ] + (["--vocab", str(a.vocab)] if a.vocab else [])
             out = subprocess.run(cmd, capture_output=True, text=True, check=False)
             line = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
             row[path] = json.loads(line[0][7:]) if line else {"failed": out.stderr[-300:].strip().splitlines()[-1:] or ["?"]}
@@ -164,6 +214,7 @@ def memory_table(a: argparse.Namespace) -> None:
 
 
 # -- gradients: tree layout (the trainer) vs per-call layout (one row per call) -----------------------
+
 
 def set_rollout_logprobs(trainer: Any, tree: Any, noise: float, seed: int = 0) -> None:
     """Rollout logprobs = the model's own + N(0, noise): what a sampler close to the trainer records."""
@@ -200,18 +251,28 @@ def per_call_grads(trainer: Any, model: Any, batch: Any) -> tuple[float, dict[st
     model.zero_grad(set_to_none=True)
     total, weights, capped, pairs = 0.0, 0.0, 0.0, 0
     for i, row in enumerate(nb.rows):
-        mask = nb.loss_masks[i][nb.prompt_lens[i]:]
+        mask = nb.loss_masks[i][nb.prompt_lens[i] :]
         if not mask.any():
             continue
         lp = nb.row_logprobs(i, model(input_ids=row[None]).logits.float())[mask]
-        roll = nb.rollout_logprobs[i][nb.prompt_lens[i]:][mask]
+        roll = nb.rollout_logprobs[i][nb.prompt_lens[i] :][mask]
         r = nb.rollout_index[i]
         cap = c.vllm_importance_sampling_clip_max
         w = importance_weights(lp.detach(), roll, mode="token_truncate", clip_min=c.vllm_importance_sampling_clip_min, clip_max=cap)
-        loss_pairs, _ = clipped_policy_loss(lp, lp.detach(), torch.full_like(lp, adv[(0, tree.episodes[r])]), epsilon_low=c.epsilon,
-                                            epsilon_high=c.epsilon_high, is_weights=w)
-        pw = pair_weights(c.loss_type, torch.full((len(lp),), r, dtype=torch.long), tokens_per_rollout=counts,
-                          max_completion_length=int(c.max_completion_length or 1))
+        loss_pairs, _ = clipped_policy_loss(
+            lp,
+            lp.detach(),
+            torch.full_like(lp, adv[(0, tree.episodes[r])]),
+            epsilon_low=c.epsilon,
+            epsilon_high=c.epsilon_high,
+            is_weights=w,
+        )
+        pw = pair_weights(
+            c.loss_type,
+            torch.full((len(lp),), r, dtype=torch.long),
+            tokens_per_rollout=counts,
+            max_completion_length=int(c.max_completion_length or 1),
+        )
         loss = (loss_pairs * pw).sum()
         loss.backward()
         total += float(loss.detach())
@@ -255,12 +316,15 @@ def grads_report(a: argparse.Namespace) -> None:
             b_vec = torch.cat([g_pc[n].flatten() for n in sorted(g_pc)]).double()
             rel = float((a_vec - b_vec).norm() / b_vec.norm())
             cos = float(torch.nn.functional.cosine_similarity(a_vec, b_vec, dim=0))
-            print(f"[{path}] tokens tree {tree.num_tokens} per-call {tree.naive_tokens} ({len(nb_rows(tree))} rows), "
-                  f"{stats['pairs']} (token, rollout) pairs | loss tree {metrics['loss']:+.9f} per-call {loss_pc:+.9f} | "
-                  f"grad |tree - per-call| / |per-call| {rel:.2e}, max abs diff {float((a_vec - b_vec).abs().max()):.2e}, "
-                  f"|grad| {float(b_vec.norm()):.3e}, cosine {cos:.9f} | IS weight mean {stats['is_weight_mean']:.4f} "
-                  f"(trainer {metrics['is_weight/mean']:.4f}), capped {stats['is_capped_share']:.1%} | mismatch "
-                  f"{metrics['mismatch']:.2e} | time tree {t_tree:.1f} s per-call {t_pc:.1f} s", flush=True)
+            print(
+                f"[{path}] tokens tree {tree.num_tokens} per-call {tree.naive_tokens} ({len(nb_rows(tree))} rows), "
+                f"{stats['pairs']} (token, rollout) pairs | loss tree {metrics['loss']:+.9f} per-call {loss_pc:+.9f} | "
+                f"grad |tree - per-call| / |per-call| {rel:.2e}, max abs diff {float((a_vec - b_vec).abs().max()):.2e}, "
+                f"|grad| {float(b_vec.norm()):.3e}, cosine {cos:.9f} | IS weight mean {stats['is_weight_mean']:.4f} "
+                f"(trainer {metrics['is_weight/mean']:.4f}), capped {stats['is_capped_share']:.1%} | mismatch "
+                f"{metrics['mismatch']:.2e} | time tree {t_tree:.1f} s per-call {t_pc:.1f} s",
+                flush=True,
+            )
 
 
 def nb_rows(tree: Any) -> list[Any]:

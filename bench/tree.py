@@ -88,10 +88,14 @@ def load_sources(paths: list[Path]) -> dict[str, list[list[CallRecord]]]:
 
 def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
     print("== tokens forwarded: per-call rows, one sample per leaf, one sample per chain, prefix tree ==")
-    print("(chain: calls merged in arrival order while each extends the previous; per chain: the same within each line "
-          "of work; ratios are to the tree)")
-    print(f"{'episodes':34s} {'calls':>5s} {'kinds':>24s} {'per-call':>9s} {'per-leaf':>9s} {'chain':>9s} {'per-chain':>9s} "
-          f"{'tree':>7s} {'per-call':>8s} {'per-leaf':>8s} {'chain':>6s} {'per-chain':>9s} {'extends prev':>12s}")
+    print(
+        "(chain: calls merged in arrival order while each extends the previous; per chain: the same within each line "
+        "of work; ratios are to the tree)"
+    )
+    print(
+        f"{'episodes':34s} {'calls':>5s} {'kinds':>24s} {'per-call':>9s} {'per-leaf':>9s} {'chain':>9s} {'per-chain':>9s} "
+        f"{'tree':>7s} {'per-call':>8s} {'per-leaf':>8s} {'chain':>6s} {'per-chain':>9s} {'extends prev':>12s}"
+    )
     for label, episodes in sources.items():
         for i, calls in enumerate(episodes):
             tree = build_tree(calls)
@@ -100,7 +104,8 @@ def token_report(sources: dict[str, list[list[CallRecord]]]) -> None:
             chain = chain_tokens(calls)
             ordered = sorted(calls, key=lambda c: c.call_index)
             extends = sum(
-                1 for a, b in itertools.pairwise(ordered)
+                1
+                for a, b in itertools.pairwise(ordered)
                 if (b.prompt_ids or [])[: len(a.prompt_ids or []) + len(a.completion_ids or [])]
                 == list(a.prompt_ids or []) + list(a.completion_ids or [])
             )
@@ -127,8 +132,10 @@ def real_group_report(sources: dict[str, list[list[CallRecord]]]) -> None:
         leaf, n = per_leaf_tokens(forest), forest.num_tokens
         chain = sum(per_chain_tokens(forest, calls) for _, calls in members)
         print(f"\n== real GRPO group: {' + '.join(name for name, _ in members)} merged into one forest ==")
-        print(f"per-call {forest.naive_tokens}  per-leaf {leaf}  per-chain {chain}  forest {n}  "
-              f"per-call/forest {forest.naive_tokens / n:.1f}x  per-leaf/forest {leaf / n:.1f}x  per-chain/forest {chain / n:.1f}x")
+        print(
+            f"per-call {forest.naive_tokens}  per-leaf {leaf}  per-chain {chain}  forest {n}  "
+            f"per-call/forest {forest.naive_tokens / n:.1f}x  per-leaf/forest {leaf / n:.1f}x  per-chain/forest {chain / n:.1f}x"
+        )
 
 
 def group_report(n_rollouts: int) -> None:
@@ -147,8 +154,17 @@ def tiny_model(attn: str, vocab: int) -> torch.nn.Module:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
-    cfg = Qwen3Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=1, head_dim=32, max_position_embeddings=65_536, attn_implementation=attn)
+    cfg = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        max_position_embeddings=65_536,
+        attn_implementation=attn,
+    )
     return Qwen3ForCausalLM(cfg).train()
 
 
@@ -179,7 +195,7 @@ def step_report(tree: PrefixTree, label: str, repeats: int, vocab: int) -> None:
         model.zero_grad(set_to_none=True)
         for i, row in enumerate(naive.rows):
             lp = naive.row_logprobs(i, model(input_ids=row[None]).logits)
-            (-(lp * naive.loss_masks[i][naive.prompt_lens[i]:]).sum()).backward()
+            (-(lp * naive.loss_masks[i][naive.prompt_lens[i] :]).sum()).backward()
 
     t_tree, c_tree = _median_time(tree_step, repeats)
     t_naive, c_naive = _median_time(naive_step, repeats)
@@ -193,8 +209,9 @@ def step_report(tree: PrefixTree, label: str, repeats: int, vocab: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--captures", nargs="*", type=Path, default=[], help="capture JSONL files (one episode each)")
-    ap.add_argument("--time-head", type=int, default=256,
-                    help="timing: shared head kept of real episodes / system prompt size of SYNTHETIC ones")
+    ap.add_argument(
+        "--time-head", type=int, default=256, help="timing: shared head kept of real episodes / system prompt size of SYNTHETIC ones"
+    )
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--group", type=int, default=8, help="rollouts in the SYNTHETIC GRPO group report")
     ap.add_argument("--max-time-tokens", type=int, default=12_000, help="skip timing of trees larger than this")
@@ -208,15 +225,19 @@ def main(argv: list[str] | None = None) -> None:
     group_report(args.group)
     print(f"\n== CPU fwd+bwd step, random-init tiny Qwen3 (sdpa; tree: bool tree mask), median of {args.repeats} ==")
     if any(label.startswith("real") for label in sources):
-        print(f"(real episodes with the head every call shares cut to {args.time_head} tokens and ids renumbered 1:1 "
-              "onto a compact vocab: same tree shape, CPU-sized)")
+        print(
+            f"(real episodes with the head every call shares cut to {args.time_head} tokens and ids renumbered 1:1 "
+            "onto a compact vocab: same tree shape, CPU-sized)"
+        )
         timed = {}
         for label, episodes in sources.items():
             timed[label] = [compact_vocab(trim_shared_head(calls, keep=args.time_head)) for calls in episodes]
     else:
         shape = EpisodeShape(system_tokens=args.time_head)
-        timed = {f"SYNTHETIC {s} (sys {args.time_head})": [(synthetic_episode(s, shape=shape), shape.vocab_size)]
-                 for s in ("claude-code", "openclaw")}
+        timed = {
+            f"SYNTHETIC {s} (sys {args.time_head})": [(synthetic_episode(s, shape=shape), shape.vocab_size)]
+            for s in ("claude-code", "openclaw")
+        }
     for label, episodes in timed.items():
         for i, (calls, vocab) in enumerate(episodes):
             tree = build_tree(calls)

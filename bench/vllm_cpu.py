@@ -31,7 +31,7 @@ def worker_pid(server_pid: int) -> int:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
             if name.startswith("VLLM::Worker") and int(rest[2]) == server_pid:
                 return int(entry.name)
     raise SystemExit(f"no VLLM::Worker process in process group {server_pid}")
@@ -43,8 +43,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def complete(url: str, model: str, ids: list[int], max_tokens: int) -> dict:
-    body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 1.0, "seed": 0, "logprobs": 0,
-            "ignore_eos": True}
+    body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 1.0, "seed": 0, "logprobs": 0, "ignore_eos": True}
     request = urllib.request.Request(url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=3600) as resp:
         return json.load(resp)
@@ -84,8 +83,10 @@ def main() -> None:
         for label, max_tokens in (("fresh prefill", 1), ("cached prefill", 1), (f"cached + {args.decode} decoded", args.decode)):
             c0, t0 = cpu_seconds(worker), time.monotonic()
             out = complete(url, model, ids, max_tokens)
-            print(f"{label:>24}: {len(ids)} prompt tokens, {out['usage']['completion_tokens']} out, worker CPU "
-                  f"{cpu_seconds(worker) - c0:.1f} s, wall {time.monotonic() - t0:.1f} s, load {os.getloadavg()[0]:.1f}")
+            print(
+                f"{label:>24}: {len(ids)} prompt tokens, {out['usage']['completion_tokens']} out, worker CPU "
+                f"{cpu_seconds(worker) - c0:.1f} s, wall {time.monotonic() - t0:.1f} s, load {os.getloadavg()[0]:.1f}"
+            )
     finally:
         if server is not None:
             server.stop()

@@ -157,9 +157,16 @@ class _Watch:
             self._file = None
 
 
-async def _run_harness(sb: Sandbox, cmd: list[str], env: dict[str, str], cwd: str, timeout: float,
-                       watch: _Watch, over_limit: Callable[[], bool],
-                       alongside: Callable[[], None]) -> tuple[Any, str | None]:
+async def _run_harness(
+    sb: Sandbox,
+    cmd: list[str],
+    env: dict[str, str],
+    cwd: str,
+    timeout: float,
+    watch: _Watch,
+    over_limit: Callable[[], bool],
+    alongside: Callable[[], None],
+) -> tuple[Any, str | None]:
     """Run the harness; stop it early on output flood or an exhausted call budget. ``alongside`` is called
     once the harness runs (``Sandbox.spawn``: on bwrap, once its command is released from behind the proxy
     bridge), so what it starts does not hold the harness's own start up on this event loop."""
@@ -224,9 +231,19 @@ async def run_episode(
         with tagged_tempdir("proxy") as d:
             async with ProxyServer(uds_path=Path(d) / "proxy.sock") as own:
                 return await run_episode(
-                    task, harness, backend, proxy=own, sandbox=sandbox, capture_dir=capture_dir,
-                    workspace_out=workspace_out, cache_dir=cache_dir, judge=judge, sampling=sampling,
-                    session_id=session_id, model_name=model_name, wall_time_s=wall_time_s,
+                    task,
+                    harness,
+                    backend,
+                    proxy=own,
+                    sandbox=sandbox,
+                    capture_dir=capture_dir,
+                    workspace_out=workspace_out,
+                    cache_dir=cache_dir,
+                    judge=judge,
+                    sampling=sampling,
+                    session_id=session_id,
+                    model_name=model_name,
+                    wall_time_s=wall_time_s,
                 )
     if proxy.uds_path is None:
         raise ConfigError("run_episode(proxy=...): start the ProxyServer with uds_path=... so sandboxes can reach it")
@@ -243,8 +260,9 @@ async def run_episode(
         transcript_path = capture_dir / f"{sid}.harness"
     result.capture_path = capture_path
     with episode_context(spec.full_id, sid):
-        sess = proxy.open_session(backend, session_id=sid, capture_path=capture_path, max_calls=spec.limits.model_calls,
-                                  sampling=sampling, model_name=model_name)
+        sess = proxy.open_session(
+            backend, session_id=sid, capture_path=capture_path, max_calls=spec.limits.model_calls, sampling=sampling, model_name=model_name
+        )
         sb: Sandbox | None = None
         early: asyncio.Future[EarlyGrading | None] | None = None
         session_open = True
@@ -253,11 +271,20 @@ async def run_episode(
         try:
             cache = cache_dir or cache_root()
             config = SandboxConfig(
-                workspace_mount=spec.workspace_mount, workspace_src=spec.workspace_dir, proxy_socket=proxy.uds_path,
-                mounts=adapter.mounts(cache), memory_mb=max(spec.limits.memory_mb, adapter.memory_mb),
+                workspace_mount=spec.workspace_mount,
+                workspace_src=spec.workspace_dir,
+                proxy_socket=proxy.uds_path,
+                mounts=adapter.mounts(cache),
+                memory_mb=max(spec.limits.memory_mb, adapter.memory_mb),
             )
-            hs = HarnessSession(session_id=sid, base_url=f"http://127.0.0.1:{config.proxy_port}", api_key=sess.api_key,
-                                model=model_name, workspace=spec.workspace_mount, home=HOME)
+            hs = HarnessSession(
+                session_id=sid,
+                base_url=f"http://127.0.0.1:{config.proxy_port}",
+                api_key=sess.api_key,
+                model=model_name,
+                workspace=spec.workspace_mount,
+                home=HOME,
+            )
             t0 = time.perf_counter()
             sb = started = create_sandbox(sandbox, config)
             await sb.start()
@@ -277,9 +304,14 @@ async def run_episode(
             t0 = time.perf_counter()
             try:
                 exec_result, stopped = await _run_harness(
-                    sb, adapter.build_command(spec.instruction, hs),
-                    {**adapter.build_env(hs), **egress_env(sess.egress_key, config.proxy_port)}, spec.workspace_mount,
-                    wall_time_s or spec.limits.wall_time_s, watch, lambda: sess.over_limit, start_grading,
+                    sb,
+                    adapter.build_command(spec.instruction, hs),
+                    {**adapter.build_env(hs), **egress_env(sess.egress_key, config.proxy_port)},
+                    spec.workspace_mount,
+                    wall_time_s or spec.limits.wall_time_s,
+                    watch,
+                    lambda: sess.over_limit,
+                    start_grading,
                 )
             finally:
                 watch.close()
@@ -305,14 +337,16 @@ async def run_episode(
             # first only to be saved, or where it cannot. Every process of the episode is gone.
             final = Path(final_dir.name) / "workspace" if final_dir is not None else None
             t0 = time.perf_counter()
-            vr, skipped = await grade_final(spec, sb, transcript_for_verifier(spec, result.calls), judge=judge,
-                                            copy_to=final, early=await _settled(early))
+            vr, skipped = await grade_final(
+                spec, sb, transcript_for_verifier(spec, result.calls), judge=judge, copy_to=final, early=await _settled(early)
+            )
             result.timings["verifier"] = time.perf_counter() - t0
             if skipped:
                 shown = ", ".join(s if len(s) < 160 else "..." + s[-150:] for s in skipped[:10])
                 shown += " ..." if len(skipped) > 10 else ""
-                result.notes.append(f"final workspace: {len(skipped)} left out (special files, past the disk limit, nested "
-                                    f"too deep): {shown}")
+                result.notes.append(
+                    f"final workspace: {len(skipped)} left out (special files, past the disk limit, nested too deep): {shown}"
+                )
             t0 = time.perf_counter()
             grading = await _settled(early)
             await asyncio.gather(sb.close(), *([grading.close()] if grading is not None else []))

@@ -1,25 +1,25 @@
 """Every error ClawGym raises, under one root so callers can choose how broadly to catch.
 
-    ClawGymError
-    ├── ConfigError            bad user input: a spec, a flag, a results folder (names file, field, fix)
-    ├── TaskError
-    │   ├── TaskSpecError      a task or suite file fails validation
-    │   ├── TaskNotFound       an unknown task or suite id ("did you mean ...")
-    │   └── VerifierError      a verifier could not run at all (a score of 0 is not an error)
-    ├── SandboxError
-    │   ├── SandboxStartError  a backend could not create the sandbox
-    │   ├── SandboxExecError   a process could not be started inside it
-    │   └── SandboxTimeout     a process outlived its wall-clock limit
-    ├── HarnessError
-    │   ├── HarnessInstallError
-    │   └── HarnessExitError   the harness exited abnormally
-    ├── ProxyError
-    │   ├── PolicyBackendError the policy backend failed to answer
-    │   └── UpstreamTimeout    the policy backend took too long
-    ├── CaptureError           a capture file is missing or corrupt
-    ├── TreeError              captured calls cannot form a prefix tree
-    ├── RunError               a benchmark run or results folder is inconsistent
-    └── LeaderboardError       a submission is refused (carries the reason)
+ClawGymError
+├── ConfigError            bad user input: a spec, a flag, a results folder (names file, field, fix)
+├── TaskError
+│   ├── TaskSpecError      a task or suite file fails validation
+│   ├── TaskNotFound       an unknown task or suite id ("did you mean ...")
+│   └── VerifierError      a verifier could not run at all (a score of 0 is not an error)
+├── SandboxError
+│   ├── SandboxStartError  a backend could not create the sandbox
+│   ├── SandboxExecError   a process could not be started inside it
+│   └── SandboxTimeout     a process outlived its wall-clock limit
+├── HarnessError
+│   ├── HarnessInstallError
+│   └── HarnessExitError   the harness exited abnormally
+├── ProxyError
+│   ├── PolicyBackendError the policy backend failed to answer
+│   └── UpstreamTimeout    the policy backend took too long
+├── CaptureError           a capture file is missing or corrupt
+├── TreeError              captured calls cannot form a prefix tree
+├── RunError               a benchmark run or results folder is inconsistent
+└── LeaderboardError       a submission is refused (carries the reason)
 """
 
 from __future__ import annotations

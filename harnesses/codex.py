@@ -27,9 +27,22 @@ CODEX_HOME = ".codex"
 
 
 OFF_FEATURES = (
-    "plugins", "remote_plugin", "plugin_sharing", "apps", "in_app_updates", "tool_suggest", "skill_mcp_dependency_install",
-    "daemon_auto_start", "image_generation", "browser_use", "browser_use_external", "computer_use", "in_app_browser",
-    "multi_agent", "goals", "api_key_model_discovery",
+    "plugins",
+    "remote_plugin",
+    "plugin_sharing",
+    "apps",
+    "in_app_updates",
+    "tool_suggest",
+    "skill_mcp_dependency_install",
+    "daemon_auto_start",
+    "image_generation",
+    "browser_use",
+    "browser_use_external",
+    "computer_use",
+    "in_app_browser",
+    "multi_agent",
+    "goals",
+    "api_key_model_discovery",
 )
 """Codex features that reach chatgpt.com / api.github.com (plugin and app catalogues, release checks) or add
 tools no sandboxed episode can serve (sub-agents, browser, image generation); measured with the proxy's
@@ -57,12 +70,24 @@ class Codex(NpmCli):
     on_node: ClassVar[bool] = False
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return self.cli_env(session, {"CODEX_HOME": f"{session.home}/{CODEX_HOME}", "CLAWGYM_API_KEY": session.api_key},
-                            path=f"{INSIDE}/{VENDOR}/codex-path:{SANDBOX_PATH}")
+        return self.cli_env(
+            session,
+            {"CODEX_HOME": f"{session.home}/{CODEX_HOME}", "CLAWGYM_API_KEY": session.api_key},
+            path=f"{INSIDE}/{VENDOR}/codex-path:{SANDBOX_PATH}",
+        )
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return self.cli("exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                        "--cd", session.workspace, "--model", session.model, instruction)
+        return self.cli(
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--cd",
+            session.workspace,
+            "--model",
+            session.model,
+            instruction,
+        )
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         base = session.base_url.rstrip("/") + "/v1"
@@ -116,7 +141,10 @@ class Codex(NpmCli):
         """Model calls Codex recorded itself: one ``token_count`` event per completed response."""
         codex_home = self.own_record(record)
         return sum(
-            1 for e in (self.rollout_events(codex_home) if codex_home is not None else [])
-            if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
-            and e["payload"].get("type") == "token_count" and e["payload"].get("info")
+            1
+            for e in (self.rollout_events(codex_home) if codex_home is not None else [])
+            if e.get("type") == "event_msg"
+            and isinstance(e.get("payload"), dict)
+            and e["payload"].get("type") == "token_count"
+            and e["payload"].get("info")
         )

@@ -50,10 +50,17 @@ class GeminiCli(NpmCli):
     entry: ClassVar[str] = ENTRY
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return self.cli_env(session, {
-            "GOOGLE_GEMINI_BASE_URL": session.base_url, "GEMINI_API_KEY": session.api_key, "GEMINI_MODEL": session.model,
-            "GEMINI_TELEMETRY_ENABLED": "false", "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "true",
-        })
+        return self.cli_env(
+            session,
+            {
+                "GOOGLE_GEMINI_BASE_URL": session.base_url,
+                "GEMINI_API_KEY": session.api_key,
+                "GEMINI_MODEL": session.model,
+                "GEMINI_TELEMETRY_ENABLED": "false",
+                "GEMINI_CLI_NO_RELAUNCH": "true",
+                "NO_BROWSER": "true",
+            },
+        )
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
         return self.cli("-p", instruction, "--yolo", "--output-format", "json", "--model", session.model)

@@ -47,8 +47,9 @@ class MiniSweAgent(Harness):
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         root = installed_root(PACKAGE, self.version, cache_dir)
         if not is_installed(PACKAGE, self.version, cache_dir):
-            raise HarnessInstallError(f"{self.name} {self.version} is not installed in {root.parent}; "
-                                      f"run `clawgym harness install {self.name}`")
+            raise HarnessInstallError(
+                f"{self.name} {self.version} is not installed in {root.parent}; run `clawgym harness install {self.name}`"
+            )
         mounts = [Mount(host=root, inside=INSIDE)]
         prefix = Path(sys.base_prefix)  # the venv's interpreter lives here
         if not str(prefix).startswith(("/usr", "/bin", "/lib")):
@@ -57,16 +58,37 @@ class MiniSweAgent(Harness):
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         return base_env(
-            session.home, f"{INSIDE}/venv/bin:{SANDBOX_PATH}",
-            OPENAI_API_KEY=session.api_key, OPENAI_API_BASE=f"{session.base_url}/v1", OPENAI_BASE_URL=f"{session.base_url}/v1",
-            LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_TELEMETRY="False", MSWEA_CONFIGURED="true",
-            MSWEA_COST_TRACKING="ignore_errors", MSWEA_SILENT_STARTUP="1", MSWEA_GLOBAL_CONFIG_DIR=f"{session.home}/.mini-swe-agent",
-            MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT="1", PYTHONDONTWRITEBYTECODE="1",
+            session.home,
+            f"{INSIDE}/venv/bin:{SANDBOX_PATH}",
+            OPENAI_API_KEY=session.api_key,
+            OPENAI_API_BASE=f"{session.base_url}/v1",
+            OPENAI_BASE_URL=f"{session.base_url}/v1",
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            LITELLM_TELEMETRY="False",
+            MSWEA_CONFIGURED="true",
+            MSWEA_COST_TRACKING="ignore_errors",
+            MSWEA_SILENT_STARTUP="1",
+            MSWEA_GLOBAL_CONFIG_DIR=f"{session.home}/.mini-swe-agent",
+            MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT="1",
+            PYTHONDONTWRITEBYTECODE="1",
         )
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return [f"{INSIDE}/venv/bin/python", "-m", "minisweagent.run.mini", "-t", instruction, "-y", "--exit-immediately",
-                "-m", f"openai/{session.model}", "-l", "0", "-o", f"{session.home}/{TRAJECTORY}"]
+        return [
+            f"{INSIDE}/venv/bin/python",
+            "-m",
+            "minisweagent.run.mini",
+            "-t",
+            instruction,
+            "-y",
+            "--exit-immediately",
+            "-m",
+            f"openai/{session.model}",
+            "-l",
+            "0",
+            "-o",
+            f"{session.home}/{TRAJECTORY}",
+        ]
 
     def count_calls(self, record: Path) -> int:
         """Model calls mini-swe-agent counted itself: ``info.model_stats.api_calls`` in its trajectory."""

@@ -23,8 +23,7 @@ from clawgym_env.harness_install import (
 )
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "NpmCli", "base_env", "node_mount", "npm_install", "npm_mount", "pin_env",
-           "pin_mount"]
+__all__ = ["NODE_INSIDE", "SANDBOX_PATH", "NpmCli", "base_env", "node_mount", "npm_install", "npm_mount", "pin_env", "pin_mount"]
 
 NODE_INSIDE = "/opt/clawgym/node"
 """Where the pinned Node 24 is bind-mounted inside the sandbox."""
@@ -56,8 +55,12 @@ def pin_env(seed: str = "clawgym", rate: float = 0.0) -> dict[str, str]:
     ``rate`` 0 freezes Date at the epoch (a slow start-up under load would otherwise cross a minute
     stamp); timers and ``performance.now()`` are monotonic and unaffected.
     """
-    return {"NODE_OPTIONS": f"--require={PIN_INSIDE}/pin.cjs", "CLAWGYM_PIN_EPOCH_MS": str(PIN_EPOCH_MS),
-            "CLAWGYM_PIN_SEED": seed, "CLAWGYM_PIN_RATE": repr(rate)}
+    return {
+        "NODE_OPTIONS": f"--require={PIN_INSIDE}/pin.cjs",
+        "CLAWGYM_PIN_EPOCH_MS": str(PIN_EPOCH_MS),
+        "CLAWGYM_PIN_SEED": seed,
+        "CLAWGYM_PIN_RATE": repr(rate),
+    }
 
 
 def node_mount(cache_dir: Path) -> Mount:
@@ -71,16 +74,16 @@ def npm_install(harness: Harness, package: str, cache_dir: Path, check: Sequence
     """npm-install ``package`` at the harness's pinned version, npm running on the cached Node 24
     (npm resolves ``engines`` and platform binaries against the Node that runs it)."""
     install_node(cache_dir)
-    return install_npm_package(package, harness.version, cache_dir=cache_dir, check=check,
-                               path_prefix=node_bin_dir(cache_dir))
+    return install_npm_package(package, harness.version, cache_dir=cache_dir, check=check, path_prefix=node_bin_dir(cache_dir))
 
 
 def npm_mount(harness: Harness, package: str, cache_dir: Path, inside: str) -> Mount:
     """Read-only bind of the pinned install at ``inside``; a clear error when it is not installed."""
     root = installed_root(package, harness.version, cache_dir)
     if not is_installed(package, harness.version, cache_dir):
-        raise HarnessInstallError(f"{harness.name} {harness.version} is not installed in {root.parent}; "
-                                  f"run `clawgym harness install {harness.name}`")
+        raise HarnessInstallError(
+            f"{harness.name} {harness.version} is not installed in {root.parent}; run `clawgym harness install {harness.name}`"
+        )
     return Mount(host=root, inside=inside)
 
 

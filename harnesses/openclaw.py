@@ -48,8 +48,14 @@ class OpenClaw(NpmCli):
     inside: ClassVar[str] = INSIDE
     entry: ClassVar[str] = f"node_modules/{PACKAGE}/openclaw.mjs"
 
-    def __init__(self, api: str = "openai-completions", timeout_s: int = 600, pinned: bool = True,
-                 context_window: int = 131072, compaction: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        api: str = "openai-completions",
+        timeout_s: int = 600,
+        pinned: bool = True,
+        context_window: int = 131072,
+        compaction: Mapping[str, Any] | None = None,
+    ) -> None:
         """``pinned``: start the clock at 2026-01-01 and draw session UUIDs from a fixed seed (``harnesses.npm.pin_env``),
         so its prompts (date, minute-stamped user turn, session id) are the same bytes in every run of a task.
 
@@ -109,8 +115,22 @@ class OpenClaw(NpmCli):
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
         config, state = self._paths(session)
-        return self.cli("agent", "exec", instruction, "--config", config, "--cwd", session.workspace, "--json",
-                        "--model", f"{PROVIDER}/{session.model}", "--state-dir", state, "--timeout", str(self.timeout_s))
+        return self.cli(
+            "agent",
+            "exec",
+            instruction,
+            "--config",
+            config,
+            "--cwd",
+            session.workspace,
+            "--json",
+            "--model",
+            f"{PROVIDER}/{session.model}",
+            "--state-dir",
+            state,
+            "--timeout",
+            str(self.timeout_s),
+        )
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         base = session.base_url.rstrip("/")
@@ -118,11 +138,17 @@ class OpenClaw(NpmCli):
             "baseUrl": base if self.api == "anthropic-messages" else f"{base}/v1",
             "apiKey": session.api_key,
             "api": self.api,
-            "models": [{
-                "id": session.model, "name": session.model, "reasoning": False, "input": ["text"],
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                "contextWindow": self.context_window, "maxTokens": min(4096, self.context_window // 8),
-            }],
+            "models": [
+                {
+                    "id": session.model,
+                    "name": session.model,
+                    "reasoning": False,
+                    "input": ["text"],
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": self.context_window,
+                    "maxTokens": min(4096, self.context_window // 8),
+                }
+            ],
         }
         defaults: dict[str, Any] = {"model": {"primary": f"{PROVIDER}/{session.model}"}}
         if self.compaction:
@@ -153,6 +179,7 @@ class OpenClaw(NpmCli):
         """Model calls OpenClaw recorded itself: assistant messages in its transcript."""
         state_dir = self.own_record(record)
         return sum(
-            1 for e in (self.transcript_events(state_dir) if state_dir is not None else [])
+            1
+            for e in (self.transcript_events(state_dir) if state_dir is not None else [])
             if e.get("type") == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant"
         )

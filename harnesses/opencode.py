@@ -36,8 +36,20 @@ PROVIDER = "clawgym"
 RIPGREP = ("ripgrep", "14.1.0")
 """PyPI wheel shipping ``rg`` (OpenCode would download ripgrep 15.1.0 from GitHub; any 13+ serves its calls)."""
 RIPGREP_INSIDE = "/opt/clawgym/ripgrep"
-OFF = ("AUTOUPDATE", "MODELS_FETCH", "SHARE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "CLAUDE_CODE", "CLAUDE_CODE_PROMPT",
-       "CLAUDE_CODE_SKILLS", "EXTERNAL_SKILLS", "EMBEDDED_WEB_UI", "TERMINAL_TITLE", "PROJECT_CONFIG")
+OFF = (
+    "AUTOUPDATE",
+    "MODELS_FETCH",
+    "SHARE",
+    "DEFAULT_PLUGINS",
+    "LSP_DOWNLOAD",
+    "CLAUDE_CODE",
+    "CLAUDE_CODE_PROMPT",
+    "CLAUDE_CODE_SKILLS",
+    "EXTERNAL_SKILLS",
+    "EMBEDDED_WEB_UI",
+    "TERMINAL_TITLE",
+    "PROJECT_CONFIG",
+)
 """``OPENCODE_DISABLE_<name>=1`` for each: everything that would reach past the proxy or read ambient config."""
 
 
@@ -64,22 +76,31 @@ class OpenCode(NpmCli):
     def mounts(self, cache_dir: Path) -> tuple[Mount, ...]:
         rg = installed_root(*RIPGREP, cache_dir)
         if not is_installed(*RIPGREP, cache_dir):
-            raise HarnessInstallError(f"ripgrep {RIPGREP[1]} (which OpenCode needs) is not installed in {rg.parent}; "
-                                      f"run `clawgym harness install {self.name}`")
+            raise HarnessInstallError(
+                f"ripgrep {RIPGREP[1]} (which OpenCode needs) is not installed in {rg.parent}; run `clawgym harness install {self.name}`"
+            )
         return (*super().mounts(cache_dir), Mount(host=rg / "bin", inside=f"{RIPGREP_INSIDE}/bin"))
 
     def _config_path(self, session: HarnessSession) -> str:
         return f"{session.home}/.opencode-clawgym.json"
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return self.cli_env(session, {
-            "OPENCODE_CONFIG": self._config_path(session), "OPENCODE_PURE": "1", "CLAWGYM_API_KEY": session.api_key,
-            "npm_config_offline": "true", **{f"OPENCODE_DISABLE_{name}": "1" for name in OFF},
-        }, path=f"{RIPGREP_INSIDE}/bin:{SANDBOX_PATH}")
+        return self.cli_env(
+            session,
+            {
+                "OPENCODE_CONFIG": self._config_path(session),
+                "OPENCODE_PURE": "1",
+                "CLAWGYM_API_KEY": session.api_key,
+                "npm_config_offline": "true",
+                **{f"OPENCODE_DISABLE_{name}": "1" for name in OFF},
+            },
+            path=f"{RIPGREP_INSIDE}/bin:{SANDBOX_PATH}",
+        )
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return self.cli("run", instruction, "--format", "json", "--model", f"{PROVIDER}/{session.model}",
-                        "--dir", session.workspace, "--auto")
+        return self.cli(
+            "run", instruction, "--format", "json", "--model", f"{PROVIDER}/{session.model}", "--dir", session.workspace, "--auto"
+        )
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         config = {
@@ -89,13 +110,14 @@ class OpenCode(NpmCli):
             "autoupdate": False,
             "share": "disabled",
             "enabled_providers": [PROVIDER],
-            "provider": {PROVIDER: {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "ClawGym proxy",
-                "options": {"baseURL": f"{session.base_url}/v1", "apiKey": "{env:CLAWGYM_API_KEY}"},
-                "models": {session.model: {"name": session.model, "tool_call": True,
-                                           "limit": {"context": 131072, "output": 4096}}},
-            }},
+            "provider": {
+                PROVIDER: {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "ClawGym proxy",
+                    "options": {"baseURL": f"{session.base_url}/v1", "apiKey": "{env:CLAWGYM_API_KEY}"},
+                    "models": {session.model: {"name": session.model, "tool_call": True, "limit": {"context": 131072, "output": 4096}}},
+                }
+            },
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
             "agent": {"title": {"disable": True}},
         }

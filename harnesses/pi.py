@@ -42,21 +42,36 @@ class Pi(NpmCli):
         return self.cli_env(session, {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"})
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return self.cli("--mode", "json", "--offline", "--no-session", "--provider", PROVIDER, "--model", session.model,
-                        instruction)
+        return self.cli("--mode", "json", "--offline", "--no-session", "--provider", PROVIDER, "--model", session.model, instruction)
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
-        models = {"providers": {PROVIDER: {
-            "baseUrl": f"{session.base_url}/v1", "api": "openai-completions", "apiKey": session.api_key,
-            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-            "models": [{"id": session.model, "name": session.model, "reasoning": False, "input": ["text"],
-                        "contextWindow": 131072, "maxTokens": 4096,
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
-        }}}
+        models = {
+            "providers": {
+                PROVIDER: {
+                    "baseUrl": f"{session.base_url}/v1",
+                    "api": "openai-completions",
+                    "apiKey": session.api_key,
+                    "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+                    "models": [
+                        {
+                            "id": session.model,
+                            "name": session.model,
+                            "reasoning": False,
+                            "input": ["text"],
+                            "contextWindow": 131072,
+                            "maxTokens": 4096,
+                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        }
+                    ],
+                }
+            }
+        }
         settings = {"enableInstallTelemetry": False, "defaultProvider": PROVIDER, "defaultModel": session.model}
         agent = f"{session.home}/.pi/agent"
-        return {f"{agent}/models.json": json.dumps(models, indent=2) + "\n",
-                f"{agent}/settings.json": json.dumps(settings, indent=2) + "\n"}
+        return {
+            f"{agent}/models.json": json.dumps(models, indent=2) + "\n",
+            f"{agent}/settings.json": json.dumps(settings, indent=2) + "\n",
+        }
 
     def count_calls(self, record: Path) -> int:
         """Model calls pi recorded itself: ``message_end`` events of assistant messages."""

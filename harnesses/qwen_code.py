@@ -26,8 +26,7 @@ ENTRY = f"node_modules/{PACKAGE}/cli.js"
 SETTINGS = {
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False, "logPrompts": False},
-    "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "enableAutoUpdate": False,
-                "checkpointing": {"enabled": False}},
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "enableAutoUpdate": False, "checkpointing": {"enabled": False}},
     "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
     "ide": {"enabled": False},
 }
@@ -50,14 +49,19 @@ class QwenCode(NpmCli):
     entry: ClassVar[str] = ENTRY
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
-        return self.cli_env(session, {
-            "OPENAI_BASE_URL": f"{session.base_url}/v1", "OPENAI_API_KEY": session.api_key, "OPENAI_MODEL": session.model,
-            "QWEN_CODE_NO_RELAUNCH": "true", "NO_BROWSER": "true",
-        })
+        return self.cli_env(
+            session,
+            {
+                "OPENAI_BASE_URL": f"{session.base_url}/v1",
+                "OPENAI_API_KEY": session.api_key,
+                "OPENAI_MODEL": session.model,
+                "QWEN_CODE_NO_RELAUNCH": "true",
+                "NO_BROWSER": "true",
+            },
+        )
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
-        return self.cli("-p", instruction, "--yolo", "--auth-type", "openai", "--output-format", "json",
-                        "--model", session.model)
+        return self.cli("-p", instruction, "--yolo", "--auth-type", "openai", "--output-format", "json", "--model", session.model)
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:
         return {f"{session.home}/.qwen/settings.json": json.dumps(SETTINGS, indent=2) + "\n"}

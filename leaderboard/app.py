@@ -58,8 +58,16 @@ def create_app(store: Store, limits: BundleLimits | None = None, sandbox: str = 
             return JSONResponse({"error": str(exc)}, status_code=422)
         sub = await run_in_threadpool(store.submission, sub_id)
         assert sub is not None
-        return JSONResponse({"id": sub_id, "url": f"/submission/{sub_id}", "trust": sub.trust,
-                             "disagreements": sub.disagreements, "metrics": sub.metrics["overall"]}, status_code=201)
+        return JSONResponse(
+            {
+                "id": sub_id,
+                "url": f"/submission/{sub_id}",
+                "trust": sub.trust,
+                "disagreements": sub.disagreements,
+                "metrics": sub.metrics["overall"],
+            },
+            status_code=201,
+        )
 
     @app.get("/api/suites")
     def suites() -> list[str]:
@@ -76,19 +84,38 @@ def create_app(store: Store, limits: BundleLimits | None = None, sandbox: str = 
     @app.get("/api/submissions/{sub_id}")
     def submission(sub_id: str) -> dict[str, Any]:
         sub = _get(store, sub_id)
-        return {"id": sub.id, "suite": sub.suite, "suite_version": sub.version, "model": sub.model,
-                "harnesses": sub.harnesses, "trust": sub.trust, "disagreements": sub.disagreements,
-                "metrics": sub.metrics, "claimed_metrics": sub.claimed_metrics,
-                "attempts": [{**a.record, "server_score": a.score if a.regrade else None, "passed": a.passed,
-                              "regrade": a.regrade} for a in _sorted(sub)]}
+        return {
+            "id": sub.id,
+            "suite": sub.suite,
+            "suite_version": sub.version,
+            "model": sub.model,
+            "harnesses": sub.harnesses,
+            "trust": sub.trust,
+            "disagreements": sub.disagreements,
+            "metrics": sub.metrics,
+            "claimed_metrics": sub.claimed_metrics,
+            "attempts": [
+                {**a.record, "server_score": a.score if a.regrade else None, "passed": a.passed, "regrade": a.regrade} for a in _sorted(sub)
+            ],
+        }
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> str:
         return views.render("index.html", suites=[(s, store.suite_versions(s)) for s in store.suite_names()])
 
     @app.get("/suite/{suite}", response_class=HTMLResponse)
-    def board_page(suite: str, version: str = "", harness: str = "", category: str = "", trust: str = "",
-                   q: str = "", sort: str = "rank", order: str = "", page: int = 1, per_page: int = 25) -> str:
+    def board_page(
+        suite: str,
+        version: str = "",
+        harness: str = "",
+        category: str = "",
+        trust: str = "",
+        q: str = "",
+        sort: str = "rank",
+        order: str = "",
+        page: int = 1,
+        per_page: int = 25,
+    ) -> str:
         if suite not in store.suite_names():
             raise HTTPException(404, f"no suite {suite!r} on this leaderboard")
         query = views.BoardQuery(version, harness, category, trust, q, sort, order, page, per_page)
@@ -135,14 +162,20 @@ def _sorted(sub: SubmissionRow) -> list[AttemptRow]:
 def _submission_html(store: Store, sub: SubmissionRow, *, failed: bool = False, static: bool = False) -> str:
     attempts = _sorted(sub)
     shown = [a for a in attempts if not a.passed] if failed else attempts
-    return views.render("submission.html", static=static, sub=sub, attempts=shown, failed=failed,
-                        n_failed=sum(not a.passed for a in attempts), captured=store.capture_sessions(sub.id))
+    return views.render(
+        "submission.html",
+        static=static,
+        sub=sub,
+        attempts=shown,
+        failed=failed,
+        n_failed=sum(not a.passed for a in attempts),
+        captured=store.capture_sessions(sub.id),
+    )
 
 
 def _trajectory_html(sub: SubmissionRow, session: str, jsonl: str, static: bool = False) -> str:
     attempt = next((a for a in sub.attempts if a.session_id == session), None)
-    return views.render("trajectory.html", static=static, sub=sub, session=session, attempt=attempt,
-                        calls=_calls(jsonl, session))
+    return views.render("trajectory.html", static=static, sub=sub, session=session, attempt=attempt, calls=_calls(jsonl, session))
 
 
 def _calls(jsonl: str, session: str) -> list[CallRecord]:

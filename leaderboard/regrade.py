@@ -54,13 +54,16 @@ def server_suite(row: SuiteRow) -> Suite:
     except ClawGymError as exc:
         raise LeaderboardError(f"this server's copy of suite {row.name} cannot be loaded: {exc}") from None
     if suite.content_hash != row.content_hash:
-        raise LeaderboardError(f"this server's copy of suite {row.name} at {row.source_dir} changed since version "
-                               f"{row.version} was registered; re-grading refused (ask the admin to re-register it)")
+        raise LeaderboardError(
+            f"this server's copy of suite {row.name} at {row.source_dir} changed since version "
+            f"{row.version} was registered; re-grading refused (ask the admin to re-register it)"
+        )
     return suite
 
 
-def regrade_bundle(row: SuiteRow, bundle: Bundle, attempts: list[SubmittedAttempt], sandbox: str = "bwrap") -> dict[
-        tuple[str, str, int], Verdict]:
+def regrade_bundle(
+    row: SuiteRow, bundle: Bundle, attempts: list[SubmittedAttempt], sandbox: str = "bwrap"
+) -> dict[tuple[str, str, int], Verdict]:
     """The server's verdict per (task, harness, attempt) for a bundle that carries final workspaces.
 
     Every attempt must come with its workspace except those that ended in ``error`` (an error
@@ -68,8 +71,9 @@ def regrade_bundle(row: SuiteRow, bundle: Bundle, attempts: list[SubmittedAttemp
     """
     suite = server_suite(row)
     specs = {t.full_id: t for t in suite.tasks}
-    missing = [a for a in attempts if attempt_filename(a.task_id, a.harness, a.attempt)[:-5] not in bundle.workspaces
-               and a.status != "error"]
+    missing = [
+        a for a in attempts if attempt_filename(a.task_id, a.harness, a.attempt)[:-5] not in bundle.workspaces and a.status != "error"
+    ]
     if missing:
         a = missing[0]
         raise LeaderboardError(
@@ -83,8 +87,9 @@ def regrade_bundle(row: SuiteRow, bundle: Bundle, attempts: list[SubmittedAttemp
     return run_sync(_grade_all(specs, bundle, attempts, sandbox))
 
 
-async def _grade_all(specs: dict[str, TaskSpec], bundle: Bundle, attempts: list[SubmittedAttempt],
-                     sandbox: str) -> dict[tuple[str, str, int], Verdict]:
+async def _grade_all(
+    specs: dict[str, TaskSpec], bundle: Bundle, attempts: list[SubmittedAttempt], sandbox: str
+) -> dict[tuple[str, str, int], Verdict]:
     gate = asyncio.Semaphore(_MAX_PARALLEL)
 
     async def one(a: SubmittedAttempt) -> tuple[tuple[str, str, int], Verdict]:

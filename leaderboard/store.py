@@ -173,8 +173,9 @@ class Store:
             with self.session.begin() as s:
                 s.add(SubmitterRow(name=name, token_sha256=hash_token(token), created_at=_now()))
         except IntegrityError:
-            raise LeaderboardError(f"submitter {name!r} already exists in {self.url}; pick another name "
-                                   "(tokens are shown once and cannot be shown again)") from None
+            raise LeaderboardError(
+                f"submitter {name!r} already exists in {self.url}; pick another name (tokens are shown once and cannot be shown again)"
+            ) from None
         return token
 
     def submitter_for(self, token: str) -> SubmitterRow | None:
@@ -182,7 +183,12 @@ class Store:
             return s.scalar(select(SubmitterRow).where(SubmitterRow.token_sha256 == hash_token(token)))
 
     def add_suite(
-        self, name: str, content_hash: str, task_ids: list[str], categories: dict[str, str], pass_threshold: float,
+        self,
+        name: str,
+        content_hash: str,
+        task_ids: list[str],
+        categories: dict[str, str],
+        pass_threshold: float,
         source_dir: str | None = None,
     ) -> None:
         """Register a suite version (idempotent; a later call may set the folder used for re-grading)."""
@@ -190,8 +196,17 @@ class Store:
             with self.session.begin() as s:
                 row = s.scalar(select(SuiteRow).where(SuiteRow.name == name, SuiteRow.content_hash == content_hash))
                 if row is None:
-                    s.add(SuiteRow(name=name, content_hash=content_hash, task_ids=task_ids, categories=categories,
-                                   pass_threshold=pass_threshold, registered_at=_now(), source_dir=source_dir))
+                    s.add(
+                        SuiteRow(
+                            name=name,
+                            content_hash=content_hash,
+                            task_ids=task_ids,
+                            categories=categories,
+                            pass_threshold=pass_threshold,
+                            registered_at=_now(),
+                            source_dir=source_dir,
+                        )
+                    )
                 elif source_dir:
                     row.source_dir = source_dir
         except IntegrityError:  # registered concurrently by another process: the same row
@@ -208,8 +223,7 @@ class Store:
     def suite_versions(self, name: str) -> list[SuiteRow]:
         """Registered versions of a suite, newest first."""
         with self.session() as s:
-            rows = s.scalars(select(SuiteRow).where(SuiteRow.name == name).order_by(SuiteRow.registered_at.desc(),
-                                                                                    SuiteRow.id.desc()))
+            rows = s.scalars(select(SuiteRow).where(SuiteRow.name == name).order_by(SuiteRow.registered_at.desc(), SuiteRow.id.desc()))
             return list(rows)
 
     def submissions(self, suite: str | None = None, suite_hash: str | None = None) -> list[SubmissionRow]:
@@ -225,20 +239,24 @@ class Store:
     def submission(self, sub_id: str) -> SubmissionRow | None:
         """One submission with its attempts and submitter loaded (captures stay in their table)."""
         with self.session() as s:
-            q = select(SubmissionRow).where(SubmissionRow.id == sub_id).options(
-                selectinload(SubmissionRow.attempts), selectinload(SubmissionRow.submitter))
+            q = (
+                select(SubmissionRow)
+                .where(SubmissionRow.id == sub_id)
+                .options(selectinload(SubmissionRow.attempts), selectinload(SubmissionRow.submitter))
+            )
             return s.scalar(q)
 
     def submission_with_results(self, suite: str, suite_hash: str, results_sha256: str) -> str | None:
         with self.session() as s:
-            return s.scalar(select(SubmissionRow.id).where(
-                SubmissionRow.suite == suite, SubmissionRow.suite_hash == suite_hash,
-                SubmissionRow.results_sha256 == results_sha256))
+            return s.scalar(
+                select(SubmissionRow.id).where(
+                    SubmissionRow.suite == suite, SubmissionRow.suite_hash == suite_hash, SubmissionRow.results_sha256 == results_sha256
+                )
+            )
 
     def capture(self, sub_id: str, session_id: str) -> str | None:
         with self.session() as s:
-            return s.scalar(select(CaptureRow.jsonl).where(CaptureRow.submission_id == sub_id,
-                                                           CaptureRow.session_id == session_id))
+            return s.scalar(select(CaptureRow.jsonl).where(CaptureRow.submission_id == sub_id, CaptureRow.session_id == session_id))
 
     def capture_sessions(self, sub_id: str) -> set[str]:
         with self.session() as s:
@@ -247,8 +265,10 @@ class Store:
     def count(self) -> tuple[int, int]:
         """(submissions, attempts): used by tests to prove a refusal changed nothing."""
         with self.session() as s:
-            return (s.scalar(select(func.count()).select_from(SubmissionRow)) or 0,
-                    s.scalar(select(func.count()).select_from(AttemptRow)) or 0)
+            return (
+                s.scalar(select(func.count()).select_from(SubmissionRow)) or 0,
+                s.scalar(select(func.count()).select_from(AttemptRow)) or 0,
+            )
 
 
 def _check_schema(engine: Engine, url: str) -> None:

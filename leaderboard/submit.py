@@ -38,9 +38,7 @@ def accept_submission(
     suite = _registered(store, m)
     _check_complete(bundle, suite)
     if m.pass_threshold != suite.pass_threshold:
-        raise LeaderboardError(
-            f"manifest pass_threshold {m.pass_threshold} differs from the suite's {suite.pass_threshold}"
-        )
+        raise LeaderboardError(f"manifest pass_threshold {m.pass_threshold} differs from the suite's {suite.pass_threshold}")
     sessions = {a.session_id for a in bundle.attempts}
     stray = sorted(set(bundle.captures) - sessions)
     if stray:
@@ -66,27 +64,45 @@ def accept_submission(
     if earlier is not None:  # cheap early refusal; the unique key below is what guarantees it
         raise LeaderboardError(f"these results were already submitted (submission {earlier})")
     verdicts = regrade_bundle(suite, bundle, claimed, sandbox) if bundle.workspaces else None
-    ranked = claimed if verdicts is None else [_as_graded(a, verdicts[(a.task_id, a.harness, a.attempt)], suite)
-                                               for a in claimed]
+    ranked = claimed if verdicts is None else [_as_graded(a, verdicts[(a.task_id, a.harness, a.attempt)], suite) for a in claimed]
     row = SubmissionRow(
-        id=uuid.uuid4().hex[:12], suite=m.suite, suite_hash=m.suite_hash, run_id=m.run_id, model=m.model,
-        harnesses=m.harnesses, attempts_per_task=m.attempts, submitter_id=submitter.id,
+        id=uuid.uuid4().hex[:12],
+        suite=m.suite,
+        suite_hash=m.suite_hash,
+        run_id=m.run_id,
+        model=m.model,
+        harnesses=m.harnesses,
+        attempts_per_task=m.attempts,
+        submitter_id=submitter.id,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"),  # ties list first come first
-        bundle_sha256=hashlib.sha256(data).hexdigest(), results_sha256=digest, has_captures=bool(bundle.captures),
-        evaluation_only=m.evaluation_only, trust="self-reported" if verdicts is None else "re-graded",
+        bundle_sha256=hashlib.sha256(data).hexdigest(),
+        results_sha256=digest,
+        has_captures=bool(bundle.captures),
+        evaluation_only=m.evaluation_only,
+        trust="self-reported" if verdicts is None else "re-graded",
         metrics=ranking_metrics(ranked, suite.pass_threshold),
-        claimed_metrics=None if verdicts is None else claimed_metrics, manifest=m.model_dump(mode="json"),
+        claimed_metrics=None if verdicts is None else claimed_metrics,
+        manifest=m.model_dump(mode="json"),
     )
     row.attempts = [
-        AttemptRow(task_id=c.task_id, harness=c.harness, attempt=c.attempt, category=c.category, session_id=c.session_id,
-                   status=r.status, passed=is_pass(r, suite.pass_threshold), score=r.score, claimed_score=c.score,
-                   claimed_passed=is_pass(c, suite.pass_threshold), record=c.model_dump(mode="json"),
-                   regrade=None if verdicts is None else verdicts[(c.task_id, c.harness, c.attempt)].as_json())
+        AttemptRow(
+            task_id=c.task_id,
+            harness=c.harness,
+            attempt=c.attempt,
+            category=c.category,
+            session_id=c.session_id,
+            status=r.status,
+            passed=is_pass(r, suite.pass_threshold),
+            score=r.score,
+            claimed_score=c.score,
+            claimed_passed=is_pass(c, suite.pass_threshold),
+            record=c.model_dump(mode="json"),
+            regrade=None if verdicts is None else verdicts[(c.task_id, c.harness, c.attempt)].as_json(),
+        )
         for c, r in zip(claimed, ranked, strict=True)
     ]
     row.disagreements = sum(a.disagrees for a in row.attempts)
-    captures = [CaptureRow(submission_id=row.id, session_id=k, jsonl=v.decode("utf-8", "replace"))
-                for k, v in bundle.captures.items()]
+    captures = [CaptureRow(submission_id=row.id, session_id=k, jsonl=v.decode("utf-8", "replace")) for k, v in bundle.captures.items()]
     try:
         with store.session.begin() as s:
             s.add(row)
@@ -101,8 +117,10 @@ def accept_submission(
 def results_digest(m: SubmittedManifest, attempts: list[SubmittedAttempt]) -> str:
     """What identifies a result set: everything measured, not the run's name, dates, session ids or timings."""
     manifest = m.model_dump(mode="json", exclude={"run_id", "created_at", "machine"})
-    records = sorted((a.model_dump(mode="json", exclude={"session_id", "started_at", "finished_at", "timings"})
-                      for a in attempts), key=lambda r: (r["task_id"], r["harness"], r["attempt"]))
+    records = sorted(
+        (a.model_dump(mode="json", exclude={"session_id", "started_at", "finished_at", "timings"}) for a in attempts),
+        key=lambda r: (r["task_id"], r["harness"], r["attempt"]),
+    )
     return hashlib.sha256(json.dumps([manifest, records], sort_keys=True).encode()).hexdigest()
 
 
@@ -113,8 +131,10 @@ def ranking_metrics(attempts: list[SubmittedAttempt], pass_threshold: float) -> 
     for a in attempts:
         by_h.setdefault(a.harness, []).append(a)
     metrics["per_harness_category"] = {
-        h: {c: {"pass_rate": g.pass_rate, "mean_score": g.mean_score, "passed": g.passed, "attempts": g.attempts}
-            for c, g in compute_metrics(group, pass_threshold).per_category.items()}
+        h: {
+            c: {"pass_rate": g.pass_rate, "mean_score": g.mean_score, "passed": g.passed, "attempts": g.attempts}
+            for c, g in compute_metrics(group, pass_threshold).per_category.items()
+        }
         for h, group in sorted(by_h.items())
     }
     return metrics

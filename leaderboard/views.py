@@ -25,8 +25,16 @@ _env.filters["as_json"] = lambda v: json.dumps(v, ensure_ascii=False, default=st
 """Readable JSON (``tojson`` writes & as \\u0026 for script contexts; autoescape makes this one safe in HTML)."""
 _env.filters["attr_json"] = lambda v: Markup.escape(json.dumps(v, ensure_ascii=False))
 
-SORTABLE = {"rank": "rank", "model": "model", "harness": "harness", "pass": "metric", "passk": "passk",
-            "mean": "mean", "attempts": "attempts", "date": "date"}
+SORTABLE = {
+    "rank": "rank",
+    "model": "model",
+    "harness": "harness",
+    "pass": "metric",
+    "passk": "passk",
+    "mean": "mean",
+    "attempts": "attempts",
+    "date": "date",
+}
 """URL sort key -> row field."""
 
 
@@ -54,8 +62,14 @@ class BoardQuery:
         from urllib.parse import urlencode
 
         values = {**self.__dict__, "page": 1, **change}
-        keep = {k: v for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)
-                and not (k == "per_page" and v == 25) and not (k == "sort" and v == "rank")}
+        keep = {
+            k: v
+            for k, v in values.items()
+            if v not in ("", None)
+            and not (k == "page" and v == 1)
+            and not (k == "per_page" and v == 25)
+            and not (k == "sort" and v == "rank")
+        }
         return "?" + urlencode(keep) if keep else "?"
 
 
@@ -67,17 +81,29 @@ def board_rows(subs: list[SubmissionRow], category: str = "") -> list[dict[str, 
             cats = sub.metrics.get("per_harness_category", {}).get(harness, {})
             cat = cats.get(category) if category else None
             claimed = (sub.claimed_metrics or {}).get("per_harness", {}).get(harness)
-            rows.append({
-                "id": sub.id, "model": sub.model, "harness": harness, "version": sub.harnesses.get(harness, ""),
-                "suite_version": sub.version, "trust": sub.trust, "disagreements": sub.disagreements,
-                "pass1": g["pass_at"].get("1"),
-                "claimed_pass1": claimed["pass_at"].get("1") if claimed else None,
-                "passk": g["pass_at"].get(str(sub.attempts_per_task)) if sub.attempts_per_task > 1 else None,
-                "k": sub.attempts_per_task, "mean": g["mean_score"], "attempts": g["attempts"], "passed": g["passed"],
-                "metric": (cat["pass_rate"] if cat else None) if category else g["pass_at"].get("1"),
-                "metric_mean": (cat["mean_score"] if cat else None) if category else g["mean_score"],
-                "date": sub.created_at[:10], "captures": sub.has_captures, "evaluation_only": sub.evaluation_only,
-            })
+            rows.append(
+                {
+                    "id": sub.id,
+                    "model": sub.model,
+                    "harness": harness,
+                    "version": sub.harnesses.get(harness, ""),
+                    "suite_version": sub.version,
+                    "trust": sub.trust,
+                    "disagreements": sub.disagreements,
+                    "pass1": g["pass_at"].get("1"),
+                    "claimed_pass1": claimed["pass_at"].get("1") if claimed else None,
+                    "passk": g["pass_at"].get(str(sub.attempts_per_task)) if sub.attempts_per_task > 1 else None,
+                    "k": sub.attempts_per_task,
+                    "mean": g["mean_score"],
+                    "attempts": g["attempts"],
+                    "passed": g["passed"],
+                    "metric": (cat["pass_rate"] if cat else None) if category else g["pass_at"].get("1"),
+                    "metric_mean": (cat["mean_score"] if cat else None) if category else g["mean_score"],
+                    "date": sub.created_at[:10],
+                    "captures": sub.has_captures,
+                    "evaluation_only": sub.evaluation_only,
+                }
+            )
     if category:
         rows = [r for r in rows if r["metric"] is not None]
     return rank_rows(rows)
@@ -85,6 +111,7 @@ def board_rows(subs: list[SubmissionRow], category: str = "") -> list[dict[str, 
 
 def rank_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Competition ranks per suite version on (metric, metric_mean): equal figures share a rank (listed first come first)."""
+
     def key(r: dict[str, Any]) -> tuple[float, float]:
         return (-(r["metric"] or 0.0), -(r["metric_mean"] or 0.0))
 
@@ -130,10 +157,22 @@ def board_context(store: Store, suite: str, query: BoardQuery, *, paginate: bool
     page = min(max(1, query.page), pages)
     shown = rows[(page - 1) * per_page : page * per_page] if paginate else rows
     metric_label = f"{query.category} pass rate %" if query.category else "Pass@1 %"
-    return {"suite": suite, "rows": shown, "total": len(rows), "page": page, "pages": pages, "query": query,
-            "versions": versions, "current": current, "harnesses": harnesses, "categories": categories,
-            "metric_label": metric_label, "sort_field": query.sort, "descending": descending,
-            "plot": _plot(shown, metric_label)}
+    return {
+        "suite": suite,
+        "rows": shown,
+        "total": len(rows),
+        "page": page,
+        "pages": pages,
+        "query": query,
+        "versions": versions,
+        "current": current,
+        "harnesses": harnesses,
+        "categories": categories,
+        "metric_label": metric_label,
+        "sort_field": query.sort,
+        "descending": descending,
+        "plot": _plot(shown, metric_label),
+    }
 
 
 def _plot(rows: list[dict[str, Any]], label: str) -> dict[str, Any]:
@@ -143,13 +182,21 @@ def _plot(rows: list[dict[str, Any]], label: str) -> dict[str, Any]:
     for i, r in enumerate(rows[:30]):
         value = r["metric"] or 0.0
         name = f"{r['model']} / {r['harness']}"
-        bars.append({"y": 8 + i * line, "w": max(1.0, width * value), "value": f"{100 * value:.1f}%", "title": name,
-                     "label": name if len(name) <= 38 else name[:37] + "…"})
+        bars.append(
+            {
+                "y": 8 + i * line,
+                "w": max(1.0, width * value),
+                "value": f"{100 * value:.1f}%",
+                "title": name,
+                "label": name if len(name) <= 38 else name[:37] + "…",
+            }
+        )
     return {"bars": bars, "left": left, "width": width, "height": 16 + line * len(bars), "label": label}
 
 
 def compare_rows(a: SubmissionRow, b: SubmissionRow) -> list[dict[str, Any]]:
     """Per (task, harness): each submission's passes and mean score, and which did better."""
+
     def per_task(sub: SubmissionRow) -> dict[tuple[str, str], dict[str, Any]]:
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for t in sub.attempts:
@@ -167,8 +214,17 @@ def compare_rows(a: SubmissionRow, b: SubmissionRow) -> list[dict[str, Any]]:
         ca, cb = pa.get(key), pb.get(key)
         delta = (cb["mean"] - ca["mean"]) if ca and cb else None
         better = "" if delta is None or abs(delta) < 1e-9 else ("b" if delta > 0 else "a")
-        rows.append({"task": key[0], "harness": key[1], "category": (ca or cb or {}).get("category", ""),
-                     "a": ca, "b": cb, "delta": delta, "better": better})
+        rows.append(
+            {
+                "task": key[0],
+                "harness": key[1],
+                "category": (ca or cb or {}).get("category", ""),
+                "a": ca,
+                "b": cb,
+                "delta": delta,
+                "better": better,
+            }
+        )
     return rows
 
 

@@ -93,8 +93,9 @@ def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVLLM]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = tmp_path_factory.mktemp("vllm") / "server.log"
-    server = launch_vllm_server(model, port, ["--max-model-len", str(VLLM_CONTEXT)], log_path=log,
-                                env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    server = launch_vllm_server(
+        model, port, ["--max-model-len", str(VLLM_CONTEXT)], log_path=log, env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
+    )
     try:
         server.wait_ready(timeout=900)
         yield RealVLLM(server.base_url, model, log)

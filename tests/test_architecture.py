@@ -17,6 +17,5 @@ def test_import_contracts_are_kept() -> None:
 
 
 def test_console_script_runs() -> None:
-    r = subprocess.run([sys.executable, "-m", "clawgym_env.cli.main", "version"], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([sys.executable, "-m", "clawgym_env.cli.main", "version"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == __import__("clawgym_env").__version__

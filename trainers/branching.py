@@ -34,8 +34,7 @@ if TYPE_CHECKING:
     from clawgym_env.episode import EpisodeResult
     from trainers.rollout_stream import RolloutStream
 
-__all__ = ["BranchMode", "branch_points", "call_surprisal", "node_values", "sample_branched_groups", "step_advantages",
-           "token_values"]
+__all__ = ["BranchMode", "branch_points", "call_surprisal", "node_values", "sample_branched_groups", "step_advantages", "token_values"]
 
 BranchMode = Literal["uniform", "entropy"]
 
@@ -46,8 +45,7 @@ def call_surprisal(call: CallRecord) -> float:
     return -sum(lps) / len(lps) if lps else 0.0
 
 
-def branch_points(calls: Sequence[CallRecord], n: int, *, mode: BranchMode = "uniform",
-                  rng: random.Random | None = None) -> list[int]:
+def branch_points(calls: Sequence[CallRecord], n: int, *, mode: BranchMode = "uniform", rng: random.Random | None = None) -> list[int]:
     """``n`` call indexes to branch a recorded episode at (with repeats when ``n`` exceeds the calls).
 
     Call 0 is never chosen (branching there is an independent rollout); a call that failed and the
@@ -57,8 +55,7 @@ def branch_points(calls: Sequence[CallRecord], n: int, *, mode: BranchMode = "un
     if mode not in ("uniform", "entropy"):
         raise ConfigError(f"branch_points: mode must be 'uniform' or 'entropy', got {mode!r}")
     ordered = sorted(calls, key=lambda c: c.call_index)
-    first_bad = next((i for i, c in enumerate(ordered) if c.error or not (c.completion_ids or c.completion_text)),
-                     len(ordered))
+    first_bad = next((i for i, c in enumerate(ordered) if c.error or not (c.completion_ids or c.completion_text)), len(ordered))
     candidates = list(range(1, first_bad + 1 if first_bad < len(ordered) else len(ordered)))
     if not candidates or n <= 0:
         return []
@@ -120,8 +117,9 @@ def token_values(pack: PackedTree, tree: PrefixTree, rewards: Mapping[str, float
     return v, a
 
 
-def _replays(roots: Sequence[EpisodeResult], points: int, per_point: int, mode: BranchMode, rng: random.Random,
-             workdir: Path, written: list[Path]) -> list[tuple[str, int]]:
+def _replays(
+    roots: Sequence[EpisodeResult], points: int, per_point: int, mode: BranchMode, rng: random.Random, workdir: Path, written: list[Path]
+) -> list[tuple[str, int]]:
     """(capture path, k) per branch: ``points`` calls spread over the roots that have one, ``per_point`` branches each."""
     from clawgym_env.capture.store import CaptureWriter
 
@@ -143,9 +141,17 @@ def _replays(roots: Sequence[EpisodeResult], points: int, per_point: int, mode: 
     return out
 
 
-def sample_branched_groups(stream: RolloutStream, pairs: Sequence[tuple[Any, Any]], *, roots: int, points: int, workdir: Path,
-                           per_point: int = 1, mode: BranchMode = "uniform",
-                           rng: random.Random | None = None) -> list[list[EpisodeResult]]:
+def sample_branched_groups(
+    stream: RolloutStream,
+    pairs: Sequence[tuple[Any, Any]],
+    *,
+    roots: int,
+    points: int,
+    workdir: Path,
+    per_point: int = 1,
+    mode: BranchMode = "uniform",
+    rng: random.Random | None = None,
+) -> list[list[EpisodeResult]]:
     """One group per pair: ``roots`` fresh rollouts, then ``per_point`` replays of them at each of ``points`` calls.
 
     Every episode runs through ``stream``'s executor (local or Ray), like any other rollout: all

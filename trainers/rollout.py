@@ -27,9 +27,24 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import PolicyBackend
     from clawgym_env.task import TaskSpec
 
-__all__ = ["CRASHED_POLICIES", "CrashedPolicy", "Group", "RolloutBatch", "build_batch", "collect", "collect_episodes",
-           "episode_reward", "group_staleness", "harness_name", "make_group", "rollout_metrics", "sample_pairs",
-           "StratifiedTasks", "TASK_SAMPLING", "tree_filters"]
+__all__ = [
+    "CRASHED_POLICIES",
+    "CrashedPolicy",
+    "Group",
+    "RolloutBatch",
+    "build_batch",
+    "collect",
+    "collect_episodes",
+    "episode_reward",
+    "group_staleness",
+    "harness_name",
+    "make_group",
+    "rollout_metrics",
+    "sample_pairs",
+    "StratifiedTasks",
+    "TASK_SAMPLING",
+    "tree_filters",
+]
 
 CrashedPolicy = Literal["mask", "penalize"]
 CRASHED_POLICIES: tuple[str, ...] = ("mask", "penalize")
@@ -121,7 +136,11 @@ class StratifiedTasks:
 
 
 def sample_pairs(
-    tasks: Sequence[TaskSpec], harnesses: Sequence[str | Harness], weights: Sequence[float], k: int, rng: random.Random,
+    tasks: Sequence[TaskSpec],
+    harnesses: Sequence[str | Harness],
+    weights: Sequence[float],
+    k: int,
+    rng: random.Random,
     strata: StratifiedTasks | None = None,
 ) -> list[tuple[TaskSpec, str | Harness]]:
     """Draw ``k`` (task, harness) pairs: the harness by ``weights``, the task uniformly (or in ``strata``'s rounds)."""
@@ -157,8 +176,15 @@ def episode_reward(ep: EpisodeResult, crashed: CrashedPolicy = "penalize", crash
     return float(ep.score)
 
 
-def make_group(task_id: str, harness: str, episodes: Sequence[EpisodeResult], *, filters: TreeFilters,
-               crashed: CrashedPolicy = "penalize", crashed_reward: float = 0.0) -> Group:
+def make_group(
+    task_id: str,
+    harness: str,
+    episodes: Sequence[EpisodeResult],
+    *,
+    filters: TreeFilters,
+    crashed: CrashedPolicy = "penalize",
+    crashed_reward: float = 0.0,
+) -> Group:
     """Keep the episodes that count, then build the group's tree from those that can train.
 
     Infrastructure failures (status "error") are left out of the baseline; crashed harnesses
@@ -198,8 +224,13 @@ def group_staleness(episodes: Sequence[EpisodeResult], policy_version: int) -> i
 
 
 def build_batch(
-    groups: Sequence[tuple[TaskSpec, str | Harness, Sequence[EpisodeResult]]], *, filters: TreeFilters, policy_version: int,
-    skip_zero_variance: bool = True, crashed: CrashedPolicy = "penalize", crashed_reward: float = 0.0,
+    groups: Sequence[tuple[TaskSpec, str | Harness, Sequence[EpisodeResult]]],
+    *,
+    filters: TreeFilters,
+    policy_version: int,
+    skip_zero_variance: bool = True,
+    crashed: CrashedPolicy = "penalize",
+    crashed_reward: float = 0.0,
 ) -> RolloutBatch:
     """Build every group's tree and set aside groups that cannot train."""
     batch = RolloutBatch(groups=[], policy_version=policy_version)
@@ -233,23 +264,44 @@ def collect(
     wall_time_s: float | None = None,
 ) -> RolloutBatch:
     """One step's batch from ``backend`` in this process (the local executor, started and stopped here)."""
-    groups = collect_episodes(tasks, harnesses, weights, backend, pairs_per_step=pairs_per_step, num_generations=num_generations,
-                              rng=rng, sandbox=sandbox, sampling=sampling, concurrency=concurrency, wall_time_s=wall_time_s)
+    groups = collect_episodes(
+        tasks,
+        harnesses,
+        weights,
+        backend,
+        pairs_per_step=pairs_per_step,
+        num_generations=num_generations,
+        rng=rng,
+        sandbox=sandbox,
+        sampling=sampling,
+        concurrency=concurrency,
+        wall_time_s=wall_time_s,
+    )
     return build_batch(groups, filters=filters, policy_version=policy_version, skip_zero_variance=skip_zero_variance)
 
 
 def collect_episodes(
-    tasks: Sequence[TaskSpec], harnesses: Sequence[str | Harness], weights: Sequence[float], backend: PolicyBackend, *,
-    pairs_per_step: int, num_generations: int, rng: random.Random, sandbox: str = "bwrap",
-    sampling: dict[str, Any] | None = None, concurrency: int = 8, wall_time_s: float | None = None,
+    tasks: Sequence[TaskSpec],
+    harnesses: Sequence[str | Harness],
+    weights: Sequence[float],
+    backend: PolicyBackend,
+    *,
+    pairs_per_step: int,
+    num_generations: int,
+    rng: random.Random,
+    sandbox: str = "bwrap",
+    sampling: dict[str, Any] | None = None,
+    concurrency: int = 8,
+    wall_time_s: float | None = None,
 ) -> list[tuple[TaskSpec, str | Harness, list[EpisodeResult]]]:
     """``collect``'s groups before they become trees: (task, harness, episodes) per group."""
     from clawgym_env._sync import LoopThread
     from trainers.rollout_stream import RolloutStream, local_executor
 
     loop = LoopThread()
-    executor = local_executor(tasks, harnesses, backend, sandbox=sandbox, sampling=sampling, concurrency=concurrency,
-                              wall_time_s=wall_time_s)
+    executor = local_executor(
+        tasks, harnesses, backend, sandbox=sandbox, sampling=sampling, concurrency=concurrency, wall_time_s=wall_time_s
+    )
     loop.run(executor.start())
     pairs = iter(sample_pairs(tasks, harnesses, weights, pairs_per_step, rng))
     stream = RolloutStream(executor, loop, num_generations=num_generations, next_pair=lambda: next(pairs))

@@ -43,10 +43,17 @@ def episode_from_attempt(result: AttemptResult, capture: Path) -> EpisodeResult:
     from clawgym_env.episode import EpisodeResult
 
     calls = read_capture(capture) if capture.is_file() else []
-    return EpisodeResult(session_id=result.session_id, task_id=result.task_id, harness=result.harness,
-                         status=result.episode_status or _STATUS.get(result.status, result.status),  # type: ignore[arg-type]
-                         score=result.score, error=result.error, calls=calls, timings=dict(result.timings),
-                         limit_hit=result.limit_hit)
+    return EpisodeResult(
+        session_id=result.session_id,
+        task_id=result.task_id,
+        harness=result.harness,
+        status=result.episode_status or _STATUS.get(result.status, result.status),  # type: ignore[arg-type]
+        score=result.score,
+        error=result.error,
+        calls=calls,
+        timings=dict(result.timings),
+        limit_hit=result.limit_hit,
+    )
 
 
 @dataclass
@@ -71,8 +78,16 @@ class _Pending:
 class RolloutStream:
     """Groups sampled through ``executor`` on ``loop``; ``take`` blocks the trainer's thread only."""
 
-    def __init__(self, executor: Executor, loop: LoopThread, *, num_generations: int,
-                 next_pair: Callable[[], tuple[Any, Any]], lookahead: int = 0, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        loop: LoopThread,
+        *,
+        num_generations: int,
+        next_pair: Callable[[], tuple[Any, Any]],
+        lookahead: int = 0,
+        rng: random.Random | None = None,
+    ) -> None:
         self.executor = executor
         self.rng = rng
         """Draws each attempt's session id (which seeds its sampling, ``HFBackend``): a seeded run replays."""
@@ -133,8 +148,14 @@ class RolloutStream:
 
     # -- requesting and taking groups -------------------------------------------------------------
 
-    def request(self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *, side: bool = False,
-                replays: Sequence[tuple[str, int]] | None = None) -> list[int]:
+    def request(
+        self,
+        pairs: Sequence[tuple[Any, Any]],
+        n: int | None = None,
+        *,
+        side: bool = False,
+        replays: Sequence[tuple[str, int]] | None = None,
+    ) -> list[int]:
         """Queue one group of ``n`` attempts per pair; returns their ids.
 
         ``replays``: attempt i of each group branches the capture ``replays[i][0]`` at call
@@ -167,8 +188,11 @@ class RolloutStream:
                     self._attempts[attempt] = (gid, i)
                     sid = f"{harness_name(harness)}-{self.rng.getrandbits(64):016x}" if self.rng is not None else ""
                     replay, k = replays[i] if replays else ("", 0)
-                    jobs.append(AttemptJob(task_id=task.full_id, harness=harness_name(harness), attempt=attempt,
-                                           session_id=sid, replay=replay, branch_at=k))
+                    jobs.append(
+                        AttemptJob(
+                            task_id=task.full_id, harness=harness_name(harness), attempt=attempt, session_id=sid, replay=replay, branch_at=k
+                        )
+                    )
         for job in jobs:
             self.loop.loop.call_soon_threadsafe(self._put, job)
         return gids
@@ -200,8 +224,9 @@ class RolloutStream:
         self._top_up(self.lookahead)
         return out, refused
 
-    def run_now(self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *,
-                replays: Sequence[tuple[str, int]] | None = None) -> list[list[EpisodeResult]]:
+    def run_now(
+        self, pairs: Sequence[tuple[Any, Any]], n: int | None = None, *, replays: Sequence[tuple[str, int]] | None = None
+    ) -> list[list[EpisodeResult]]:
         """Run one group per pair beside the training stream (evaluation, branches) and wait for all of them."""
         return self.wait(self.request(pairs, n, side=True, replays=replays))
 
@@ -263,17 +288,36 @@ class RolloutStream:
         return self._busy + sum(now - s for s in list(self._started.values()))
 
 
-def rollout_config(harnesses: Sequence[Any], *, sampling: dict[str, Any] | None, sandbox: str, concurrency: int,
-                   wall_time_s: float | None, suite: str = "", model: str = "in-process", executor: str = "local",
-                   ray_address: str | None = None) -> Any:
+def rollout_config(
+    harnesses: Sequence[Any],
+    *,
+    sampling: dict[str, Any] | None,
+    sandbox: str,
+    concurrency: int,
+    wall_time_s: float | None,
+    suite: str = "",
+    model: str = "in-process",
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> Any:
     """The ``RunConfig`` a training rollout runs under (what ``bench run`` would be given)."""
     from clawgym_env.runner import RunConfig
     from trainers.rollout import harness_name
 
     s = sampling or {}
-    return RunConfig(model=model, harnesses=[harness_name(h) for h in harnesses], suite=suite, concurrency=concurrency,
-                     sandbox=sandbox, executor=executor, ray_address=ray_address, max_tokens=s.get("max_tokens"),
-                     temperature=s.get("temperature"), top_p=s.get("top_p"), wall_time_s=wall_time_s)
+    return RunConfig(
+        model=model,
+        harnesses=[harness_name(h) for h in harnesses],
+        suite=suite,
+        concurrency=concurrency,
+        sandbox=sandbox,
+        executor=executor,
+        ray_address=ray_address,
+        max_tokens=s.get("max_tokens"),
+        temperature=s.get("temperature"),
+        top_p=s.get("top_p"),
+        wall_time_s=wall_time_s,
+    )
 
 
 def local_executor(tasks: Sequence[Any], harnesses: Sequence[Any], backend: Any, **kw: Any) -> Executor:

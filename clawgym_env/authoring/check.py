@@ -127,9 +127,17 @@ Act = Callable[[Sandbox], Awaitable[str]]
 """What the agent does in the sandbox before grading; returns "" or why it failed (then nothing is graded)."""
 
 
-async def _episode(spec: TaskSpec, backend: str, judge: PolicyBackend | None, final: str, act: Act | None,
-                   gate: asyncio.Semaphore | None, solution: Path | None = None,
-                   *, graded: bool = True) -> VerifyResult | str:
+async def _episode(
+    spec: TaskSpec,
+    backend: str,
+    judge: PolicyBackend | None,
+    final: str,
+    act: Act | None,
+    gate: asyncio.Semaphore | None,
+    solution: Path | None = None,
+    *,
+    graded: bool = True,
+) -> VerifyResult | str:
     """One graded episode: fresh sandbox, the agent's act, then the one ``verify`` path real episodes use
     (``graded=False``: the act alone; returns "" when it succeeded)."""
     from clawgym_env.sandbox import create_sandbox
@@ -150,8 +158,9 @@ def _solve(spec: TaskSpec, found: list[ReferenceOutput] | None = None) -> Act:
     async def act(sb: Sandbox) -> str:
         if sol.suffix != ".sh":
             return ""
-        res = await sb.exec(["bash", f"{SOLUTION_MOUNT}/{sol.name}"], cwd=spec.workspace_mount,
-                            timeout=spec.limits.wall_time_s, env=params_env(spec))
+        res = await sb.exec(
+            ["bash", f"{SOLUTION_MOUNT}/{sol.name}"], cwd=spec.workspace_mount, timeout=spec.limits.wall_time_s, env=params_env(spec)
+        )
         if res.timed_out or res.return_code != 0:
             why = "timed out" if res.timed_out else f"exited {res.return_code}"
             tail = (res.stderr or res.stdout).strip()[-500:]
@@ -166,29 +175,34 @@ def _solve(spec: TaskSpec, found: list[ReferenceOutput] | None = None) -> Act:
 def _write(spec: TaskSpec, attempt: Attempt) -> Act:
     bad = [p for p in attempt.files if p.startswith("/") or ".." in p.split("/") or not p.strip()]
     if bad:
-        raise ConfigError(f"attempt {attempt.label!r} writes outside the workspace: {bad[:3]}. "
-                          "Fix: give workspace-relative paths.")
+        raise ConfigError(f"attempt {attempt.label!r} writes outside the workspace: {bad[:3]}. Fix: give workspace-relative paths.")
 
     async def act(sb: Sandbox) -> str:
         if not attempt.files:
             return ""
-        res = await sb.exec(["python3", "-c", _WRITER], cwd=spec.workspace_mount, timeout=60,
-                            stdin=json.dumps(attempt.files).encode())
+        res = await sb.exec(["python3", "-c", _WRITER], cwd=spec.workspace_mount, timeout=60, stdin=json.dumps(attempt.files).encode())
         return "" if res.return_code == 0 else f"writing the attempt's files failed: {res.stderr.strip()[-300:]}"
 
     return act
 
 
-async def _run_solution(spec: TaskSpec, backend: str, judge: PolicyBackend | None,
-                        gate: asyncio.Semaphore | None = None, found: list[ReferenceOutput] | None = None,
-                        *, graded: bool = True) -> tuple[float, str]:
+async def _run_solution(
+    spec: TaskSpec,
+    backend: str,
+    judge: PolicyBackend | None,
+    gate: asyncio.Semaphore | None = None,
+    found: list[ReferenceOutput] | None = None,
+    *,
+    graded: bool = True,
+) -> tuple[float, str]:
     """Score the reference solution (``graded=False``: only run it, to fill ``found``)."""
     assert spec.solution_path is not None
     sol = spec.solution_path
     message_file = sol if sol.name == "final_message.txt" else sol.parent / "final_message.txt"
     final = message_file.read_text(encoding="utf-8") if message_file.is_file() else ""
-    result = await _episode(spec, backend, judge, final, _solve(spec, found), gate,
-                            sol.parent if sol.suffix == ".sh" else None, graded=graded)
+    result = await _episode(
+        spec, backend, judge, final, _solve(spec, found), gate, sol.parent if sol.suffix == ".sh" else None, graded=graded
+    )
     if not graded:
         return 0.0, str(result)
     if isinstance(result, str):
@@ -197,20 +211,21 @@ async def _run_solution(spec: TaskSpec, backend: str, judge: PolicyBackend | Non
     return result.score, note
 
 
-async def _run_noop(spec: TaskSpec, backend: str, judge: PolicyBackend | None,
-                    gate: asyncio.Semaphore | None = None) -> VerifyResult:
+async def _run_noop(spec: TaskSpec, backend: str, judge: PolicyBackend | None, gate: asyncio.Semaphore | None = None) -> VerifyResult:
     result = await _episode(spec, backend, judge, "", None, gate)
     assert not isinstance(result, str)
     return result
 
 
-async def _run_attempt(spec: TaskSpec, backend: str, judge: PolicyBackend | None, attempt: Attempt,
-                       gate: asyncio.Semaphore | None) -> VerifyResult | str:
+async def _run_attempt(
+    spec: TaskSpec, backend: str, judge: PolicyBackend | None, attempt: Attempt, gate: asyncio.Semaphore | None
+) -> VerifyResult | str:
     return await _episode(spec, backend, judge, attempt.final_message, _write(spec, attempt), gate)
 
 
-def _attempts(spec: TaskSpec, strategies: Iterable[Strategy], judge: PolicyBackend | None,
-              reference: tuple[ReferenceOutput, ...] = ()) -> list[Attempt]:
+def _attempts(
+    spec: TaskSpec, strategies: Iterable[Strategy], judge: PolicyBackend | None, reference: tuple[ReferenceOutput, ...] = ()
+) -> list[Attempt]:
     view = TaskView(spec, reference)
     exempt = spec.exploit_exempt
     out: dict[str, Attempt] = {}
@@ -223,13 +238,19 @@ def _attempts(spec: TaskSpec, strategies: Iterable[Strategy], judge: PolicyBacke
     return list(out.values())
 
 
-async def _check_exploits(out: CheckResult, spec: TaskSpec, backend: str, judge: PolicyBackend | None,
-                          strategies: list[Strategy], gate: asyncio.Semaphore | None,
-                          pass_threshold: float | None, reference: tuple[ReferenceOutput, ...] = ()) -> None:
+async def _check_exploits(
+    out: CheckResult,
+    spec: TaskSpec,
+    backend: str,
+    judge: PolicyBackend | None,
+    strategies: list[Strategy],
+    gate: asyncio.Semaphore | None,
+    pass_threshold: float | None,
+    reference: tuple[ReferenceOutput, ...] = (),
+) -> None:
     out.max_exploit = spec.max_exploit_score
     attempts = _attempts(spec, strategies, judge, reference)
-    results = await asyncio.gather(*(_run_attempt(spec, backend, judge, a, gate) for a in attempts),
-                                   return_exceptions=True)
+    results = await asyncio.gather(*(_run_attempt(spec, backend, judge, a, gate) for a in attempts), return_exceptions=True)
     details: dict[str, VerifyResult] = {}
     for a, r in zip(attempts, results, strict=True):
         if isinstance(r, BaseException):
@@ -261,8 +282,10 @@ async def _check_exploits(out: CheckResult, spec: TaskSpec, backend: str, judge:
         out.exploit_status = "open"
     elif pass_threshold is not None and out.max_exploit >= pass_threshold:
         out.exploit_status = "fail"
-        out.problems.append(f"max_exploit_score {out.max_exploit:g} reaches the suite's pass_threshold "
-                            f"{pass_threshold:g}: a gaming attempt could pass; raise the threshold above it")
+        out.problems.append(
+            f"max_exploit_score {out.max_exploit:g} reaches the suite's pass_threshold "
+            f"{pass_threshold:g}: a gaming attempt could pass; raise the threshold above it"
+        )
     else:
         out.exploit_status = "pass"
 

@@ -152,8 +152,7 @@ class DeltaWriter:
         """Whether a reference to ``rec``'s call index resolves to ``rec`` (no later record of that index)."""
         return self._latest.get((rec.session_id, rec.call_index)) is rec
 
-    def _prompt_base(self, record: CallRecord, hints: LineHints | None,
-                     cands: list[CallRecord]) -> tuple[CallRecord, int] | None:
+    def _prompt_base(self, record: CallRecord, hints: LineHints | None, cands: list[CallRecord]) -> tuple[CallRecord, int] | None:
         """The record whose prompt + completion ``record``'s prompt starts with, and how many ids they share."""
         prompt = record.prompt_ids
         if not prompt:
@@ -168,8 +167,7 @@ class DeltaWriter:
         if hint is None or not hint.shared:
             return None
         known = self._by_prompt.get(id(hint.base))
-        if known is None or known.prompt_ids is not hint.base or known.session_id != record.session_id \
-                or not self._current(known):
+        if known is None or known.prompt_ids is not hint.base or known.session_id != record.session_id or not self._current(known):
             return None  # not written yet (calls in flight at once): this line holds its prompt whole
         shared = hint.shared
         done = known.completion_ids
@@ -210,8 +208,10 @@ class DeltaReader:
         version = data.pop("v", 1)
         delta = data.pop("delta", None) if version == FORMAT else None
         if version not in (1, FORMAT):
-            raise CaptureError(f"{self.source}: line {line_no}: capture format {version!r} is not one this clawgym "
-                               f"reads (1 or {FORMAT}); read it with the clawgym version that wrote it")
+            raise CaptureError(
+                f"{self.source}: line {line_no}: capture format {version!r} is not one this clawgym "
+                f"reads (1 or {FORMAT}); read it with the clawgym version that wrote it"
+            )
         rec = CallRecord.model_validate(data)
         if delta is not None:
             self._resolve(rec, delta, line_no)
@@ -232,14 +232,18 @@ class DeltaReader:
         if "messages" in delta:
             base, n = self._ref(rec, delta["messages"], line_no, "delta.messages")
             if n > len(base.messages):
-                self._fail(line_no, "delta.messages",
-                           f"shares {n} messages with call {base.call_index}, which has only {len(base.messages)}")
+                self._fail(
+                    line_no, "delta.messages", f"shares {n} messages with call {base.call_index}, which has only {len(base.messages)}"
+                )
             rec.messages = base.messages[:n] + rec.messages
         if "routing" in delta:
             base, n = self._ref(rec, delta["routing"], line_no, "delta.routing")
             if rec.routing is None or base.routing is None or n > base.routing.tokens:
-                self._fail(line_no, "delta.routing", f"shares {n} routing rows with call {base.call_index}, which has "
-                                                     f"{base.routing.tokens if base.routing else 'no'} rows")
+                self._fail(
+                    line_no,
+                    "delta.routing",
+                    f"shares {n} routing rows with call {base.call_index}, which has {base.routing.tokens if base.routing else 'no'} rows",
+                )
             try:
                 rec.routing = base.routing.head(n).extended(rec.routing)
             except ValueError as exc:
@@ -259,5 +263,7 @@ class DeltaReader:
         return base, ref[1]
 
     def _fail(self, line_no: int, field: str, why: str) -> NoReturn:
-        raise CaptureError(f"{self.source}: line {line_no}: {field} {why}; the file is corrupt (a format-2 line "
-                           f"needs the earlier lines it refers to: do not cut, reorder or filter lines)")
+        raise CaptureError(
+            f"{self.source}: line {line_no}: {field} {why}; the file is corrupt (a format-2 line "
+            f"needs the earlier lines it refers to: do not cut, reorder or filter lines)"
+        )

@@ -35,8 +35,10 @@ class CallRecord(BaseModel):
     prompt_ids: list[int] | None = Field(default=None, description="Exact prompt ids sent to the policy.")
     completion_ids: list[int] | None = Field(default=None, description="Exact sampled ids.")
     logprobs: list[float] | None = Field(default=None, description="Rollout logprob of each completion id.")
-    routing: RoutedExperts | None = Field(default=None, description="Experts a mixture-of-experts engine routed each "
-                                          "forwarded token to (capture/routing.py); None for dense models.")
+    routing: RoutedExperts | None = Field(
+        default=None,
+        description="Experts a mixture-of-experts engine routed each forwarded token to (capture/routing.py); None for dense models.",
+    )
     completion_text: str = Field(default="", description="Decoded completion.")
     response: dict[str, Any] | None = Field(default=None, description="Parsed assistant message returned.")
     finish_reason: str = Field(default="stop", description='"stop", "length", "tool_calls" or "error".')
@@ -74,6 +76,9 @@ class CallRecord(BaseModel):
 
 _set = object.__setattr__
 _PLAIN = {name: None if f.default_factory is not None else f.default for name, f in CallRecord.model_fields.items()}
-_FACTORIES = tuple((name, cast(Callable[[], Any], f.default_factory))  # CallRecord's factories take no data
-                   for name, f in CallRecord.model_fields.items() if f.default_factory is not None)
+_FACTORIES = tuple(
+    (name, cast(Callable[[], Any], f.default_factory))  # CallRecord's factories take no data
+    for name, f in CallRecord.model_fields.items()
+    if f.default_factory is not None
+)
 _NAMES = frozenset(CallRecord.model_fields)

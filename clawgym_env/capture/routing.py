@@ -34,8 +34,7 @@ class RoutedExperts(BaseModel):
     layers: int = Field(ge=1, description="MoE layers recorded, in model order.")
     top_k: int = Field(ge=1, description="Experts each token was routed to, per layer.")
     num_experts: int = Field(ge=1, le=65536, description="Experts per layer; every index is below it.")
-    ids: bytes = Field(description="Row-major [tokens, layers, top_k] indices, uint8 (uint16 above 256 experts); "
-                                   "base64 in a capture line.")
+    ids: bytes = Field(description="Row-major [tokens, layers, top_k] indices, uint8 (uint16 above 256 experts); base64 in a capture line.")
 
     @field_validator("ids", mode="before")
     @classmethod
@@ -50,8 +49,10 @@ class RoutedExperts(BaseModel):
     @model_validator(mode="after")
     def _whole_rows(self) -> RoutedExperts:
         if len(self.ids) % self.row_bytes:
-            raise ValueError(f"routing ids hold {len(self.ids)} bytes, not whole rows of {self.row_bytes} "
-                             f"({self.layers} layers x top-{self.top_k} x {self.itemsize} bytes)")
+            raise ValueError(
+                f"routing ids hold {len(self.ids)} bytes, not whole rows of {self.row_bytes} "
+                f"({self.layers} layers x top-{self.top_k} x {self.itemsize} bytes)"
+            )
         if self.ids and int(self.array().max()) >= self.num_experts:
             raise ValueError(f"routing holds expert index {int(self.array().max())}, but there are {self.num_experts} experts")
         return self
@@ -87,8 +88,7 @@ class RoutedExperts(BaseModel):
         if arr.ndim != 3:
             raise ValueError(f"routing indices must be [tokens, layers, top_k], got shape {arr.shape}")
         dtype = np.uint8 if num_experts <= 256 else np.dtype("<u2")
-        return cls(layers=arr.shape[1], top_k=arr.shape[2], num_experts=num_experts,
-                   ids=np.ascontiguousarray(arr, dtype=dtype).tobytes())
+        return cls(layers=arr.shape[1], top_k=arr.shape[2], num_experts=num_experts, ids=np.ascontiguousarray(arr, dtype=dtype).tobytes())
 
     def head(self, rows: int) -> RoutedExperts:
         """The first ``rows`` rows."""
@@ -97,8 +97,10 @@ class RoutedExperts(BaseModel):
     def extended(self, tail: RoutedExperts) -> RoutedExperts:
         """These rows followed by ``tail``'s (same layers, top-k and expert count)."""
         if (tail.layers, tail.top_k, tail.num_experts) != (self.layers, self.top_k, self.num_experts):
-            raise ValueError(f"routing of {tail.layers} layers x top-{tail.top_k} of {tail.num_experts} experts cannot "
-                             f"extend one of {self.layers} x top-{self.top_k} of {self.num_experts}")
+            raise ValueError(
+                f"routing of {tail.layers} layers x top-{tail.top_k} of {tail.num_experts} experts cannot "
+                f"extend one of {self.layers} x top-{self.top_k} of {self.num_experts}"
+            )
         return self.model_copy(update={"ids": self.ids + tail.ids})
 
     def shared_rows(self, other: RoutedExperts, limit: int) -> int:
@@ -112,5 +114,9 @@ class RoutedExperts(BaseModel):
 
     def line_json(self, skip_rows: int = 0) -> dict[str, Any]:
         """This routing as a capture line holds it, without its first ``skip_rows`` rows."""
-        return {"layers": self.layers, "top_k": self.top_k, "num_experts": self.num_experts,
-                "ids": base64.b64encode(self.ids[skip_rows * self.row_bytes :]).decode()}
+        return {
+            "layers": self.layers,
+            "top_k": self.top_k,
+            "num_experts": self.num_experts,
+            "ids": base64.b64encode(self.ids[skip_rows * self.row_bytes :]).decode(),
+        }

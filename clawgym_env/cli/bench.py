@@ -24,26 +24,44 @@ def _fail(exc: Exception) -> None:
 
 @app.command()
 def run(
-    model: Annotated[str | None, typer.Option("--model", "-m", help="default | hf:PATH | vllm:URL | openai:URL#MODEL | "
-                                              "anthropic:URL#MODEL | scripted:FILE. Not given: the embedded model as "
-                                              "shipped and with its trained adapter, side by side.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="default | hf:PATH | vllm:URL | openai:URL#MODEL | "
+            "anthropic:URL#MODEL | scripted:FILE. Not given: the embedded model as "
+            "shipped and with its trained adapter, side by side.",
+        ),
+    ] = None,
     harness: Annotated[str, typer.Option("--harness", help="Harness name(s), comma-separated.")] = "custom",
-    suite: Annotated[str | None, typer.Option("--suite", help="Suite name or folder (default clawgym-original; "
-                                              "without --model: procgen-test).")] = None,
-    tasks: Annotated[str | None, typer.Option("--tasks", help="fnmatch pattern(s) over task ids, comma-separated "
-                                              "(default all; 'smoke-*' with --model default).")] = None,
+    suite: Annotated[
+        str | None, typer.Option("--suite", help="Suite name or folder (default clawgym-original; without --model: procgen-test).")
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option("--tasks", help="fnmatch pattern(s) over task ids, comma-separated (default all; 'smoke-*' with --model default)."),
+    ] = None,
     attempts: Annotated[int, typer.Option("-k", "--attempts", "-n", help="Attempts per (task, harness).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Episodes in flight (per node).")] = 4,
     sandbox: Annotated[str, typer.Option("--sandbox", help="bwrap | docker")] = "bwrap",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Results folder (default runs/<timestamp>).")] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster address (ray executor).")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Max tokens per model call "
-                                                   f"(default: the harness's; {DEFAULT_MODEL_MAX_TOKENS} for --model default).")] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens", help=f"Max tokens per model call (default: the harness's; {DEFAULT_MODEL_MAX_TOKENS} for --model default)."
+        ),
+    ] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     top_p: Annotated[float | None, typer.Option("--top-p")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Run seed: each attempt samples with its own seed derived "
-                                             "from it (reproducible, independent attempts).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed", help="Run seed: each attempt samples with its own seed derived from it (reproducible, independent attempts)."
+        ),
+    ] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Backend spec for rubric verifiers.")] = None,
     save_workspaces: Annotated[bool, typer.Option("--save-workspaces", help="Keep final workspaces.")] = False,
     html: Annotated[Path | None, typer.Option("--html", help="HTML report path (default DIR/report.html).")] = None,
@@ -78,22 +96,40 @@ def run(
         if max_tokens is None:
             max_tokens = DEFAULT_MODEL_MAX_TOKENS
     try:
-        config = RunConfig(model=model, harnesses=[h.strip() for h in harness.split(",") if h.strip()], suite=suite,
-                           tasks=tasks, attempts=attempts, concurrency=concurrency, sandbox=sandbox,
-                           out=str(out) if out else None, executor=executor, ray_address=ray_address,
-                           max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, judge=judge,
-                           save_workspaces=save_workspaces, worker=worker)
+        config = RunConfig(
+            model=model,
+            harnesses=[h.strip() for h in harness.split(",") if h.strip()],
+            suite=suite,
+            tasks=tasks,
+            attempts=attempts,
+            concurrency=concurrency,
+            sandbox=sandbox,
+            out=str(out) if out else None,
+            executor=executor,
+            ray_address=ray_address,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            judge=judge,
+            save_workspaces=save_workspaces,
+            worker=worker,
+        )
         if models is not None:
             summaries = run_sync(run_models(config, models, progress=not no_progress))
             base, trained = (summaries[name].out_dir for name in models)
             for name, s in summaries.items():
-                typer.echo(f"{name}: {s.manifest.model}  results: {s.out_dir}  ({s.ran} attempts run, {s.elapsed_s:.0f}s)  "
-                           f"report: {write_html(s.out_dir)}")
+                typer.echo(
+                    f"{name}: {s.manifest.model}  results: {s.out_dir}  ({s.ran} attempts run, {s.elapsed_s:.0f}s)  "
+                    f"report: {write_html(s.out_dir)}"
+                )
             print_compare(base, trained)
-            typer.echo(f"the same model as shipped (A) and with its trained adapter (B): Pass@1 "
-                       f"{100 * summaries['base'].metrics.overall.pass_at[1]:.1f}% -> "
-                       f"{100 * summaries['adapter'].metrics.overall.pass_at[1]:.1f}% on {len(summaries['base'].manifest.task_ids)} "
-                       f"held-out tasks ({base.parent})")
+            typer.echo(
+                f"the same model as shipped (A) and with its trained adapter (B): Pass@1 "
+                f"{100 * summaries['base'].metrics.overall.pass_at[1]:.1f}% -> "
+                f"{100 * summaries['adapter'].metrics.overall.pass_at[1]:.1f}% on {len(summaries['base'].manifest.task_ids)} "
+                f"held-out tasks ({base.parent})"
+            )
             return
         summary = run_sync(run_benchmark(config, progress=not no_progress))
         print_report(summary.out_dir)

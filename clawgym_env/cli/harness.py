@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import typer
 
-app = typer.Typer(help="Install and list agent harnesses (Claude Code, OpenClaw, Codex, Gemini CLI, Qwen Code, "
-                        "OpenCode, pi, custom).", no_args_is_help=True)
+app = typer.Typer(
+    help="Install and list agent harnesses (Claude Code, OpenClaw, Codex, Gemini CLI, Qwen Code, OpenCode, pi, custom).",
+    no_args_is_help=True,
+)
 
 
 @app.command("install")
@@ -69,17 +71,30 @@ def run(
     try:
         backend = backend_from_spec(model)
         sampling = {"max_tokens": max_tokens} if max_tokens else None
-        result = asyncio.run(run_episode(task, name, backend, sandbox=sandbox, sampling=sampling,
-                                         capture_dir=Path(capture_dir) if capture_dir else None))
+        result = asyncio.run(
+            run_episode(task, name, backend, sandbox=sandbox, sampling=sampling, capture_dir=Path(capture_dir) if capture_dir else None)
+        )
     except ClawGymError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
-    typer.echo(json.dumps({
-        "session_id": result.session_id, "task_id": result.task_id, "harness": result.harness, "status": result.status,
-        "score": result.score, "subscores": result.subscores, "calls": len(result.calls), "error": result.error,
-        "harness_exit_code": result.harness_exit_code, "timings": {k: round(v, 3) for k, v in result.timings.items()},
-        "capture": str(result.capture_path) if result.capture_path else None,
-        "egress_attempts": result.egress_attempts,
-    }, indent=2))
+    typer.echo(
+        json.dumps(
+            {
+                "session_id": result.session_id,
+                "task_id": result.task_id,
+                "harness": result.harness,
+                "status": result.status,
+                "score": result.score,
+                "subscores": result.subscores,
+                "calls": len(result.calls),
+                "error": result.error,
+                "harness_exit_code": result.harness_exit_code,
+                "timings": {k: round(v, 3) for k, v in result.timings.items()},
+                "capture": str(result.capture_path) if result.capture_path else None,
+                "egress_attempts": result.egress_attempts,
+            },
+            indent=2,
+        )
+    )
     if result.status == "error":
         raise typer.Exit(2)

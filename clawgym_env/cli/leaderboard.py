@@ -37,8 +37,10 @@ def _store(db: str) -> Any:
     except ClawGymError as exc:
         raise _fail(exc) from None
     except (ArgumentError, OperationalError) as exc:
-        raise _fail(f"cannot open the leaderboard database {db!r} ({str(exc).splitlines()[0]}). "
-                    "Fix: give --db a SQLAlchemy URL such as sqlite:///leaderboard.db") from None
+        raise _fail(
+            f"cannot open the leaderboard database {db!r} ({str(exc).splitlines()[0]}). "
+            "Fix: give --db a SQLAlchemy URL such as sqlite:///leaderboard.db"
+        ) from None
 
 
 def _lb(path: str) -> Any:
@@ -53,8 +55,9 @@ def submit(
     token: str | None = typer.Option(None, envvar="CLAWGYM_LEADERBOARD_TOKEN", help="Your submitter token."),
     out: Path | None = typer.Option(None, help="Write an offline bundle file instead of uploading."),
     captures: bool = typer.Option(True, help="Include the captured calls (trajectories)."),
-    workspaces: bool = typer.Option(True, help="Include the final workspaces (`bench run --save-workspaces`) so the "
-                                               "server re-grades the run."),
+    workspaces: bool = typer.Option(
+        True, help="Include the final workspaces (`bench run --save-workspaces`) so the server re-grades the run."
+    ),
 ) -> None:
     """Bundle a results folder and upload it (or write it with --out); a bundle file is uploaded as it is."""
     import httpx
@@ -77,18 +80,25 @@ def submit(
     if not server or not token:
         raise typer.BadParameter("give --server and --token (or --out FILE for an offline bundle)")
     try:
-        r = httpx.post(f"{server.rstrip('/')}/api/submissions", content=data, timeout=120,
-                       headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"})
+        r = httpx.post(
+            f"{server.rstrip('/')}/api/submissions",
+            content=data,
+            timeout=120,
+            headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"},
+        )
     except httpx.HTTPError as exc:
-        raise _fail(f"cannot reach the leaderboard at {server} ({type(exc).__name__}: {exc}). "
-                    "Fix: check --server (is `clawgym leaderboard serve` running there?)") from None
+        raise _fail(
+            f"cannot reach the leaderboard at {server} ({type(exc).__name__}: {exc}). "
+            "Fix: check --server (is `clawgym leaderboard serve` running there?)"
+        ) from None
     body: dict[str, Any] = r.json() if r.headers.get("content-type", "").startswith("application/json") else {"error": r.text}
     if r.status_code != 201:
         console.print(f"[red]refused ({r.status_code}):[/red] {body.get('error', body)}")
         raise typer.Exit(1)
     disagree = f", {body['disagreements']} disagree" if body["disagreements"] else ""
-    console.print(f"accepted: {server.rstrip('/')}{body['url']}  Pass@1 {100 * body['metrics']['pass_at']['1']:.1f}%  "
-                  f"({body['trust']}{disagree})")
+    console.print(
+        f"accepted: {server.rstrip('/')}{body['url']}  Pass@1 {100 * body['metrics']['pass_at']['1']:.1f}%  ({body['trust']}{disagree})"
+    )
 
 
 @app.command()
@@ -130,7 +140,11 @@ def add_suite(suite: str, db: str = typer.Option(DEFAULT_DB, envvar="CLAWGYM_LEA
     except ClawGymError as exc:
         raise _fail(exc) from None
     _store(db).add_suite(
-        s.name, s.content_hash, [t.full_id for t in s.tasks], {t.full_id: t.category for t in s.tasks}, s.pass_threshold,
+        s.name,
+        s.content_hash,
+        [t.full_id for t in s.tasks],
+        {t.full_id: t.category for t in s.tasks},
+        s.pass_threshold,
         source_dir=str(s.path),
     )
     console.print(f"registered {s.name} {s.content_hash.rpartition(':')[2][:16]} ({len(s.tasks)} tasks)")

@@ -38,8 +38,7 @@ def serve(
     async def main() -> None:
         backend = backend_from_spec(model)
         async with ProxyServer(host=host, port=port, uds_path=uds) as server:
-            sess = server.open_session(backend, capture_path=capture, max_calls=max_calls, model_name=model_name,
-                                       api_key=api_key)
+            sess = server.open_session(backend, capture_path=capture, max_calls=max_calls, model_name=model_name, api_key=api_key)
             typer.echo(f"serving {model} ({'token-level' if backend.TOKEN_LEVEL else 'message-level'})")
             typer.echo(f"  ANTHROPIC_BASE_URL={server.url}")
             typer.echo(f"  OPENAI_BASE_URL={server.url}/v1")
@@ -67,8 +66,11 @@ def serve(
         raise _fail(exc) from None
     except OSError as exc:  # the port or socket path is taken or not ours
         where = f"{host}:{port}" + (f" or {uds}" if uds else "")
-        raise _fail(f"cannot listen on {where}: {exc.strerror or exc}. Fix: pick another --port (0: any free port)"
-                    + (" or --uds path" if uds else "") + ".") from None
+        raise _fail(
+            f"cannot listen on {where}: {exc.strerror or exc}. Fix: pick another --port (0: any free port)"
+            + (" or --uds path" if uds else "")
+            + "."
+        ) from None
 
 
 @app.command()
@@ -86,8 +88,10 @@ def inspect(path: Path = typer.Argument(..., help="A capture JSONL file.")) -> N
         n_prompt = len(r.prompt_ids or ())
         prompt += n_prompt
         reused += r.reused_prompt_tokens
-        typer.echo(f"{r.call_index:4d} {r.status} {r.dialect:17s} prompt={n_prompt:6d} reused={r.reused_prompt_tokens:6d} "
-                   f"completion={len(r.completion_ids or ()):5d} {r.finish_reason:10s} {r.latency_s * 1e3:8.1f} ms"
-                   + (f"  error: {r.error}" if r.error else ""))
+        typer.echo(
+            f"{r.call_index:4d} {r.status} {r.dialect:17s} prompt={n_prompt:6d} reused={r.reused_prompt_tokens:6d} "
+            f"completion={len(r.completion_ids or ()):5d} {r.finish_reason:10s} {r.latency_s * 1e3:8.1f} ms"
+            + (f"  error: {r.error}" if r.error else "")
+        )
     rate = f"{reused / prompt:.1%}" if prompt else "n/a (no token ids)"
     typer.echo(f"{len(records)} calls; splice hit rate {rate}")

@@ -11,8 +11,12 @@ app = typer.Typer(help="Sandbox backends: check them, try them by hand.", no_arg
 
 @app.command()
 def doctor(
-    clean: bool = typer.Option(False, "--clean", help="Also remove what runs killed without closing their sandboxes left "
-                               "(folders, tmpfs mounts, cgroups, containers); never a live run's."),
+    clean: bool = typer.Option(
+        False,
+        "--clean",
+        help="Also remove what runs killed without closing their sandboxes left "
+        "(folders, tmpfs mounts, cgroups, containers); never a live run's.",
+    ),
 ) -> None:
     """Show which sandbox backends work on this machine, why not, and the fix."""
     from rich.console import Console

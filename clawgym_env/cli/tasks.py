@@ -137,12 +137,14 @@ def import_cmd(
     out: Path = typer.Option(None, "--out", help="Parent folder (default: ~/.cache/clawgym/suites)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing suite of that name."),
     docs: Path = typer.Option(None, "--docs", help="officeqa: folder of the source documents (default: the CSV's folder)."),
-    tolerance: float = typer.Option(0.0, "--tolerance",
-                                    help="officeqa: relative tolerance, one of the official levels 0, 0.001, 0.01, 0.05."),
+    tolerance: float = typer.Option(
+        0.0, "--tolerance", help="officeqa: relative tolerance, one of the official levels 0, 0.001, 0.01, 0.05."
+    ),
     split: str = typer.Option(None, "--split", help="officeqa: full (default) or pro; jobbench: main, easy or all (default)."),
     tag: str = typer.Option("FINAL_ANSWER", "--tag", help="officeqa: the final-answer tag (official: FINAL_ANSWER)."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid",
-                                      help="Import the valid tasks and list the invalid ones (default: refuse the import)."),
+    skip_invalid: bool = typer.Option(
+        False, "--skip-invalid", help="Import the valid tasks and list the invalid ones (default: refuse the import)."
+    ),
 ) -> None:
     """Convert a third-party task set into a ClawGym suite (written atomically, validated), keeping the
     benchmark's own scoring; prints what it mapped and what it could not."""
@@ -219,14 +221,18 @@ def _print_exploits(console: object, results: list) -> None:  # type: ignore[typ
 
     lifted = [r for r in results if (r.exploit_score or 0) > 0]
     title = f"adversarial: {len(lifted)} of {len(results)} task(s) lifted above 0 by some strategy"
-    shown = [r for r in sorted(results, key=lambda r: -(r.exploit_score or 0))
-             if (r.exploit_score or 0) > 0 or r.exploit_status in ("fail", "error")][:40]
+    shown = [
+        r
+        for r in sorted(results, key=lambda r: -(r.exploit_score or 0))
+        if (r.exploit_score or 0) > 0 or r.exploit_status in ("fail", "error")
+    ][:40]
     played = sum(len(r.attempts) for r in results)
     if not shown:
         console.print(f"{title} ({played} attempts played)")  # type: ignore[attr-defined]
         return
-    table = Table("task", "best gaming score", "by", "max_exploit_score", "status", title=title,
-                  caption=f"{played} attempts played; worst first")
+    table = Table(
+        "task", "best gaming score", "by", "max_exploit_score", "status", title=title, caption=f"{played} attempts played; worst first"
+    )
     for r in shown:
         table.add_row(r.task_id, f"{r.exploit_score or 0:.3f}", r.exploit_by, f"{r.max_exploit:g}", r.exploit_status)
     console.print(table)  # type: ignore[attr-defined]
@@ -253,12 +259,17 @@ def check(
     backend: str = typer.Option("bwrap", "--backend", help="Sandbox backend: bwrap | docker | none."),
     concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, help="Tasks checked at once."),
     judge: str = typer.Option(None, "--judge", help="Backend spec of the LLM judge for rubric verifiers."),
-    record_noop: bool = typer.Option(False, "--record-noop", help="Declare measured non-zero do-nothing scores in task.yaml "
-                                     "(rewrites it; for imported suites)."),
-    adversarial: bool = typer.Option(False, "--adversarial", help="Also play every gaming strategy against each task; fail "
-                                     "tasks where one scores above metadata.max_exploit_score."),
-    strategy: list[str] = typer.Option(None, "--strategy", help="Extra strategy 'package.module:Class' or 'file.py:Class' "
-                                       "(repeatable; implies --adversarial)."),
+    record_noop: bool = typer.Option(
+        False, "--record-noop", help="Declare measured non-zero do-nothing scores in task.yaml (rewrites it; for imported suites)."
+    ),
+    adversarial: bool = typer.Option(
+        False,
+        "--adversarial",
+        help="Also play every gaming strategy against each task; fail tasks where one scores above metadata.max_exploit_score.",
+    ),
+    strategy: list[str] = typer.Option(
+        None, "--strategy", help="Extra strategy 'package.module:Class' or 'file.py:Class' (repeatable; implies --adversarial)."
+    ),
     only: str = typer.Option(None, "--only", help="With --adversarial: only these strategies (comma-separated names)."),
 ) -> None:
     """Run each task's reference solution (must score 1.0) and a do-nothing agent (must score its floor) in sandboxes.
@@ -294,8 +305,15 @@ def check(
 
         async def go() -> list:  # type: ignore[type-arg]
             try:
-                return await check_suite(specs, backend, concurrency, judge=judge_backend, strategies=strategies,
-                                         pass_threshold=s.pass_threshold, on_result=lambda r: progress.advance(bar))
+                return await check_suite(
+                    specs,
+                    backend,
+                    concurrency,
+                    judge=judge_backend,
+                    strategies=strategies,
+                    pass_threshold=s.pass_threshold,
+                    on_result=lambda r: progress.advance(bar),
+                )
             finally:
                 if judge_backend is not None:
                     await judge_backend.aclose()
@@ -310,8 +328,9 @@ def check(
     declared = [r for r in results if r.noop_status == "declared"]
     bad = [r for r in results if not r.ok]
     if bad:
-        table = Table("task", "solution", "do-nothing", "gaming", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed",
-                      show_lines=True)
+        table = Table(
+            "task", "solution", "do-nothing", "gaming", "problem", title=f"{len(bad)} of {len(specs)} task(s) failed", show_lines=True
+        )
         for r in bad:
             sol = r.solution_status + (f" {r.solution_score:.3f}" if r.solution_score is not None else "")
             noop = r.noop_status + (f" {r.noop_score:.3f}" if r.noop_score is not None else "")

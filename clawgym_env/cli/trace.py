@@ -21,8 +21,9 @@ def show(
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML view here.")] = None,
     drop_dead: Annotated[bool, typer.Option("--drop-dead", help="Leave out dead leaves (failed, retried, never continued).")] = False,
     exclude: Annotated[str, typer.Option("--exclude", help="Branch kinds to leave out, comma-separated (subagent,compaction).")] = "",
-    foreign: Annotated[bool, typer.Option("--foreign/--no-foreign", help="Show calls no behaviour of the harness explains "
-                                          "(training leaves them out).")] = True,
+    foreign: Annotated[
+        bool, typer.Option("--foreign/--no-foreign", help="Show calls no behaviour of the harness explains (training leaves them out).")
+    ] = True,
     max_leaves: Annotated[int | None, typer.Option("--max-leaves", help="Leave out episodes with more leaves than this.")] = None,
     tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="HF tokenizer folder to decode token previews.")] = None,
     calls: Annotated[bool, typer.Option("--calls/--no-calls", help="Print the per-call table.")] = True,
@@ -42,8 +43,12 @@ def show(
     console = Console()
     try:
         kinds = frozenset(k.strip() for k in exclude.split(",") if k.strip())
-        filters = TreeFilters(drop_dead=drop_dead, exclude_kinds=kinds, max_leaves=max_leaves,  # type: ignore[arg-type]
-                              keep_foreign=foreign)
+        filters = TreeFilters(
+            drop_dead=drop_dead,
+            exclude_kinds=kinds,
+            max_leaves=max_leaves,  # type: ignore[arg-type]
+            keep_foreign=foreign,
+        )
         records = [c for path in captures for c in load_calls(path)]
         tree = build_tree(records, filters=filters)
         decode = None
@@ -53,8 +58,10 @@ def show(
             try:
                 tok = AutoTokenizer.from_pretrained(tokenizer)
             except (OSError, ValueError) as exc:
-                raise ClawGymError(f"--tokenizer {tokenizer}: cannot load a tokenizer there ({str(exc).splitlines()[0]}). "
-                                   "Fix: give a local Hugging Face model or tokenizer folder") from None
+                raise ClawGymError(
+                    f"--tokenizer {tokenizer}: cannot load a tokenizer there ({str(exc).splitlines()[0]}). "
+                    "Fix: give a local Hugging Face model or tokenizer folder"
+                ) from None
 
             def decode(ids: list[int]) -> str:
                 return str(tok.decode(ids))
@@ -66,9 +73,13 @@ def show(
     console.print(summary_table(tree))
     no_ids = len(tree.dropped.get("no_token_ids", ()))
     if no_ids:
-        console.print(f"[yellow]{no_ids} call(s) carry no token ids and are left out: they were served by a "
-                      "message-level backend (scripted:, openai:, anthropic:). Capture with a token-level "
-                      "backend (hf:, vllm:) to build a tree.[/]", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]{no_ids} call(s) carry no token ids and are left out: they were served by a "
+            "message-level backend (scripted:, openai:, anthropic:). Capture with a token-level "
+            "backend (hf:, vllm:) to build a tree.[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(render_rich(tree, decode))
     if calls:
         console.print(calls_table(tree))

@@ -15,8 +15,7 @@ from typing import Any
 
 from clawgym_env.envs.registration import ENV_IDS, register_envs, register_harness
 
-__all__ = ["ENV_IDS", "ClawGymEnv", "PendingCall", "QueueBackend", "UnicodeText", "register_envs", "register_harness",
-           "token_ids_space"]
+__all__ = ["ENV_IDS", "ClawGymEnv", "PendingCall", "QueueBackend", "UnicodeText", "register_envs", "register_harness", "token_ids_space"]
 
 _LAZY = {
     "ClawGymEnv": "clawgym_env.envs.harness_env",

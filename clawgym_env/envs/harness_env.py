@@ -85,9 +85,7 @@ class ClawGymEnv(gym.Env[Observation, Action]):
     ) -> None:
         cls = load_harness_class(harness)
         if harness_version is not None and harness_version != cls.version:
-            raise ConfigError(
-                f"harness_version={harness_version!r}: {harness} is pinned to {cls.version}; pass that or None"
-            )
+            raise ConfigError(f"harness_version={harness_version!r}: {harness} is pinned to {cls.version}; pass that or None")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode={render_mode!r}: supported modes are {self.metadata['render_modes']}")
         from clawgym_env.task import load_suite
@@ -223,10 +221,20 @@ class ClawGymEnv(gym.Env[Observation, Action]):
         return self._lt
 
     async def _launch(self, spec: Any, backend: PolicyBackend, sid: str) -> asyncio.Task[EpisodeResult]:
-        return asyncio.ensure_future(run_episode(
-            spec, self._harness, backend, proxy=self._proxy, sandbox=self._sandbox, capture_dir=self._capture_dir,
-            cache_dir=self._cache_dir, judge=self._judge, session_id=sid, model_name=self._model_name,
-        ))
+        return asyncio.ensure_future(
+            run_episode(
+                spec,
+                self._harness,
+                backend,
+                proxy=self._proxy,
+                sandbox=self._sandbox,
+                capture_dir=self._capture_dir,
+                cache_dir=self._cache_dir,
+                judge=self._judge,
+                session_id=sid,
+                model_name=self._model_name,
+            )
+        )
 
     async def _next_call(self) -> PendingCall | None:
         """The harness's next live model call, or None once the episode has finished."""
@@ -247,10 +255,17 @@ class ClawGymEnv(gym.Env[Observation, Action]):
         result = await self._task
         self._task = None
         self._info.update(
-            status=result.status, score=result.score, subscores=result.subscores, capture=result.calls,
-            capture_path=str(result.capture_path) if result.capture_path else None, error=result.error,
-            harness_exit_code=result.harness_exit_code, harness_output_tail=result.harness_output_tail,
-            timings=result.timings, verifier_output=result.verifier_output, splice_hit_rate=result.splice_hit_rate,
+            status=result.status,
+            score=result.score,
+            subscores=result.subscores,
+            capture=result.calls,
+            capture_path=str(result.capture_path) if result.capture_path else None,
+            error=result.error,
+            harness_exit_code=result.harness_exit_code,
+            harness_output_tail=result.harness_output_tail,
+            timings=result.timings,
+            verifier_output=result.verifier_output,
+            splice_hit_rate=result.splice_hit_rate,
             egress_attempts=result.egress_attempts,
         )
         self._info.pop("request", None)
@@ -275,8 +290,7 @@ class ClawGymEnv(gym.Env[Observation, Action]):
 
     def _observe(self, pending: PendingCall) -> Observation:
         req = pending.request
-        obs: Observation = {"messages": json.dumps(req.messages, ensure_ascii=False),
-                            "tools": json.dumps(req.tools, ensure_ascii=False)}
+        obs: Observation = {"messages": json.dumps(req.messages, ensure_ascii=False), "tools": json.dumps(req.tools, ensure_ascii=False)}
         if self._tokenizer is not None:
             obs["prompt_ids"] = tuple(int(i) for i in (req.prompt_ids or ()))
         self._info.update(call_index=req.call_index, request=_request_info(req))
@@ -307,16 +321,22 @@ class ClawGymEnv(gym.Env[Observation, Action]):
             logprobs = action.get("logprobs")
             if logprobs is not None and len(logprobs) != len(ids):
                 raise ConfigError(f"step(action): {len(logprobs)} logprobs for {len(ids)} completion_ids")
-            return Completion(completion_ids=ids, logprobs=[float(x) for x in logprobs] if logprobs is not None else None,
-                              finish_reason=str(action.get("finish_reason", "stop")), token_source="sampled",
-                              policy_version=action.get("policy_version"))
+            return Completion(
+                completion_ids=ids,
+                logprobs=[float(x) for x in logprobs] if logprobs is not None else None,
+                finish_reason=str(action.get("finish_reason", "stop")),
+                token_source="sampled",
+                policy_version=action.get("policy_version"),
+            )
         unknown = set(action) - {"text", "tool_calls", "reasoning"}
         if unknown:
             raise ConfigError(f"step(action): unknown keys {sorted(unknown)}; use completion_ids/logprobs or text/tool_calls/reasoning")
-        structured = {"content": action.get("text") or "", "reasoning_content": action.get("reasoning") or "",
-                      "tool_calls": list(action.get("tool_calls") or [])}
-        return Completion(completion_ids=None, logprobs=None, text=action.get("text") or "", structured=structured,
-                          token_source="none")
+        structured = {
+            "content": action.get("text") or "",
+            "reasoning_content": action.get("reasoning") or "",
+            "tool_calls": list(action.get("tool_calls") or []),
+        }
+        return Completion(completion_ids=None, logprobs=None, text=action.get("text") or "", structured=structured, token_source="none")
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -328,8 +348,7 @@ def _replay_backend(capture: Any, branch_at: Any, policy: QueueBackend) -> Repla
     from clawgym_env.tree.build import load_calls
 
     if not isinstance(branch_at, int) or isinstance(branch_at, bool):
-        raise ConfigError(f"reset(options={{'replay': ...}}) needs an int 'branch_at' (the call to branch at), "
-                          f"got {branch_at!r}")
+        raise ConfigError(f"reset(options={{'replay': ...}}) needs an int 'branch_at' (the call to branch at), got {branch_at!r}")
     calls = load_calls(capture) if isinstance(capture, (str, Path)) else list(capture)
     return ReplayBackend(calls, branch_at, policy)
 
@@ -340,8 +359,13 @@ def _resolve(future: asyncio.Future[Completion], completion: Completion) -> None
 
 
 def _request_info(req: CompletionRequest) -> dict[str, Any]:
-    return {"messages": req.messages, "tools": req.tools, "max_tokens": req.max_tokens,
-            "temperature": req.temperature, "dialect": req.dialect}
+    return {
+        "messages": req.messages,
+        "tools": req.tools,
+        "max_tokens": req.max_tokens,
+        "temperature": req.temperature,
+        "dialect": req.dialect,
+    }
 
 
 def _load_tokenizer(tokenizer: Any | None) -> Any | None:

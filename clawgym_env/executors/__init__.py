@@ -89,8 +89,10 @@ def make_executor(config: RunConfig, worker: Any | None = None) -> Executor:
     """The executor ``config.executor`` names; ``worker`` (local only) replaces the configured worker."""
     if config.executor == "ray":
         if worker is not None:
-            raise ConfigError("--executor ray builds a worker on every node; it cannot take an in-process worker "
-                              "(an in-process backend or harness instance): use registry names and a backend spec")
+            raise ConfigError(
+                "--executor ray builds a worker on every node; it cannot take an in-process worker "
+                "(an in-process backend or harness instance): use registry names and a backend spec"
+            )
         from clawgym_env.executors.ray_executor import RayExecutor
 
         return RayExecutor(config)

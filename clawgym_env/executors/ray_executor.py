@@ -113,13 +113,15 @@ class RayExecutor:
             try:
                 ray.init(address=config.ray_address, log_to_driver=False)
             except ConnectionError as exc:  # --ray-address auto (or a host:port) with no cluster there
-                raise RunError(f"--ray-address {config.ray_address}: no Ray cluster found ({str(exc).splitlines()[0]}). "
-                               "Fix: start one with `ray start --head`, or drop --ray-address to start a local one") from None
+                raise RunError(
+                    f"--ray-address {config.ray_address}: no Ray cluster found ({str(exc).splitlines()[0]}). "
+                    "Fix: start one with `ray start --head`, or drop --ray-address to start a local one"
+                ) from None
         actor_cls: Any = ray.remote(num_cpus=0)(NodeWorker)
         self.actors = [
-            actor_cls.options(max_concurrency=config.concurrency + 2,
-                              scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(
-                config.to_dict())
+            actor_cls.options(
+                max_concurrency=config.concurrency + 2, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+            ).remote(config.to_dict())
             for node in _alive_nodes(ray)
         ]
         if not self.actors:

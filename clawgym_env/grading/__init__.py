@@ -13,5 +13,4 @@ from clawgym_env.grading.answer import match_answer, parse_number
 from clawgym_env.grading.grade import EarlyGrading, grade_final, grade_workspace
 from clawgym_env.grading.verify import VerifyResult, make_transcript, verify
 
-__all__ = ["EarlyGrading", "VerifyResult", "grade_final", "grade_workspace", "make_transcript", "match_answer",
-           "parse_number", "verify"]
+__all__ = ["EarlyGrading", "VerifyResult", "grade_final", "grade_workspace", "make_transcript", "match_answer", "parse_number", "verify"]

@@ -130,6 +130,7 @@ def _as_uid(uid):
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)  # from root: every capability goes with it
+
     return become
 
 
@@ -198,7 +199,7 @@ def agent_values(probe, *args, cwd, timeout=60):
     for line in reversed(run.stdout.splitlines()):
         if line.startswith(VALUES_MARK):
             try:
-                return json.loads(line[len(VALUES_MARK):])
+                return json.loads(line[len(VALUES_MARK) :])
             except ValueError:
                 return None
     return None

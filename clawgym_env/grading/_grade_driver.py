@@ -46,8 +46,9 @@ class _NoWorkspaceImports:
         origin = (spec.origin or "") if spec is not None else ""
         locations = list(spec.submodule_search_locations or []) if spec is not None else []
         if any(p.startswith(self.root) for p in [origin, *locations]):
-            raise ImportError("the grader imported %r from the workspace into the grading process; "
-                              "run the agent's code in a subprocess instead" % name)
+            raise ImportError(
+                "the grader imported %r from the workspace into the grading process; run the agent's code in a subprocess instead" % name
+            )
         return None
 
 

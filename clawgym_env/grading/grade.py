@@ -209,11 +209,13 @@ class _Grading:
         except SandboxError as exc:
             raise VerifierError(f"cannot start the grading sandbox for {task.full_id}: {exc}") from exc
 
-    async def run(self, transcript: dict[str, Any], judge: PolicyBackend | None,
-                  spawned: list[Spawned | None] | None = None) -> VerifyResult:
+    async def run(
+        self, transcript: dict[str, Any], judge: PolicyBackend | None, spawned: list[Spawned | None] | None = None
+    ) -> VerifyResult:
         if self.payload_dir is not None:
             (self.payload_dir / PAYLOAD_PATH.rsplit("/", 1)[1]).write_text(
-                json.dumps(reward_payload(self.task, transcript), default=str), encoding="utf-8")
+                json.dumps(reward_payload(self.task, transcript), default=str), encoding="utf-8"
+            )
         try:
             if self.backend == "none":  # no mounts there: copy in (no isolation to speak of anyway)
                 for m in self.mounts:
@@ -230,8 +232,7 @@ class _Grading:
             shutil.rmtree(self.staging, ignore_errors=True)
 
 
-async def _grade(task: TaskSpec, ws: FinalLayers, transcript: dict[str, Any], backend: str,
-                 judge: PolicyBackend | None) -> VerifyResult:
+async def _grade(task: TaskSpec, ws: FinalLayers, transcript: dict[str, Any], backend: str, judge: PolicyBackend | None) -> VerifyResult:
     grading = _Grading(task, ws, backend)
     try:
         await grading.start()

@@ -53,8 +53,11 @@ _SYSTEM = (
 def _sources() -> dict[str, str]:
     """The extraction package's modules, by name, for the sandbox driver to install."""
     base = "clawgym_env.grading.deliverables"
-    return {(base if p.stem == "__init__" else f"{base}.{p.stem}"): p.read_text(encoding="utf-8")
-            for p in sorted(_PACKAGE.glob("*.py")) if not p.stem.startswith("_") or p.stem == "__init__"}
+    return {
+        (base if p.stem == "__init__" else f"{base}.{p.stem}"): p.read_text(encoding="utf-8")
+        for p in sorted(_PACKAGE.glob("*.py"))
+        if not p.stem.startswith("_") or p.stem == "__init__"
+    }
 
 
 _MEASURE = (
@@ -107,20 +110,33 @@ async def extract_in_sandbox(grading: Sandbox, spec: TaskSpec, folder: str, max_
         if not exists or files == 0:
             return Extraction()
         if files > MAX_FILES or size > MAX_TOTAL_BYTES:
-            raise ValueError(f"{files} files, {size >> 20} MiB: more than the {MAX_FILES} files / "
-                             f"{MAX_TOTAL_BYTES >> 20} MiB read for a judge")
+            raise ValueError(
+                f"{files} files, {size >> 20} MiB: more than the {MAX_FILES} files / {MAX_TOTAL_BYTES >> 20} MiB read for a judge"
+            )
         key = secrets.token_bytes(32)
-        request = {"key": key.hex(), "folder": "/deliverables", "recalculate": True, "images": True,
-                   "max_chars": max_chars, "sources": _sources()}
+        request = {
+            "key": key.hex(),
+            "folder": "/deliverables",
+            "recalculate": True,
+            "images": True,
+            "max_chars": max_chars,
+            "sources": _sources(),
+        }
         with tagged_tempdir("deliverables") as tmp:
             await grading.download(inside, Path(tmp) / "output")
             mounts, env = _reader_mounts()
-            cfg = SandboxConfig(workspace_src=Path(tmp) / "output", workspace_mount="/deliverables",
-                                mounts=mounts, memory_mb=EXTRACT_MEMORY_MB)
+            cfg = SandboxConfig(
+                workspace_src=Path(tmp) / "output", workspace_mount="/deliverables", mounts=mounts, memory_mb=EXTRACT_MEMORY_MB
+            )
             async with create_sandbox("bwrap", cfg) as sb:
-                res = await sb.exec([os.path.realpath(sys.executable), "-I", "-c", _DRIVER], cwd="/deliverables",
-                                    env={**_SAFE_ENV, **env}, stdin=json.dumps(request).encode(),
-                                    timeout=EXTRACT_TIMEOUT_S, max_output_bytes=64 * 1024 * 1024)
+                res = await sb.exec(
+                    [os.path.realpath(sys.executable), "-I", "-c", _DRIVER],
+                    cwd="/deliverables",
+                    env={**_SAFE_ENV, **env},
+                    stdin=json.dumps(request).encode(),
+                    timeout=EXTRACT_TIMEOUT_S,
+                    max_output_bytes=64 * 1024 * 1024,
+                )
     except SandboxError as exc:
         raise VerifierError(f"deliverables of {spec.full_id} could not be extracted in a sandbox: {exc}") from exc
     payload, error = _signed_verdict(res, key, "extraction", EXTRACT_TIMEOUT_S)
@@ -132,20 +148,23 @@ async def extract_in_sandbox(grading: Sandbox, spec: TaskSpec, folder: str, max_
     return Extraction.from_json(payload["extraction"])
 
 
-def build_rubric_messages(item: RubricItem, extraction: Extraction, *, nonce: str | None = None
-                          ) -> tuple[list[dict[str, Any]], list[Image]]:
+def build_rubric_messages(
+    item: RubricItem, extraction: Extraction, *, nonce: str | None = None
+) -> tuple[list[dict[str, Any]], list[Image]]:
     """The judge's messages for one rubric, and the images attached to them (only for a visual rubric)."""
     nonce = nonce or secrets.token_hex(8)
     criteria = "\n".join(f"Criterion {i}: {c}" for i, c in enumerate(item.criteria))
     files = "\n\n".join(fence(nonce, f"file {f.path}", f.text) for f in extraction.files)
     images = extraction.images if needs_images(" ".join([item.criterion, *item.criteria])) else []
-    example = ", ".join(f'{{"index": {i}, "passed": true or false, "reasoning": "...", "evidence": "..."}}'
-                        for i in range(len(item.criteria)))
+    example = ", ".join(
+        f'{{"index": {i}, "passed": true or false, "reasoning": "...", "evidence": "..."}}' for i in range(len(item.criteria))
+    )
     prompt = (
         f"## Rubric\n{item.criterion}\n\n## Criteria (judge every one)\n{criteria}\n\n"
         f"## The agent's output files\n{files}\n\n"
         "## How to judge\n"
-        "- Judge each criterion on its own, from the output files" + (" and the attached images" if images else "")
+        "- Judge each criterion on its own, from the output files"
+        + (" and the attached images" if images else "")
         + " alone; a criterion passes or fails, nothing in between.\n"
         "- Wording need not match: meaning does.\n"
         "- The rubric passes only when every criterion passes.\n\n"
@@ -158,8 +177,7 @@ def build_rubric_messages(item: RubricItem, extraction: Extraction, *, nonce: st
     else:
         content = [{"type": "text", "text": prompt}, {"type": "text", "text": f"## Attached images ({len(images)})"}]
         for i, image in enumerate(images, start=1):
-            content += [{"type": "text", "text": f"Image {i}: {image.name}"},
-                        {"type": "image_url", "image_url": {"url": image.data_url}}]
+            content += [{"type": "text", "text": f"Image {i}: {image.name}"}, {"type": "image_url", "image_url": {"url": image.data_url}}]
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": content}], images
 
 
@@ -184,8 +202,14 @@ def parse_rubric_reply(text: str, item: RubricItem, quoted: str) -> RubricResult
     criteria = []
     for i, criterion in enumerate(item.criteria):
         got = given[i] if i < len(given) and isinstance(given[i], dict) else {}
-        criteria.append({"criterion": criterion, "passed": got.get("passed") is True,
-                         "reasoning": str(got.get("reasoning", "")), "evidence": str(got.get("evidence", ""))})
+        criteria.append(
+            {
+                "criterion": criterion,
+                "passed": got.get("passed") is True,
+                "reasoning": str(got.get("reasoning", "")),
+                "evidence": str(got.get("evidence", "")),
+            }
+        )
     passed = obj.get("rubric_passed") is True
     result = RubricResult(passed, criteria, str(obj.get("overall_reasoning", "")))
     if passed and not all(c["passed"] for c in criteria):
@@ -193,13 +217,13 @@ def parse_rubric_reply(text: str, item: RubricItem, quoted: str) -> RubricResult
     return result
 
 
-async def _judge_rubric(judge: PolicyBackend, item: RubricItem, extraction: Extraction, quoted: str, *,
-                        session_id: str, call_index: int) -> tuple[RubricResult, list[str]]:
+async def _judge_rubric(
+    judge: PolicyBackend, item: RubricItem, extraction: Extraction, quoted: str, *, session_id: str, call_index: int
+) -> tuple[RubricResult, list[str]]:
     messages, images = build_rubric_messages(item, extraction)
     result = RubricResult(False, error="no judge reply")
     for _ in range(JUDGE_ATTEMPTS):
-        text, error = await judge_reply(judge, messages, session_id=session_id, call_index=call_index,
-                                        max_tokens=JUDGE_MAX_TOKENS)
+        text, error = await judge_reply(judge, messages, session_id=session_id, call_index=call_index, max_tokens=JUDGE_MAX_TOKENS)
         result = parse_rubric_reply(text, item, quoted) if text is not None else RubricResult(False, error=error)
         if text is not None and (result.error is None or result.passed or result.criteria):
             break
@@ -211,8 +235,9 @@ def _weighted(items: list[RubricItem], passed: list[bool]) -> float:
     return round(sum(i.weight for i, p in zip(items, passed, strict=True) if p) / total, 4) if total > 0 else 0.0
 
 
-async def grade_jobbench(v: RubricVerifier, spec: TaskSpec, sandbox: Sandbox, judge: PolicyBackend | None
-                         ) -> tuple[float, dict[str, float], dict[str, Any]]:
+async def grade_jobbench(
+    v: RubricVerifier, spec: TaskSpec, sandbox: Sandbox, judge: PolicyBackend | None
+) -> tuple[float, dict[str, float], dict[str, Any]]:
     """(score, per-rubric 1/0, details) for a ``grading: jobbench`` verifier, in the grading sandbox."""
     names = [item.name or f"rubric{i + 1}" for i, item in enumerate(v.items)]
     zero = dict.fromkeys(names, 0.0)
@@ -221,8 +246,10 @@ async def grade_jobbench(v: RubricVerifier, spec: TaskSpec, sandbox: Sandbox, ju
         extraction = await extract_in_sandbox(sandbox, spec, folder, v.max_file_chars)
     except ValueError as exc:
         return 0.0, zero, {"error": f"the files in {folder}/ could not be extracted: {exc}"}
-    listing = [{"path": f.path, "chars": len(f.text), "truncated": f.truncated, **({"error": f.error} if f.error else {})}
-               for f in extraction.files]
+    listing = [
+        {"path": f.path, "chars": len(f.text), "truncated": f.truncated, **({"error": f.error} if f.error else {})}
+        for f in extraction.files
+    ]
     if not extraction.files:
         return 0.0, zero, {"files": [], "reason": f"no output files in {folder}/: every rubric fails"}
     text = extraction.judge_text()
@@ -231,13 +258,24 @@ async def grade_jobbench(v: RubricVerifier, spec: TaskSpec, sandbox: Sandbox, ju
     if judge is None:
         return 0.0, zero, {"files": listing, "error": "no judge backend configured for this rubric (pass a judge)"}
     quoted = "\n".join(f.text for f in extraction.files)
-    results = await asyncio.gather(*(
-        _judge_rubric(judge, item, extraction, quoted, session_id=f"judge:{spec.full_id}:{v.name}", call_index=i)
-        for i, item in enumerate(v.items)))
+    results = await asyncio.gather(
+        *(
+            _judge_rubric(judge, item, extraction, quoted, session_id=f"judge:{spec.full_id}:{v.name}", call_index=i)
+            for i, item in enumerate(v.items)
+        )
+    )
     passed = [r.passed for r, _ in results]
-    items = {n: {"passed": r.passed, "weight": item.weight, "criteria": r.criteria, "reasoning": r.reasoning,
-                 **({"images": imgs} if imgs else {}), **({"error": r.error} if r.error else {})}
-             for n, item, (r, imgs) in zip(names, v.items, results, strict=True)}
+    items = {
+        n: {
+            "passed": r.passed,
+            "weight": item.weight,
+            "criteria": r.criteria,
+            "reasoning": r.reasoning,
+            **({"images": imgs} if imgs else {}),
+            **({"error": r.error} if r.error else {}),
+        }
+        for n, item, (r, imgs) in zip(names, v.items, results, strict=True)
+    }
     info: dict[str, Any] = {"files": listing, "items": items}
     errors = [f"{n}: {r.error}" for n, (r, _) in zip(names, results, strict=True) if r.error and not r.passed]
     if errors:

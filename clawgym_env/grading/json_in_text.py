@@ -29,15 +29,21 @@ MAX_DEPTH = 64
 """Objects nested deeper than this are left out (deeper values break recursive consumers such as ``str``)."""
 
 _TOKEN = re.compile(
-    r'[ \t\n\r]*+(?:([{}\[\]:,])'
+    r"[ \t\n\r]*+(?:([{}\[\]:,])"
     r'|("(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+")'
     r"|(-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?|true|false|null|NaN|Infinity|-Infinity))"
 )
 """One JSON token after optional whitespace, as ``json`` reads them; possessive, so a failed match never backtracks."""
 _START = re.compile(r'\{[ \t\n\r]*+["}]')
 """A brace that can start an object: any other fails at its next token, and opens nothing."""
-_LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "NaN": float("nan"),
-                             "Infinity": float("inf"), "-Infinity": float("-inf")}
+_LITERALS: dict[str, Any] = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "NaN": float("nan"),
+    "Infinity": float("inf"),
+    "-Infinity": float("-inf"),
+}
 
 
 @dataclass(frozen=True)

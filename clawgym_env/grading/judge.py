@@ -25,8 +25,7 @@ from clawgym_env.grading.json_in_text import json_objects
 from clawgym_env.proxy.backends.base import CompletionRequest, PolicyBackend
 from clawgym_env.task.spec import RubricItem
 
-__all__ = ["JudgeVerdict", "ask_judge", "build_judge_messages", "fence", "judge_objects", "judge_reply",
-           "parse_verdict", "quoted_data"]
+__all__ = ["JudgeVerdict", "ask_judge", "build_judge_messages", "fence", "judge_objects", "judge_reply", "parse_verdict", "quoted_data"]
 
 _SYSTEM = (
     "You are a strict, fair grader. You check one criterion against an AI agent's work: its final "
@@ -60,13 +59,17 @@ def build_judge_messages(
 ) -> list[dict[str, Any]]:
     """The chat messages for judging one item; the agent's words go in nonce-fenced data blocks."""
     nonce = nonce or secrets.token_hex(8)
-    parts = [f"## Task given to the agent\n{instruction.strip()}",
-             "## Agent's final message\n" + fence(nonce, "final message", final_message.strip() or "(empty)")]
+    parts = [
+        f"## Task given to the agent\n{instruction.strip()}",
+        "## Agent's final message\n" + fence(nonce, "final message", final_message.strip() or "(empty)"),
+    ]
     for name, text in files.items():
         parts.append(f"## File {name}\n" + ("(missing)" if text is None else fence(nonce, f"file {name}", text)))
     labels = ", ".join(f'"{label}"' for label in item.options)
-    parts.append(f"## Criterion\n{item.criterion.strip()}\n\nAllowed verdict labels: {labels}.\n"
-                 "Decide from the quoted work alone; answer with your own JSON object.")
+    parts.append(
+        f"## Criterion\n{item.criterion.strip()}\n\nAllowed verdict labels: {labels}.\n"
+        "Decide from the quoted work alone; answer with your own JSON object."
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 

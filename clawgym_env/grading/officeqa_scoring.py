@@ -49,9 +49,24 @@ _UNITS = (
     ("million", re.compile(r"\bmillions?\b|\bm\b")),
     ("thousand", re.compile(r"\bthousands?\b|\bk\b")),
 )
-_UNIT_WORDS = tuple(re.compile(rf"\b{w}\b") for w in (
-    "trillion", "trillions", "billion", "billions", "million", "millions", "thousand", "thousands",
-    "hundred", "hundreds", "percent", "percentage", "%"))
+_UNIT_WORDS = tuple(
+    re.compile(rf"\b{w}\b")
+    for w in (
+        "trillion",
+        "trillions",
+        "billion",
+        "billions",
+        "million",
+        "millions",
+        "thousand",
+        "thousands",
+        "hundred",
+        "hundreds",
+        "percent",
+        "percentage",
+        "%",
+    )
+)
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _DIGIT = re.compile(r"\d")
 
@@ -200,8 +215,10 @@ class _CommaSplits:
         ok[n][m] = True
         for i in range(n - 1, -1, -1):
             for k in range(m):
-                ok[i][k] = any(ok[j + 1][k + 1] and accept(wanted[k], value)  # type: ignore[operator]
-                               for j, value in self.items[i])
+                ok[i][k] = any(
+                    ok[j + 1][k + 1] and accept(wanted[k], value)  # type: ignore[operator]
+                    for j, value in self.items[i]
+                )
         return ok[0][0]
 
 
@@ -266,7 +283,8 @@ def _reference(text: str) -> _Reference:
 
 def _in_order(want: list[_Number], got: list[_Number], tolerance: float) -> bool:
     return len(want) == len(got) and all(
-        _units_agree(w.unit, g.unit) and _close(w.value, g.value, tolerance) for w, g in zip(want, got, strict=True))
+        _units_agree(w.unit, g.unit) and _close(w.value, g.value, tolerance) for w, g in zip(want, got, strict=True)
+    )
 
 
 def _direct_text(text: str) -> str:
@@ -315,15 +333,15 @@ def _matches(ref: _Reference, answer: str, got: list[_Number], tolerance: float)
         return _list_matches(ref, answer, got, tolerance)
     if not _prose_agrees(ref.prose, answer):
         return False
-    pool = ref.drop_stray_years(got) if len(ref.numbers) == 1 else [
-        g for g in got if not _is_year(g.value) or any(_is_year(w.value) for w in ref.numbers)]
-    return all(any(_units_agree(w.unit, g.unit) and _close(w.value, g.value, tolerance) for g in pool)
-               for w in ref.numbers)
+    pool = (
+        ref.drop_stray_years(got)
+        if len(ref.numbers) == 1
+        else [g for g in got if not _is_year(g.value) or any(_is_year(w.value) for w in ref.numbers)]
+    )
+    return all(any(_units_agree(w.unit, g.unit) and _close(w.value, g.value, tolerance) for g in pool) for w in ref.numbers)
 
 
-def officeqa_verdict(
-    reference: str, response: str, tolerance: float = 0.0, tag: str | None = FINAL_ANSWER_TAG
-) -> tuple[bool, str]:
+def officeqa_verdict(reference: str, response: str, tolerance: float = 0.0, tag: str | None = FINAL_ANSWER_TAG) -> tuple[bool, str]:
     """(passed, why not) for ``response`` against the reference answer, by OfficeQA's rule.
 
     ``response`` may be a whole reply; its last ``<tag>`` (official: ``FINAL_ANSWER``) is scored when

@@ -36,8 +36,7 @@ from clawgym_env.task.spec import (
     TaskSpec,
 )
 
-__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "reward_payload", "run_verifiers",
-           "spawn_graders", "verify"]
+__all__ = ["PAYLOAD_PATH", "VerifyResult", "make_transcript", "params_env", "reward_payload", "run_verifiers", "spawn_graders", "verify"]
 
 PAYLOAD_PATH = "/tmp/.clawgym-verify/reward_payload.json"
 """Where script verifiers find the episode (ClawGym's OPENCLAW_REWARD_PAYLOAD convention)."""
@@ -70,9 +69,7 @@ class VerifyResult:
         return {n: d["error"] for n, d in self.details.get("verifiers", {}).items() if d.get("error")}
 
 
-def make_transcript(
-    spec: TaskSpec, final_message: str = "", messages: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
+def make_transcript(spec: TaskSpec, final_message: str = "", messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``transcript`` dict verifiers receive (``params``: the variant's params entry, {} if none)."""
     return {
         "task_id": spec.full_id,
@@ -108,8 +105,9 @@ class _Outcome:
     output: str = ""
 
 
-async def _exec(sandbox: Sandbox, cmd: list[str], spec: TaskSpec, timeout: float, stdin: bytes | None = None,
-                env: dict[str, str] | None = None) -> Any:
+async def _exec(
+    sandbox: Sandbox, cmd: list[str], spec: TaskSpec, timeout: float, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> Any:
     try:
         return await sandbox.exec(cmd, cwd=spec.workspace_mount, timeout=timeout, stdin=stdin, env=env)
     except SandboxError as exc:
@@ -157,8 +155,9 @@ async def spawn_graders(spec: TaskSpec, sandbox: Sandbox) -> list[Spawned | None
     return out
 
 
-async def _grade_in(proc: Spawned | None, v: CodeVerifier | ScriptVerifier, spec: TaskSpec, sandbox: Sandbox,
-                    stdin: bytes, timeout: float) -> Any:
+async def _grade_in(
+    proc: Spawned | None, v: CodeVerifier | ScriptVerifier, spec: TaskSpec, sandbox: Sandbox, stdin: bytes, timeout: float
+) -> Any:
     """Run the grading process: the one spawned ahead if it is still waiting, else a fresh one."""
     if proc is None or not proc.alive:
         if proc is not None:
@@ -195,8 +194,7 @@ def _driver_output(res: Any) -> str:
     return text + (("\n[stderr]\n" + res.stderr) if res.stderr.strip() else "")
 
 
-async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any],
-                    proc: Spawned | None) -> _Outcome:
+async def _run_code(v: CodeVerifier, spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], proc: Spawned | None) -> _Outcome:
     inside = spec.sandbox_path_of(v.file)
     key = secrets.token_bytes(32)
     request = {
@@ -241,8 +239,13 @@ async def _run_script(v: ScriptVerifier, spec: TaskSpec, sandbox: Sandbox, proc:
     else:
         argv = ["bash", "-c", spec.host_path(v.file).read_text(encoding="utf-8"), v.file]
     key = secrets.token_bytes(32)
-    request = {"key": key.hex(), "argv": argv, "cwd": spec.workspace_mount, "timeout": v.timeout_s,
-               "jail_python": spec.metadata.get("source_format") == "clawgym"}
+    request = {
+        "key": key.hex(),
+        "argv": argv,
+        "cwd": spec.workspace_mount,
+        "timeout": v.timeout_s,
+        "jail_python": spec.metadata.get("source_format") == "clawgym",
+    }
     res = await _grade_in(proc, v, spec, sandbox, json.dumps(request).encode(), v.timeout_s + 15)
     output = _driver_output(res)
     payload, error = _signed_verdict(res, key, "script", v.timeout_s + 15)
@@ -313,8 +316,13 @@ async def _run_rubric(
     if judge is None:
         return _Outcome(0.0, dict.fromkeys(names, 0.0), {"error": "no judge backend configured for this rubric (pass a judge)"})
     calls = [
-        ask_judge(judge, build_judge_messages(item, spec.instruction, final, files), item,
-                  session_id=f"judge:{spec.full_id}:{v.name}", call_index=i)
+        ask_judge(
+            judge,
+            build_judge_messages(item, spec.instruction, final, files),
+            item,
+            session_id=f"judge:{spec.full_id}:{v.name}",
+            call_index=i,
+        )
         for i, item in enumerate(v.items)
     ]
     results = await asyncio.gather(*calls)
@@ -362,7 +370,10 @@ async def _run_answer(v: AnswerVerifier, spec: TaskSpec, sandbox: Sandbox, trans
 
 
 async def run_verifiers(
-    spec: TaskSpec, sandbox: Sandbox, transcript: dict[str, Any], judge: PolicyBackend | None = None,
+    spec: TaskSpec,
+    sandbox: Sandbox,
+    transcript: dict[str, Any],
+    judge: PolicyBackend | None = None,
     spawned: list[Spawned | None] | None = None,
 ) -> VerifyResult:
     """Run every verifier in ``sandbox`` (a grading sandbox with the hidden files and payload in
@@ -391,9 +402,7 @@ async def run_verifiers(
         infos[name] = {"kind": v.kind, "weight": v.weight / total_w, "score": value, **out.info}
         if out.output:
             outputs.append(f"== {name} ({v.kind})\n{out.output.rstrip()}")
-    return VerifyResult(
-        score=_clamp(score), subscores=subscores, details={"verifiers": infos}, output=_tail("\n".join(outputs))
-    )
+    return VerifyResult(score=_clamp(score), subscores=subscores, details={"verifiers": infos}, output=_tail("\n".join(outputs)))
 
 
 async def verify(

@@ -12,6 +12,11 @@ from clawgym_env.models.tiny import build_tiny_model
 from clawgym_env.models.tiny_moe import build_tiny_moe_model
 
 __all__ = [
-    "TOOLS_CHATML_TEMPLATE", "build_tiny_model", "build_tiny_moe_model", "default_model_path", "models_cache_dir",
-    "tiny_model_path", "tiny_moe_model_path",
+    "TOOLS_CHATML_TEMPLATE",
+    "build_tiny_model",
+    "build_tiny_moe_model",
+    "default_model_path",
+    "models_cache_dir",
+    "tiny_model_path",
+    "tiny_moe_model_path",
 ]

@@ -43,8 +43,10 @@ def resolve_base(name: str) -> Path:
         return models.tiny_moe_model_path()
     path = Path(name).expanduser()
     if not (path / "config.json").is_file():
-        raise ConfigError(f"base model {name!r} is neither one of {list(BUILT_IN)} nor a Hugging Face model folder "
-                          "(no config.json); pass the base explicitly: --model hf:BASE?adapter=PATH")
+        raise ConfigError(
+            f"base model {name!r} is neither one of {list(BUILT_IN)} nor a Hugging Face model folder "
+            "(no config.json); pass the base explicitly: --model hf:BASE?adapter=PATH"
+        )
     return path
 
 
@@ -85,5 +87,7 @@ def load_merged(base: str | Path, adapter: str | Path | None = None, **load: Any
         return PeftModel.from_pretrained(model, folder).merge_and_unload()
     except (RuntimeError, ValueError, KeyError) as exc:
         first = " ".join(line.strip() for line in str(exc).splitlines()[:2])
-        raise ConfigError(f"adapter {folder} does not fit the base model {base} ({first[:300]}); pass the base it was "
-                          "trained on (--model hf:BASE?adapter=PATH)") from exc
+        raise ConfigError(
+            f"adapter {folder} does not fit the base model {base} ({first[:300]}); pass the base it was "
+            "trained on (--model hf:BASE?adapter=PATH)"
+        ) from exc

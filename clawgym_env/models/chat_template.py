@@ -40,8 +40,8 @@ TOOLS_CHATML_TEMPLATE = (
     "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' -}}"
     "{%- for tool in tools -%}{{- '\\n' -}}{{- tool | tojson -}}{%- endfor -%}"
     "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments "
-    "within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, "
-    "\"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' -}}"
+    'within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{"name": <function-name>, '
+    '"arguments": <args-json-object>}\\n</tool_call><|im_end|>\\n\' -}}'
     "{%- elif messages and messages[0].role == 'system' -%}"
     "{{- '<|im_start|>system\\n' + render_content(messages[0].content) + '<|im_end|>\\n' -}}"
     "{%- endif -%}"
@@ -61,7 +61,7 @@ TOOLS_CHATML_TEMPLATE = (
     "{%- set call = tool_call.function if tool_call.function is defined else tool_call -%}"
     "{%- if loop.first and render_content(message.content) -%}{{- '\\n' -}}{%- endif -%}"
     "{%- if not loop.first -%}{{- '\\n' -}}{%- endif -%}"
-    "{{- '<tool_call>\\n{\"name\": \"' + call.name + '\", \"arguments\": ' -}}"
+    '{{- \'<tool_call>\\n{"name": "\' + call.name + \'", "arguments": \' -}}'
     "{%- if call.arguments is string -%}{{- call.arguments -}}"
     "{%- else -%}{{- call.arguments | tojson -}}{%- endif -%}"
     "{{- '}\\n</tool_call>' -}}"

@@ -55,8 +55,10 @@ def moe_routers(model: Any) -> list[MoeRouter]:
     if not out:
         config = getattr(model, "config", None)
         if any(getattr(config, f, 0) for f in _EXPERT_FIELDS):
-            raise ConfigError(f"{type(model).__name__} is a mixture-of-experts model whose routers are none of "
-                              f"{sorted(SUPPORTED_ROUTERS)} (softmax top-k); routing capture and replay do not support it")
+            raise ConfigError(
+                f"{type(model).__name__} is a mixture-of-experts model whose routers are none of "
+                f"{sorted(SUPPORTED_ROUTERS)} (softmax top-k); routing capture and replay do not support it"
+            )
     return out
 
 

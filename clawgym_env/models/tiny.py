@@ -56,15 +56,23 @@ def tiny_corpus() -> list[str]:
         for call in _TOOL_CALLS:
             lines.append("<tool_call>\n" + json.dumps(call) + "\n</tool_call>")
         lines.append(json.dumps({"type": "function", "function": {"name": f"tool_{i}", "parameters": {}}}))
-        lines.append(f"Step {i}: {i * 7} + {i * 3} = {i * 10}. Numbers 0123456789 {i ** 3}.")
+        lines.append(f"Step {i}: {i * 7} + {i * 3} = {i * 10}. Numbers 0123456789 {i**3}.")
     return lines
 
 
 DEFAULT_MAX_POSITIONS = 32768
 
 
-def _recipe(seed: int, vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int,
-            max_positions: int = DEFAULT_MAX_POSITIONS) -> dict:
+def _recipe(
+    seed: int,
+    vocab_size: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    max_positions: int = DEFAULT_MAX_POSITIONS,
+) -> dict:
     recipe = {
         "build_version": _BUILD_VERSION,
         "seed": seed,
@@ -111,8 +119,16 @@ def build_tiny_model(
 
 
 def build_scratch_model(
-    out_dir: Path, corpus: list[str], *, seed: int = 0, vocab_size: int = 4096, hidden: int = 64, layers: int = 2,
-    heads: int = 2, kv_heads: int = 1, head_dim: int = 32,
+    out_dir: Path,
+    corpus: list[str],
+    *,
+    seed: int = 0,
+    vocab_size: int = 4096,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    kv_heads: int = 1,
+    head_dim: int = 32,
 ) -> Path:
     """A randomly initialised model of the same architecture with a BPE tokenizer trained on ``corpus``.
 
@@ -129,22 +145,21 @@ def build_scratch_model(
 
 def _build(folder: Path, recipe: dict, corpus: list[str] | None = None) -> None:
     max_positions = recipe.get("max_positions", DEFAULT_MAX_POSITIONS)
-    tokenizer = _train_tokenizer(recipe["vocab_size"], corpus, split_digits=recipe.get("split_digits", False),
-                                 max_positions=max_positions)
+    tokenizer = _train_tokenizer(recipe["vocab_size"], corpus, split_digits=recipe.get("split_digits", False), max_positions=max_positions)
     tokenizer.save_pretrained(folder)
     _build_model(folder, recipe, tokenizer, max_positions)
     (folder / "clawgym_recipe.json").write_text(json.dumps(recipe, indent=1, sort_keys=True))
 
 
-def _train_tokenizer(vocab_size: int, corpus: list[str] | None = None, *, split_digits: bool = False,
-                     max_positions: int = DEFAULT_MAX_POSITIONS):  # -> PreTrainedTokenizerFast
+def _train_tokenizer(
+    vocab_size: int, corpus: list[str] | None = None, *, split_digits: bool = False, max_positions: int = DEFAULT_MAX_POSITIONS
+):  # -> PreTrainedTokenizerFast
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
-                         if split_digits else byte_level)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]) if split_digits else byte_level
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -181,12 +196,18 @@ def _build_model(folder: Path, recipe: dict, tokenizer, max_positions: int) -> N
 def config_fields(recipe: dict, tokenizer: Any, max_positions: int) -> dict[str, Any]:
     """The Qwen3 config fields every tiny model shares (the MoE adds its experts to them)."""
     return {
-        "vocab_size": len(tokenizer), "hidden_size": recipe["hidden"], "intermediate_size": recipe["hidden"] * 2,
-        "num_hidden_layers": recipe["layers"], "num_attention_heads": recipe["heads"],
-        "num_key_value_heads": recipe["kv_heads"], "head_dim": recipe["head_dim"],
-        "max_position_embeddings": max_positions, "tie_word_embeddings": True,
+        "vocab_size": len(tokenizer),
+        "hidden_size": recipe["hidden"],
+        "intermediate_size": recipe["hidden"] * 2,
+        "num_hidden_layers": recipe["layers"],
+        "num_attention_heads": recipe["heads"],
+        "num_key_value_heads": recipe["kv_heads"],
+        "head_dim": recipe["head_dim"],
+        "max_position_embeddings": max_positions,
+        "tie_word_embeddings": True,
         "eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"),
-        "pad_token_id": tokenizer.convert_tokens_to_ids("<|endoftext|>"), "bos_token_id": None,
+        "pad_token_id": tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+        "bos_token_id": None,
     }
 
 

@@ -55,8 +55,12 @@ def _build(folder: Path, recipe: dict) -> None:
     tokenizer.save_pretrained(folder)
     moe = recipe["moe"]
     config = Qwen3MoeConfig(
-        **config_fields(recipe, tokenizer, max_positions), moe_intermediate_size=moe["expert_hidden"],
-        num_experts=moe["experts"], num_experts_per_tok=moe["top_k"], norm_topk_prob=True, decoder_sparse_step=1,
+        **config_fields(recipe, tokenizer, max_positions),
+        moe_intermediate_size=moe["expert_hidden"],
+        num_experts=moe["experts"],
+        num_experts_per_tok=moe["top_k"],
+        norm_topk_prob=True,
+        decoder_sparse_step=1,
     )
     torch.manual_seed(recipe["seed"])
     save_model(Qwen3MoeForCausalLM(config), folder, tokenizer)

@@ -24,13 +24,13 @@ class Disconnected(Exception):
 
 async def send_json(send: Any, status: int, payload: dict[str, Any]) -> None:
     body = orjson.dumps(payload)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.start", "status": status, "headers": [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 
-async def until_disconnect(coro: Coroutine[Any, Any, Any], receive: Any, idle_s: float | None = None,
-                           on_idle: Callable[[], Awaitable[None]] | None = None) -> Any:
+async def until_disconnect(
+    coro: Coroutine[Any, Any, Any], receive: Any, idle_s: float | None = None, on_idle: Callable[[], Awaitable[None]] | None = None
+) -> Any:
     """Await ``coro`` unless the client hangs up first (then cancel it and raise Disconnected).
 
     ``on_idle`` runs every ``idle_s`` seconds while waiting (SSE keep-alives). ``coro`` first runs

@@ -48,14 +48,29 @@ def client_meta(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
     return out
 
 
-async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Dialect, path: str,
-                     body: dict[str, Any], started_at: float, t0: float, keepalive_s: float,
-                     client: dict[str, Any] | None = None) -> None:
+async def serve_call(
+    send: Any,
+    receive: Any,
+    sess: ProxySession,
+    dialect: Dialect,
+    path: str,
+    body: dict[str, Any],
+    started_at: float,
+    t0: float,
+    keepalive_s: float,
+    client: dict[str, Any] | None = None,
+) -> None:
     """Answer one model call of ``sess`` and record it; ``keepalive_s``: see ``ProxyServer.stream_keepalive_s``;
     ``client``: ``client_meta`` of its headers, kept in the record's meta."""
-    rec: dict[str, Any] = {"session_id": sess.session_id, "call_index": sess.next_index(),
-                           "dialect": dialect.NAME, "path": path, "started_at": started_at,
-                           "stream": bool(body.get("stream")), "model": str(body.get("model", ""))}
+    rec: dict[str, Any] = {
+        "session_id": sess.session_id,
+        "call_index": sess.next_index(),
+        "dialect": dialect.NAME,
+        "path": path,
+        "started_at": started_at,
+        "stream": bool(body.get("stream")),
+        "model": str(body.get("model", "")),
+    }
     if client:
         rec["meta"] = dict(client)
     status = 200
@@ -91,9 +106,12 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Diale
             streamed[1] += text
             await send({"type": "http.response.body", "body": streamed[0].text(text), "more_body": True})
 
-        reply = await until_disconnect(sess.complete(dialect, parsed, rec, body, live if parsed.stream else None),
-                                       receive, keepalive_s if parsed.stream else None,
-                                       keepalive if parsed.stream else None)
+        reply = await until_disconnect(
+            sess.complete(dialect, parsed, rec, body, live if parsed.stream else None),
+            receive,
+            keepalive_s if parsed.stream else None,
+            keepalive if parsed.stream else None,
+        )
         if streamed:
             if not (reply.message.get("content") or "").startswith(streamed[1]):  # see _live: should not happen
                 rec["meta"] = {**(rec.get("meta") or {}), "live_text_mismatch": True}
@@ -110,8 +128,7 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Diale
         status = exc.status
         rec.update(status=status, error=exc.message, finish_reason="error")
         if opened:  # headers are out: the error travels as the dialect's stream error event
-            await send({"type": "http.response.body", "body": dialect.stream_error(status, exc.message),
-                        "more_body": False})
+            await send({"type": "http.response.body", "body": dialect.stream_error(status, exc.message), "more_body": False})
         else:
             await send_json(send, status, dialect.error_body(status, exc.message))
     except Disconnected:
@@ -122,8 +139,7 @@ async def serve_call(send: Any, receive: Any, sess: ProxySession, dialect: Diale
         rec.update(status=status, error=msg, finish_reason="error")
         with contextlib.suppress(Exception):
             if opened:
-                await send({"type": "http.response.body", "body": dialect.stream_error(status, msg),
-                            "more_body": False})
+                await send({"type": "http.response.body", "body": dialect.stream_error(status, msg), "more_body": False})
             else:
                 await send_json(send, status, dialect.error_body(status, msg))
     finally:

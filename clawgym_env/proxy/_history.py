@@ -64,8 +64,7 @@ class SharedHistory:
         tj = _dumps(tools)
         if tj != self._tools[1]:
             self._tools = (tools, tj, orjson.Fragment(tj))
-        return SharedRequest([e[0] for e in out], self._tools[0], [e[2] for e in out], self._tools[2],
-                             size + len(tj))
+        return SharedRequest([e[0] for e in out], self._tools[0], [e[2] for e in out], self._tools[2], size + len(tj))
 
     def system_hash(self, messages: list[dict[str, Any]]) -> str | None:
         """Short digest of the system prompt (which agent prompt a call ran under), once per system message."""

@@ -39,7 +39,7 @@ class LiveText:
             if lt >= 0 and any(t.startswith(region[lt:]) for t in _TAGS):
                 region = region[:lt]  # may still become a tag
         safe = region.strip()
-        new = safe[len(self.sent):]
+        new = safe[len(self.sent) :]
         self.sent = safe if len(safe) > len(self.sent) else self.sent
         return new
 

@@ -105,10 +105,7 @@ def message_key(message: dict[str, Any]) -> bytes:
     """
     role = message.get("role")
     if role == "assistant":
-        calls = [
-            (c.get("id", ""), c["function"]["name"], c["function"].get("arguments"))
-            for c in message.get("tool_calls") or ()
-        ]
+        calls = [(c.get("id", ""), c["function"]["name"], c["function"].get("arguments")) for c in message.get("tool_calls") or ()]
         body: Any = ("assistant", (message.get("content") or "").strip(), calls)
     else:
         body = message

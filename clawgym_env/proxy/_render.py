@@ -64,8 +64,7 @@ class IncrementalRenderer:
         cache_size: how many rendered prefix texts to keep; a harness only builds on its last few calls.
     """
 
-    def __init__(self, tokenizer: Any, *, incremental: bool = True, verify_every: int = 16,
-                 cache_size: int = 16) -> None:
+    def __init__(self, tokenizer: Any, *, incremental: bool = True, verify_every: int = 16, cache_size: int = 16) -> None:
         self.tokenizer = tokenizer
         self._digest = hashlib.sha256(str(tokenizer.chat_template).encode()).hexdigest()
         self.incremental = incremental
@@ -97,8 +96,7 @@ class IncrementalRenderer:
         """The chat template applied to ``messages`` from scratch."""
         if not messages:
             return ""
-        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False,
-                                                 add_generation_prompt=gen)
+        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False, add_generation_prompt=gen)
         return out if isinstance(out, str) else str(out)
 
     def _apply_window(self, messages: list[dict[str, Any]], gen: bool) -> str:
@@ -123,8 +121,9 @@ class IncrementalRenderer:
         template, special = self._direct
         return template.render(messages=chat, tools=None, documents=None, add_generation_prompt=gen, **special)
 
-    def render(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool,
-               keys: list[bytes], start: int | None = None) -> str:
+    def render(
+        self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool, keys: list[bytes], start: int | None = None
+    ) -> str:
         """``apply(messages[:j], tools, gen)``, from the longest prefix rendered before (up to ``start``).
 
         ``keys`` is the exact chain of ``HistoryKeys`` for (messages, tools); the result (without the generation prompt)
@@ -135,28 +134,28 @@ class IncrementalRenderer:
             return self._with_generation_prompt(messages, j, tools, keys, start)
         return self._render(messages, j, tools, gen, keys, start)
 
-    def _with_generation_prompt(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]],
-                                keys: list[bytes], start: int | None) -> str:
+    def _with_generation_prompt(
+        self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], keys: list[bytes], start: int | None
+    ) -> str:
         plain = self._render(messages, j, tools, False, keys, start)
         what = (self._digest, keys[1], str(messages[j - 1].get("role")))
         suffix = _GEN_SUFFIX.get(what)
         checked = _GEN_CHECKED.get(what, 0)
         self.gen_derived += 1
-        if suffix is not None and checked >= _FIRST_CHECKS \
-                and not (self.verify_every and self.gen_derived % self.verify_every == 0):
+        if suffix is not None and checked >= _FIRST_CHECKS and not (self.verify_every and self.gen_derived % self.verify_every == 0):
             return plain + suffix
         real = self._render(messages, j, tools, True, keys, start)
-        if real.startswith(plain) and suffix in (None, real[len(plain):]):
-            _GEN_SUFFIX[what] = real[len(plain):]
+        if real.startswith(plain) and suffix in (None, real[len(plain) :]):
+            _GEN_SUFFIX[what] = real[len(plain) :]
             _GEN_CHECKED[what] = checked + 1
         else:
             _GEN_VARIES.add(self._digest)
-            log.warning("chat template %s… appends a varying generation prompt; it is rendered every time from now on",
-                        self._digest[:12])
+            log.warning("chat template %s… appends a varying generation prompt; it is rendered every time from now on", self._digest[:12])
         return real
 
-    def _render(self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool,
-                keys: list[bytes], start: int | None) -> str:
+    def _render(
+        self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]], gen: bool, keys: list[bytes], start: int | None
+    ) -> str:
         text = None if gen else self._texts.get(keys[j])
         if text is not None:
             self._texts.move_to_end(keys[j])
@@ -184,8 +183,9 @@ class IncrementalRenderer:
         while len(self._texts) > self._cache_size:
             self._texts.popitem(last=False)
 
-    def _window(self, messages: list[dict[str, Any]], i: int, j: int, tools: list[dict[str, Any]], gen: bool,
-                base: str, key: bytes) -> str | None:
+    def _window(
+        self, messages: list[dict[str, Any]], i: int, j: int, tools: list[dict[str, Any]], gen: bool, base: str, key: bytes
+    ) -> str | None:
         # Tools are left out of both renders: templates list them in the system turn, which both
         # share, and rendering a harness's tool schemas (Claude Code's are ~40 kB) was most of the cost.
         head = [messages[0], messages[i - 1]]
@@ -200,7 +200,7 @@ class IncrementalRenderer:
             return None
         if not r.startswith(p):
             return None
-        text = base + r[len(p):]
+        text = base + r[len(p) :]
         self.windowed += 1
         if _CHECKED.get(self._digest, 0) < _FIRST_CHECKS and (i > 2 or tools):
             _CHECKED[self._digest] = _CHECKED.get(self._digest, 0) + 1  # shifted head or tools dropped
@@ -211,7 +211,6 @@ class IncrementalRenderer:
             full = self.apply(messages[:j], tools, gen)
             if full != text:
                 _UNSAFE_TEMPLATES.add(self._digest)
-                log.warning("chat template %s… renders context-dependently; prompts are rendered in full from now on",
-                            self._digest[:12])
+                log.warning("chat template %s… renders context-dependently; prompts are rendered in full from now on", self._digest[:12])
                 return full
         return text

@@ -42,8 +42,10 @@ class PromptBuilder:
 
     def __init__(self, tokenizer: Any, *, incremental: bool = True) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
-            raise ProxyError("the backend's tokenizer has no chat_template; set tokenizer.chat_template "
-                             "(or save one in tokenizer_config.json) so the proxy can render prompts")
+            raise ProxyError(
+                "the backend's tokenizer has no chat_template; set tokenizer.chat_template "
+                "(or save one in tokenizer_config.json) so the proxy can render prompts"
+            )
         self.tokenizer = tokenizer
         self.eos_text: str = tokenizer.eos_token or ""
         self.eos_id: int | None = tokenizer.eos_token_id
@@ -176,8 +178,14 @@ class PromptBuilder:
         self.last_hint = None
         return ids.tolist()
 
-    def remember(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], prompt_ids: list[int],
-                 completion_ids: list[int], assistant: dict[str, Any]) -> None:
+    def remember(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        prompt_ids: list[int],
+        completion_ids: list[int],
+        assistant: dict[str, Any],
+    ) -> None:
         """Index ``messages + [assistant]`` as prompt + sampled completion (+ the template's closing text)."""
         self.renderer.new_call()
         full = messages + [assistant]

@@ -70,12 +70,28 @@ _REFUSED = b"egress refused by ClawGym: only the model proxy is reachable from t
 
 async def refuse(send: Any, into: list[CallRecord], session_id: str, method: str, target: str, started_at: float) -> None:
     """Answer an egress attempt with 403 (ASGI ``send``) and append its record to ``into``."""
-    into.append(CallRecord.trusted({
-        "session_id": session_id, "call_index": -1, "dialect": "egress", "path": f"{method} {target}",
-        "started_at": started_at, "status": 403, "error": f"egress refused: {method} {target}",
-        "finish_reason": "error", "token_source": "none"}))
-    await send({"type": "http.response.start", "status": 403,
-                "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(_REFUSED)).encode())]})
+    into.append(
+        CallRecord.trusted(
+            {
+                "session_id": session_id,
+                "call_index": -1,
+                "dialect": "egress",
+                "path": f"{method} {target}",
+                "started_at": started_at,
+                "status": 403,
+                "error": f"egress refused: {method} {target}",
+                "finish_reason": "error",
+                "token_source": "none",
+            }
+        )
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 403,
+            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(_REFUSED)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": _REFUSED})
 
 

@@ -98,8 +98,15 @@ def _guess_dialect(path: str, headers: dict[bytes, bytes]) -> Dialect:
 class ProxyServer:
     """Serves every open session's model calls; ``async with ProxyServer() as s`` starts and stops it."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, uds_path: Path | None = None,
-                 *, max_body_bytes: int = DEFAULT_MAX_BODY, stream_keepalive_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        uds_path: Path | None = None,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        stream_keepalive_s: float = 10.0,
+    ) -> None:
         self.host = host
         self.stream_keepalive_s = stream_keepalive_s
         """A streaming call whose policy is slower than this gets its SSE headers and a comment line
@@ -143,9 +150,17 @@ class ProxyServer:
             s.setblocking(False)
         _tune_gc()
         # proxy_headers off: no X-Forwarded-* rewriting (nothing sits in front of us, and it cost a middleware hop per call)
-        config = uvicorn.Config(self, http=TargetKeepingProtocol, log_level="warning", access_log=False, lifespan="off",
-                                proxy_headers=False,
-                                timeout_graceful_shutdown=2, timeout_keep_alive=30, backlog=2048)
+        config = uvicorn.Config(
+            self,
+            http=TargetKeepingProtocol,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            proxy_headers=False,
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=30,
+            backlog=2048,
+        )
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=socks), name="clawgym-proxy")
         while not self._server.started:
@@ -181,10 +196,17 @@ class ProxyServer:
         await self.stop()
 
     # -- sessions ----------------------------------------------------------------------------
-    def open_session(self, backend: PolicyBackend, *, session_id: str | None = None,
-                     capture_path: Path | None = None, max_calls: int | None = None,
-                     sampling: dict[str, Any] | None = None, model_name: str = "policy",
-                     api_key: str | None = None) -> ProxySession:
+    def open_session(
+        self,
+        backend: PolicyBackend,
+        *,
+        session_id: str | None = None,
+        capture_path: Path | None = None,
+        max_calls: int | None = None,
+        sampling: dict[str, Any] | None = None,
+        model_name: str = "policy",
+        api_key: str | None = None,
+    ) -> ProxySession:
         """Start serving one episode; the harness authenticates with ``session.api_key``.
 
         ``api_key`` fixes the key (manual use); by default each session gets a fresh secret.
@@ -193,8 +215,9 @@ class ProxyServer:
             raise ProxyError(f"open_session(session_id={session_id!r}): already open; close it or pick another id")
         if api_key is not None and api_key in self._by_key:
             raise ProxyError("open_session(api_key=...): another open session uses this key; keys must be unique")
-        sess = ProxySession(backend, session_id=session_id, capture_path=capture_path, max_calls=max_calls,
-                            sampling=sampling, model_name=model_name)
+        sess = ProxySession(
+            backend, session_id=session_id, capture_path=capture_path, max_calls=max_calls, sampling=sampling, model_name=model_name
+        )
         if api_key is not None:
             sess.api_key = api_key
         self._by_id[sess.session_id] = sess
@@ -270,18 +293,26 @@ class ProxyServer:
             return await self._count_tokens(send, sess, dialect, body)
         if gemini_route is not None:
             body = {**body, "model": gemini_route[0], "stream": bool(stream)}
-        await serve_call(send, receive, sess, dialect, path, body, started_at, t0, self.stream_keepalive_s,
-                         client_meta(scope["headers"]))
+        await serve_call(send, receive, sess, dialect, path, body, started_at, t0, self.stream_keepalive_s, client_meta(scope["headers"]))
 
     def _models(self, headers: dict[bytes, bytes]) -> dict[str, Any]:
         sess, _ = self._authenticate(headers, None)
         names = [sess.model_name] if sess else sorted({s.model_name for s in self._by_id.values()} or {"policy"})
-        data = [{"id": n, "object": "model", "type": "model", "display_name": n, "created": 0,
-                 "created_at": "1970-01-01T00:00:00Z", "owned_by": "clawgym"} for n in names]
+        data = [
+            {
+                "id": n,
+                "object": "model",
+                "type": "model",
+                "display_name": n,
+                "created": 0,
+                "created_at": "1970-01-01T00:00:00Z",
+                "owned_by": "clawgym",
+            }
+            for n in names
+        ]
         return {"object": "list", "data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
 
-    def _authenticate(self, headers: dict[bytes, bytes], pinned: str | None,
-                      query: bytes = b"") -> tuple[ProxySession | None, str]:
+    def _authenticate(self, headers: dict[bytes, bytes], pinned: str | None, query: bytes = b"") -> tuple[ProxySession | None, str]:
         key = headers.get(b"x-api-key") or headers.get(b"api-key") or headers.get(b"x-goog-api-key")
         if key is None and b"key=" in query:  # Gemini API: ?key=<key>
             key = next((v.encode() for k, v in parse_qsl(query.decode("latin-1")) if k == "key"), None)
@@ -299,20 +330,28 @@ class ProxyServer:
         return sess, ""
 
     def _refuse(self, pinned: str | None, dialect: Dialect, path: str, started_at: float, why: str) -> None:
-        rec = CallRecord.trusted({"session_id": pinned or "", "call_index": -1, "dialect": dialect.NAME, "path": path,
-                                  "started_at": started_at, "status": 401, "error": f"refused: {why}",
-                                  "finish_reason": "error", "token_source": "none"})
+        rec = CallRecord.trusted(
+            {
+                "session_id": pinned or "",
+                "call_index": -1,
+                "dialect": dialect.NAME,
+                "path": path,
+                "started_at": started_at,
+                "status": 401,
+                "error": f"refused: {why}",
+                "finish_reason": "error",
+                "token_source": "none",
+            }
+        )
         self.refused.append(rec)
         if pinned in self._by_id:
             self._by_id[pinned].refused.append(rec)
 
-    async def _refuse_egress(self, send: Any, headers: dict[bytes, bytes], method: str, target: str,
-                             started_at: float) -> None:
+    async def _refuse_egress(self, send: Any, headers: dict[bytes, bytes], method: str, target: str, started_at: float) -> None:
         """403, recorded on the episode whose egress key came as the proxy credentials (else on the server)."""
         key = proxy_key(headers)
         sess = self._by_egress.get(key) if key else None
-        await refuse(send, sess.egress if sess else self.refused, sess.session_id if sess else "", method, target,
-                     started_at)
+        await refuse(send, sess.egress if sess else self.refused, sess.session_id if sess else "", method, target, started_at)
 
     async def _count_tokens(self, send: Any, sess: ProxySession, dialect: Dialect, body: dict[str, Any]) -> None:
         """Anthropic ``count_tokens`` and Gemini ``countTokens``: no model call, not recorded."""

@@ -116,12 +116,18 @@ class ProxySession:
 
     def share(self, parsed: ParsedRequest) -> None:
         """Swap in the last call's equal message/tool objects and attach their JSON (``SharedHistory``)."""
-        parsed.messages, parsed.tools, parsed.messages_json, parsed.tools_json, parsed.json_size = \
-            self.history.share(parsed.messages, parsed.tools)
+        parsed.messages, parsed.tools, parsed.messages_json, parsed.tools_json, parsed.json_size = self.history.share(
+            parsed.messages, parsed.tools
+        )
 
     def _sampling(self, parsed: ParsedRequest) -> dict[str, Any]:
-        s: dict[str, Any] = {"max_tokens": parsed.max_tokens or 1024, "temperature": parsed.temperature,
-                             "top_p": parsed.top_p, "stop": parsed.stop, "seed": parsed.seed}
+        s: dict[str, Any] = {
+            "max_tokens": parsed.max_tokens or 1024,
+            "temperature": parsed.temperature,
+            "top_p": parsed.top_p,
+            "stop": parsed.stop,
+            "seed": parsed.seed,
+        }
         s.update(self.sampling)
         if s["temperature"] is None:
             s["temperature"] = 1.0
@@ -129,8 +135,9 @@ class ProxySession:
             s["top_p"] = 1.0
         return s
 
-    async def complete(self, dialect: Dialect, parsed: ParsedRequest, rec: dict[str, Any],
-                       raw: dict[str, Any], live: LiveSink | None = None) -> Reply:
+    async def complete(
+        self, dialect: Dialect, parsed: ParsedRequest, rec: dict[str, Any], raw: dict[str, Any], live: LiveSink | None = None
+    ) -> Reply:
         """Run one call through the backend; fills ``rec`` (the record in progress) as it goes.
 
         With ``live`` and a streaming backend, content text reaches ``live`` while the policy decodes
@@ -153,14 +160,28 @@ class ProxySession:
         rec["prompt_ids"] = prompt_ids
         rec["reused_prompt_tokens"] = reused
         request = CompletionRequest(
-            session_id=self.session_id, call_index=rec["call_index"], prompt_ids=prompt_ids,
-            messages=parsed.messages, tools=parsed.tools, max_tokens=int(s["max_tokens"]),
-            temperature=float(s["temperature"]), top_p=float(s["top_p"]), stop=list(s["stop"] or ()),
-            seed=s["seed"], dialect=dialect.NAME, raw=raw,
+            session_id=self.session_id,
+            call_index=rec["call_index"],
+            prompt_ids=prompt_ids,
+            messages=parsed.messages,
+            tools=parsed.tools,
+            max_tokens=int(s["max_tokens"]),
+            temperature=float(s["temperature"]),
+            top_p=float(s["top_p"]),
+            stop=list(s["stop"] or ()),
+            seed=s["seed"],
+            dialect=dialect.NAME,
+            raw=raw,
         )
-        head = Reply(message={}, finish_reason="", model=parsed.model or self.model_name,
-                     prompt_tokens=len(prompt_ids or ()), completion_tokens=0,
-                     response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(), created=int(time.time()))
+        head = Reply(
+            message={},
+            finish_reason="",
+            model=parsed.model or self.model_name,
+            prompt_tokens=len(prompt_ids or ()),
+            completion_tokens=0,
+            response_id=dialect.RESPONSE_ID_PREFIX + os.urandom(12).hex(),
+            created=int(time.time()),
+        )
         t0 = time.perf_counter()
         try:
             if live is not None and isinstance(self.backend, StreamingBackend):
@@ -190,14 +211,20 @@ class ProxySession:
                 await live(head, piece)
         raise CallFailed(500, f"policy backend {backend.name!r} ended its stream without a completion")
 
-    def _reply(self, dialect: Dialect, parsed: ParsedRequest, c: Completion, rec: dict[str, Any],
-               prompt_ids: list[int] | None, head: Reply) -> Reply:
+    def _reply(
+        self, dialect: Dialect, parsed: ParsedRequest, c: Completion, rec: dict[str, Any], prompt_ids: list[int] | None, head: Reply
+    ) -> Reply:
         if c.structured is not None:
             raw_msg = c.structured
-            calls_in = [{"name": fn["name"], "arguments": parse_arguments(fn.get("arguments"))}
-                        for fn in (t.get("function", t) for t in raw_msg.get("tool_calls") or ())]
-            out = {"content": raw_msg.get("content") or "", "reasoning_content": raw_msg.get("reasoning_content") or "",
-                   "tool_calls": calls_in}
+            calls_in = [
+                {"name": fn["name"], "arguments": parse_arguments(fn.get("arguments"))}
+                for fn in (t.get("function", t) for t in raw_msg.get("tool_calls") or ())
+            ]
+            out = {
+                "content": raw_msg.get("content") or "",
+                "reasoning_content": raw_msg.get("reasoning_content") or "",
+                "tool_calls": calls_in,
+            }
             text = c.text or ""
         else:
             text = c.text
@@ -212,8 +239,13 @@ class ProxySession:
             message["reasoning_content"] = out["reasoning_content"]
         if out["tool_calls"]:
             message["tool_calls"] = [
-                {"id": self.ids.issue(dialect.TOOL_ID_PREFIX), "type": "function",
-                 "function": {"name": t["name"], "arguments": t["arguments"]}} for t in out["tool_calls"]]
+                {
+                    "id": self.ids.issue(dialect.TOOL_ID_PREFIX),
+                    "type": "function",
+                    "function": {"name": t["name"], "arguments": t["arguments"]},
+                }
+                for t in out["tool_calls"]
+            ]
         finish = c.finish_reason
         if message.get("tool_calls") and finish == "stop":
             finish = "tool_calls"
@@ -222,14 +254,28 @@ class ProxySession:
         n_prompt = len(prompt_ids) if prompt_ids is not None else c.usage.get("prompt_tokens") or _estimate(parsed)
         n_out = len(c.completion_ids) if c.completion_ids is not None else c.usage.get("completion_tokens", len(text) // 4)
         source = c.token_source or ("sampled" if c.completion_ids is not None else "none")
-        rec.update(completion_ids=c.completion_ids, logprobs=c.logprobs, completion_text=text, response=message,
-                   finish_reason=finish, token_source=source, policy_version=c.policy_version)
+        rec.update(
+            completion_ids=c.completion_ids,
+            logprobs=c.logprobs,
+            completion_text=text,
+            response=message,
+            finish_reason=finish,
+            token_source=source,
+            policy_version=c.policy_version,
+        )
         if c.meta:
             rec["meta"] = {**(rec.get("meta") or {}), **c.meta}
         if c.routing is not None:
             rec["routing"] = c.routing
-        return Reply(message=message, finish_reason=finish, model=head.model, prompt_tokens=n_prompt,
-                     completion_tokens=n_out, response_id=head.response_id, created=head.created)
+        return Reply(
+            message=message,
+            finish_reason=finish,
+            model=head.model,
+            prompt_tokens=n_prompt,
+            completion_tokens=n_out,
+            response_id=head.response_id,
+            created=head.created,
+        )
 
     def record(self, rec: dict[str, Any], parsed: ParsedRequest | None = None) -> CallRecord:
         """Store a finished call in memory and append it to the capture file (fsynced within ``FSYNC_INTERVAL_S``).
@@ -242,8 +288,12 @@ class ProxySession:
         if self._writer is not None and self.state is SessionState.OPEN:  # a call outliving close stays in memory
             hints = None
             if parsed is not None:
-                shared = parsed.messages_json is not None and parsed.tools_json is not None \
-                    and record.messages is parsed.messages and record.tools is parsed.tools
+                shared = (
+                    parsed.messages_json is not None
+                    and parsed.tools_json is not None
+                    and record.messages is parsed.messages
+                    and record.tools is parsed.tools
+                )
                 hint = parsed.prompt_hint if record.prompt_ids is not None else None
                 if shared or hint is not None:
                     hints = LineHints(parsed.messages_json, parsed.tools_json, hint) if shared else LineHints(prompt=hint)

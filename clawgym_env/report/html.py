@@ -70,19 +70,21 @@ def load_trajectory(capture: Path) -> list[dict[str, Any]]:
             k += 1
         prev = msgs
         resp = c.response or {"role": "assistant", "content": c.completion_text}
-        calls.append({
-            "index": c.call_index,
-            "new_messages": [_message_view(m) for m in msgs[k:]],
-            "shared_messages": k,
-            "response": _message_view(resp),
-            "prompt_tokens": len(c.prompt_ids or []),
-            "completion_tokens": len(c.completion_ids or []),
-            "reused_prompt_tokens": c.reused_prompt_tokens,
-            "finish_reason": c.finish_reason,
-            "token_source": c.token_source,
-            "latency_s": round(float(c.latency_s or 0.0), 3),
-            "error": c.error,
-        })
+        calls.append(
+            {
+                "index": c.call_index,
+                "new_messages": [_message_view(m) for m in msgs[k:]],
+                "shared_messages": k,
+                "response": _message_view(resp),
+                "prompt_tokens": len(c.prompt_ids or []),
+                "completion_tokens": len(c.completion_ids or []),
+                "reused_prompt_tokens": c.reused_prompt_tokens,
+                "finish_reason": c.finish_reason,
+                "token_source": c.token_source,
+                "latency_s": round(float(c.latency_s or 0.0), 3),
+                "error": c.error,
+            }
+        )
     return calls
 
 
@@ -105,12 +107,18 @@ def _plots(attempts: list[AttemptResult]) -> dict[str, str]:
         sec[a.task_id].append(a.timings.get("total", 0.0))
     return {
         "score_by_category": bar_chart(cats, series, ymax=1.0, title="mean score per category and harness"),
-        "score_hist": bar_chart([f"{i / 10:.1f}" for i in range(11)], {"attempts": [float(b) for b in bins]},
-                                fmt=lambda v: f"{v:.0f}", title="score distribution"),
-        "tokens_per_task": hbar_chart(short, [sum(tok[t]) / len(tok[t]) for t in tasks], fmt=lambda v: f"{v:,.0f}",
-                                      title="mean tokens per attempt"),
-        "time_per_task": hbar_chart(short, [sum(sec[t]) / len(sec[t]) for t in tasks], fmt=lambda v: f"{v:.1f}s",
-                                    title="mean seconds per attempt"),
+        "score_hist": bar_chart(
+            [f"{i / 10:.1f}" for i in range(11)],
+            {"attempts": [float(b) for b in bins]},
+            fmt=lambda v: f"{v:.0f}",
+            title="score distribution",
+        ),
+        "tokens_per_task": hbar_chart(
+            short, [sum(tok[t]) / len(tok[t]) for t in tasks], fmt=lambda v: f"{v:,.0f}", title="mean tokens per attempt"
+        ),
+        "time_per_task": hbar_chart(
+            short, [sum(sec[t]) / len(sec[t]) for t in tasks], fmt=lambda v: f"{v:.1f}s", title="mean seconds per attempt"
+        ),
     }
 
 
@@ -125,19 +133,41 @@ def build_html(out_dir: Path) -> str:
     trajectories = [
         {
             "id": f"{a.task_id}|{a.harness}|{a.attempt}",
-            **a.model_dump(include={"task_id", "harness", "attempt", "status", "score", "subscores", "error",
-                                    "session_id", "model_calls", "prompt_tokens", "completion_tokens", "timings"}),
+            **a.model_dump(
+                include={
+                    "task_id",
+                    "harness",
+                    "attempt",
+                    "status",
+                    "score",
+                    "subscores",
+                    "error",
+                    "session_id",
+                    "model_calls",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "timings",
+                }
+            ),
             "verifier_output": a.verifier_output[-_MAX_TEXT:],
             "calls": load_trajectory(out_dir / "captures" / f"{a.session_id}.jsonl") if a.session_id else [],
         }
         for a in attempts
     ]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent),  # *.j2 ships as package data
-                             autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent),  # *.j2 ships as package data
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+    )
     data = json.dumps(trajectories).replace("</", "<\\/")
     return env.get_template("report.html.j2").render(
-        manifest=manifest, metrics=metrics.to_dict(), ks=metrics.ks, attempts=attempts, plots=_plots(attempts),
-        data_json=data, pass_rule=f"score >= {manifest.pass_threshold:g}",
+        manifest=manifest,
+        metrics=metrics.to_dict(),
+        ks=metrics.ks,
+        attempts=attempts,
+        plots=_plots(attempts),
+        data_json=data,
+        pass_rule=f"score >= {manifest.pass_threshold:g}",
     )
 
 

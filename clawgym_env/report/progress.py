@@ -33,8 +33,14 @@ class RunProgress:
     Disabled, it only counts, so callers need not branch.
     """
 
-    def __init__(self, total: int, already: Iterable[AttemptResult] = (), pass_threshold: float = 1.0,
-                 enabled: bool = True, console: Console | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        already: Iterable[AttemptResult] = (),
+        pass_threshold: float = 1.0,
+        enabled: bool = True,
+        console: Console | None = None,
+    ) -> None:
         self.total = total
         self.pass_threshold = pass_threshold
         self.running = 0
@@ -47,8 +53,7 @@ class RunProgress:
         self._t0 = time.monotonic()
         self.enabled = enabled
         self._console = console or Console(stderr=True)
-        self._bar = Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                             console=self._console)
+        self._bar = Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=self._console)
         self._task = self._bar.add_task("attempts", total=total, completed=self.done)
         self._live: Live | None = None
 
@@ -72,8 +77,11 @@ class RunProgress:
         self._count(result)
         self._bar.update(self._task, completed=self.done)
         if self.enabled and not self._console.is_terminal:  # logs (CI): one line per attempt instead
-            self._console.print(f"[{self.done}/{self.total}] {result.task_id} {result.harness} #{result.attempt}: "
-                                f"{result.status} {result.score:.3f}  ({self.status_line()})", highlight=False)
+            self._console.print(
+                f"[{self.done}/{self.total}] {result.task_id} {result.harness} #{result.attempt}: "
+                f"{result.status} {result.score:.3f}  ({self.status_line()})",
+                highlight=False,
+            )
 
     def status_line(self) -> str:
         """The figures as one line (also what the live view shows under the bar)."""
@@ -83,8 +91,10 @@ class RunProgress:
         rate = f"{self.passed / scored:.0%}" if scored else "-"
         remaining = self.total - self.done
         eta = f"{elapsed / ran * remaining:.0f}s" if ran and remaining else ("0s" if not remaining else "-")
-        return (f"done {self.done}/{self.total}  running {self.running}  passed {self.passed}  failed {self.failed}  "
-                f"errors {self.errors}  pass rate {rate}  ETA {eta}  {self.tokens / elapsed:.1f} tok/s")
+        return (
+            f"done {self.done}/{self.total}  running {self.running}  passed {self.passed}  failed {self.failed}  "
+            f"errors {self.errors}  pass rate {rate}  ETA {eta}  {self.tokens / elapsed:.1f} tok/s"
+        )
 
     def __rich__(self) -> Group:
         return Group(self._bar, Text(self.status_line()))

@@ -23,9 +23,19 @@ def _pct(x: float | None) -> str:
 
 
 def _row(name: str, m: GroupMetrics, ks: list[int]) -> list[str]:
-    return [name, str(m.attempts), _pct(m.mean_score), *(_pct(m.pass_at.get(k)) for k in ks),
-            str(m.passed), str(m.failed), str(m.errors), str(m.timeouts), str(m.truncated),
-            f"{m.prompt_tokens + m.completion_tokens:,}", f"{m.total_time_s / max(m.attempts, 1):.1f}"]
+    return [
+        name,
+        str(m.attempts),
+        _pct(m.mean_score),
+        *(_pct(m.pass_at.get(k)) for k in ks),
+        str(m.passed),
+        str(m.failed),
+        str(m.errors),
+        str(m.timeouts),
+        str(m.truncated),
+        f"{m.prompt_tokens + m.completion_tokens:,}",
+        f"{m.total_time_s / max(m.attempts, 1):.1f}",
+    ]
 
 
 def _table(title: str, first: str, groups: dict[str, GroupMetrics], ks: list[int]) -> Table:
@@ -41,10 +51,12 @@ def _table(title: str, first: str, groups: dict[str, GroupMetrics], ks: list[int
 def summary_tables(manifest: RunManifest, metrics: Metrics) -> Group:
     """Overall, per harness and per category, with the pass rule stated."""
     ks = metrics.ks
-    head = (f"[bold]{manifest.suite}[/] ({len(manifest.task_ids)} tasks, suite {_short(manifest.suite_hash)})  "
-            f"model [bold]{manifest.model}[/]  harness {', '.join(f'{k} {v}' for k, v in manifest.harnesses.items())}  "
-            f"k={manifest.attempts}\npass rule: an attempt passes iff score >= {manifest.pass_threshold:g} "
-            "(suite.yaml pass_threshold); errors, timeouts, truncations counted apart and kept in every denominator")
+    head = (
+        f"[bold]{manifest.suite}[/] ({len(manifest.task_ids)} tasks, suite {_short(manifest.suite_hash)})  "
+        f"model [bold]{manifest.model}[/]  harness {', '.join(f'{k} {v}' for k, v in manifest.harnesses.items())}  "
+        f"k={manifest.attempts}\npass rule: an attempt passes iff score >= {manifest.pass_threshold:g} "
+        "(suite.yaml pass_threshold); errors, timeouts, truncations counted apart and kept in every denominator"
+    )
     if manifest.evaluation_only:
         head += "\n[yellow]evaluation only: the model returned no token ids[/]"
     parts: list[object] = [head, _table("overall", "run", {"all": metrics.overall}, ks)]
@@ -63,8 +75,12 @@ def print_report(out_dir: Path, console: Console | None = None) -> Metrics:
     console = console or Console()
     planned = len(manifest.task_ids) * len(manifest.harnesses) * manifest.attempts
     if len(attempts) < planned:  # a killed or still-running run: the figures cover only what finished
-        console.print(f"[yellow]incomplete run: {len(attempts)} of {planned} attempts finished; the figures below "
-                      f"cover only those. Run `clawgym bench resume {out_dir}` to finish it.[/]", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]incomplete run: {len(attempts)} of {planned} attempts finished; the figures below "
+            f"cover only those. Run `clawgym bench resume {out_dir}` to finish it.[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(summary_tables(manifest, metrics))
     return metrics
 
@@ -86,9 +102,19 @@ def runs_table(out_dirs: list[Path]) -> Table:
         k = manifest.attempts
         temperature = manifest.sampling.get("temperature")
         planned = len(manifest.task_ids) * len(manifest.harnesses) * k
-        t.add_row(str(out_dir), str(len(manifest.task_ids)), str(k), "-" if temperature is None else f"{temperature:g}",
-                  str(m.attempts), str(m.passed), _pct(m.mean_score), _pct(m.pass_at.get(1)),
-                  _pct(m.pass_at.get(k)) if k > 1 else "-", str(m.errors), str(max(planned - len(attempts), 0)))
+        t.add_row(
+            str(out_dir),
+            str(len(manifest.task_ids)),
+            str(k),
+            "-" if temperature is None else f"{temperature:g}",
+            str(m.attempts),
+            str(m.passed),
+            _pct(m.mean_score),
+            _pct(m.pass_at.get(1)),
+            _pct(m.pass_at.get(k)) if k > 1 else "-",
+            str(m.errors),
+            str(max(planned - len(attempts), 0)),
+        )
     return t
 
 
@@ -103,8 +129,13 @@ def compare_table(a: tuple[str, RunManifest, Metrics], b: tuple[str, RunManifest
     """Two runs side by side: overall, per harness and per category, with the difference."""
     (na, ma, xa), (nb, mb, xb) = a, b
     k = max(set(xa.ks) & set(xb.ks), default=1)
-    t = Table(title=f"A = {na} ({ma.model})  vs  B = {nb} ({mb.model})", title_justify="left", box=box.SIMPLE_HEAD,
-              padding=(0, 0, 0, 1), pad_edge=False)
+    t = Table(
+        title=f"A = {na} ({ma.model})  vs  B = {nb} ({mb.model})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+    )
     t.add_column("group", justify="left", no_wrap=True)
     for col in ("score A%", "B%", "delta", f"p@{k} A%", "B%", "delta", "err A", "B"):
         t.add_column(col, justify="right", no_wrap=True)
@@ -116,8 +147,7 @@ def compare_table(a: tuple[str, RunManifest, Metrics], b: tuple[str, RunManifest
         pb = gb.pass_at.get(k) if gb else None
         d1 = f"{100 * (sb - sa):+.1f}" if sa is not None and sb is not None else "-"
         d2 = f"{100 * (pb - pa):+.1f}" if pa is not None and pb is not None else "-"
-        t.add_row(name, _pct(sa), _pct(sb), d1, _pct(pa), _pct(pb), d2,
-                  str(ga.errors) if ga else "-", str(gb.errors) if gb else "-")
+        t.add_row(name, _pct(sa), _pct(sb), d1, _pct(pa), _pct(pb), d2, str(ga.errors) if ga else "-", str(gb.errors) if gb else "-")
 
     add("overall", xa.overall, xb.overall)
     for h in sorted(set(xa.per_harness) | set(xb.per_harness)):
@@ -137,14 +167,21 @@ def print_compare(dir_a: Path, dir_b: Path, console: Console | None = None) -> T
         runs.append((Path(d).name, m, compute_metrics(load_attempts(d), m.pass_threshold)))
     console = console or Console()
     if runs[0][1].suite_hash != runs[1][1].suite_hash:
-        console.print(f"[yellow]warning: the runs used different suites or suite versions "
-                      f"({runs[0][1].suite} {_short(runs[0][1].suite_hash)} vs {runs[1][1].suite} {_short(runs[1][1].suite_hash)})[/]")
+        console.print(
+            f"[yellow]warning: the runs used different suites or suite versions "
+            f"({runs[0][1].suite} {_short(runs[0][1].suite_hash)} vs {runs[1][1].suite} {_short(runs[1][1].suite_hash)})[/]"
+        )
     t = compare_table(runs[0], runs[1])
     console.print(t)
     changed = task_changes(runs[0][2], runs[1][2])
     if changed:
-        ct = Table(title="tasks whose mean score changed most (B - A)", title_justify="left", box=box.SIMPLE_HEAD,
-                   padding=(0, 0, 0, 1), pad_edge=False)
+        ct = Table(
+            title="tasks whose mean score changed most (B - A)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            padding=(0, 0, 0, 1),
+            pad_edge=False,
+        )
         ct.add_column("task | harness", no_wrap=True)
         for col in ("A", "B", "delta"):
             ct.add_column(col, justify="right")

@@ -21,7 +21,6 @@ from clawgym_env.results import AttemptResult, RunManifest, attempt_filename
 DEFAULT_WORKER = "clawgym_env.runner:EpisodeWorker"
 
 
-
 @dataclass
 class RunConfig:
     """What ``clawgym bench run`` was asked to do; stored as config.json for ``resume``."""

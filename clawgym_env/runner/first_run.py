@@ -30,8 +30,10 @@ MAX_TOKENS = 64
 def first_run_models(adapter: Path = ADAPTER) -> dict[str, str]:
     """Results-folder name -> model spec: the embedded model as shipped, then with ``adapter``."""
     if not (adapter / "adapter_config.json").is_file():
-        raise ConfigError(f"the trained adapter is missing from this install ({adapter}); reinstall ClawGym, or name a "
-                          "model: clawgym bench run --model default")
+        raise ConfigError(
+            f"the trained adapter is missing from this install ({adapter}); reinstall ClawGym, or name a "
+            "model: clawgym bench run --model default"
+        )
     return {"base": "default", "adapter": f"default?adapter={adapter}"}
 
 

@@ -72,8 +72,10 @@ def load_attempts(out_dir: Path) -> list[AttemptResult]:
         try:
             out.append(AttemptResult.model_validate_json(p.read_text(encoding="utf-8")))
         except ValueError as exc:
-            raise RunError(f"{p}: invalid attempt record ({_first_error(exc)}); delete it and run "
-                           f"`clawgym bench resume {out_dir}` to rerun that attempt") from exc
+            raise RunError(
+                f"{p}: invalid attempt record ({_first_error(exc)}); delete it and run "
+                f"`clawgym bench resume {out_dir}` to rerun that attempt"
+            ) from exc
     out.sort(key=lambda a: (a.task_id, a.harness, a.attempt))
     return out
 

@@ -25,10 +25,7 @@ from clawgym_env.runner.folder import cleanup_unfinished, load_attempts, load_ma
 def plan_jobs(tasks: list[TaskInfo], harnesses: list[str], attempts: int) -> list[AttemptJob]:
     """All attempts of a run, attempt-major so partial results cover every task early."""
     return [
-        AttemptJob(task_id=t.task_id, harness=h, attempt=k, category=t.category)
-        for k in range(attempts)
-        for t in tasks
-        for h in harnesses
+        AttemptJob(task_id=t.task_id, harness=h, attempt=k, category=t.category) for k in range(attempts) for t in tasks for h in harnesses
     ]
 
 
@@ -61,9 +58,7 @@ async def run_benchmark(config: RunConfig, *, progress: bool = True) -> RunSumma
     worker_cls = import_object(config.worker)
     suite = worker_cls.describe_suite(config)
     if not suite.tasks:
-        raise ConfigError(
-            f"suite {suite.name!r}: pattern {config.tasks!r} selects no task; run `clawgym tasks list {suite.name}`"
-        )
+        raise ConfigError(f"suite {suite.name!r}: pattern {config.tasks!r} selects no task; run `clawgym tasks list {suite.name}`")
     if progress:
         from rich.console import Console
 
@@ -89,12 +84,12 @@ async def run_benchmark(config: RunConfig, *, progress: bool = True) -> RunSumma
 
     from clawgym_env.report.progress import RunProgress
 
-    display = RunProgress(total=len(jobs) + len(finished), already=finished, pass_threshold=suite.pass_threshold,
-                          enabled=progress)
+    display = RunProgress(total=len(jobs) + len(finished), already=finished, pass_threshold=suite.pass_threshold, enabled=progress)
 
     async def on_done(result: AttemptResult) -> None:
-        write_json_atomic(out_dir / "attempts" / attempt_filename(result.task_id, result.harness, result.attempt),
-                          result.model_dump_json(indent=2))
+        write_json_atomic(
+            out_dir / "attempts" / attempt_filename(result.task_id, result.harness, result.attempt), result.model_dump_json(indent=2)
+        )
         display.finished(result)
 
     manifest = existing
@@ -145,10 +140,22 @@ def _new_manifest(config: RunConfig, suite: SuiteInfo, info: WorkerInfo) -> RunM
 
 def run_differences(config: RunConfig, suite: SuiteInfo, manifest: RunManifest) -> dict[str, tuple[Any, Any]]:
     """Where ``manifest`` is not the run ``config`` makes of ``suite``: field -> (recorded, this run's); empty: the same."""
-    mine = {"suite_hash": suite.content_hash, "model": config.model, "attempts": config.attempts,
-            "task_ids": [t.task_id for t in suite.tasks], "harnesses": sorted(config.harnesses), "sampling": config.sampling()}
-    theirs = {"suite_hash": manifest.suite_hash, "model": manifest.model, "attempts": manifest.attempts,
-              "task_ids": manifest.task_ids, "harnesses": sorted(manifest.harnesses), "sampling": manifest.sampling}
+    mine = {
+        "suite_hash": suite.content_hash,
+        "model": config.model,
+        "attempts": config.attempts,
+        "task_ids": [t.task_id for t in suite.tasks],
+        "harnesses": sorted(config.harnesses),
+        "sampling": config.sampling(),
+    }
+    theirs = {
+        "suite_hash": manifest.suite_hash,
+        "model": manifest.model,
+        "attempts": manifest.attempts,
+        "task_ids": manifest.task_ids,
+        "harnesses": sorted(manifest.harnesses),
+        "sampling": manifest.sampling,
+    }
     return {k: (theirs[k], mine[k]) for k in mine if mine[k] != theirs[k]}
 
 

@@ -23,12 +23,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("clawgym.runner")
 
+
 class EpisodeWorker:
     """Runs real episodes: suite from ``load_suite``, backend from ``backend_from_spec``, one proxy
     for every episode of this process, harness adapters from the registry."""
 
-    def __init__(self, config: RunConfig, *, backend: PolicyBackend | None = None, tasks: list[TaskSpec] | None = None,
-                 harnesses: Mapping[str, Harness] | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        backend: PolicyBackend | None = None,
+        tasks: list[TaskSpec] | None = None,
+        harnesses: Mapping[str, Harness] | None = None,
+    ) -> None:
         """``backend``, ``tasks`` and ``harnesses`` (name -> adapter) given here are used instead of
         building them from the config (a trainer's in-process policy); the caller closes ``backend``."""
         self.config = config
@@ -54,8 +61,10 @@ class EpisodeWorker:
         rubric = [t.full_id for t in tasks if any(v.kind == "rubric" for v in t.verifiers)]
         warnings = []
         if rubric and not config.judge:
-            warnings.append(f"{len(rubric)} task(s) have rubric verifiers (e.g. {rubric[0]}) but no --judge was given: "
-                            "their rubric items will score 0. Pass --judge SPEC (e.g. openai:URL#MODEL).")
+            warnings.append(
+                f"{len(rubric)} task(s) have rubric verifiers (e.g. {rubric[0]}) but no --judge was given: "
+                "their rubric items will score 0. Pass --judge SPEC (e.g. openai:URL#MODEL)."
+            )
         return SuiteInfo(
             name=suite.name,
             content_hash=suite.content_hash,
@@ -111,11 +120,19 @@ class EpisodeWorker:
                 return _error_result(job, "error", f"{type(exc).__name__}: {exc}", started, t0)
         try:
             ep = await asyncio.wait_for(
-                run_episode(task, self._harnesses[job.harness], backend, proxy=self._proxy,
-                            sandbox=self.config.sandbox, capture_dir=capture_dir, workspace_out=workspace_dir,
-                            judge=self._judge,
-                            sampling=self.config.attempt_sampling(job.task_id, job.harness, job.attempt) or None,
-                            wall_time_s=self.config.wall_time_s, session_id=job.session_id or None),
+                run_episode(
+                    task,
+                    self._harnesses[job.harness],
+                    backend,
+                    proxy=self._proxy,
+                    sandbox=self.config.sandbox,
+                    capture_dir=capture_dir,
+                    workspace_out=workspace_dir,
+                    judge=self._judge,
+                    sampling=self.config.attempt_sampling(job.task_id, job.harness, job.attempt) or None,
+                    wall_time_s=self.config.wall_time_s,
+                    session_id=job.session_id or None,
+                ),
                 timeout=limit + 120.0,  # run_episode enforces the task's limit; this only guards a hang
             )
         except TimeoutError:
@@ -153,10 +170,17 @@ def _now() -> str:
 
 def _error_result(job: AttemptJob, status: str, error: str, started: str, t0: float) -> AttemptResult:
     return AttemptResult(
-        task_id=job.task_id, harness=job.harness, attempt=job.attempt, category=job.category,
+        task_id=job.task_id,
+        harness=job.harness,
+        attempt=job.attempt,
+        category=job.category,
         status=status,  # type: ignore[arg-type]
-        score=0.0, error=error, session_id=job.session_id, timings={"total": time.monotonic() - t0},
-        started_at=started, finished_at=_now(),
+        score=0.0,
+        error=error,
+        session_id=job.session_id,
+        timings={"total": time.monotonic() - t0},
+        started_at=started,
+        finished_at=_now(),
     )
 
 
@@ -182,7 +206,10 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
     if ep.status not in _STATUS:
         error = f"unknown episode status {ep.status!r}" + (f": {error}" if error else "")
     return AttemptResult(
-        task_id=job.task_id, harness=job.harness, attempt=job.attempt, category=job.category,
+        task_id=job.task_id,
+        harness=job.harness,
+        attempt=job.attempt,
+        category=job.category,
         status=status,  # type: ignore[arg-type]
         score=score,
         subscores={k: float(v) for k, v in (ep.subscores or {}).items()},

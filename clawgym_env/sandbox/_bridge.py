@@ -27,8 +27,17 @@ import socket
 import threading
 from pathlib import Path
 
-__all__ = ["SOCKET_DIR_INSIDE", "SOCKET_INSIDE", "Relay", "choose", "enter_and_listen", "listen_inside", "prelude",
-           "python_forwarder_source", "socat_path"]
+__all__ = [
+    "SOCKET_DIR_INSIDE",
+    "SOCKET_INSIDE",
+    "Relay",
+    "choose",
+    "enter_and_listen",
+    "listen_inside",
+    "prelude",
+    "python_forwarder_source",
+    "socat_path",
+]
 
 SOCKET_DIR_INSIDE = "/run/clawgym"
 SOCKET_INSIDE = f"{SOCKET_DIR_INSIDE}/proxy.sock"
@@ -86,18 +95,15 @@ def python_forwarder_source() -> str:
 def prelude(port: int, use_socat: bool, python: str = "python3") -> list[str]:
     """argv prefix: start the forwarder, wait for LISTEN on ``port``, then ``exec "$@"``."""
     if use_socat:
-        fwd = (
-            f"socat TCP4-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "
-            f"UNIX-CONNECT:{SOCKET_INSIDE} </dev/null >/dev/null 2>&1 &"
-        )
+        fwd = f"socat TCP4-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:{SOCKET_INSIDE} </dev/null >/dev/null 2>&1 &"
     else:
         fwd = f'"$CLAWGYM_PY" -I -S -c "$CLAWGYM_FWD" {port} {SOCKET_INSIDE} </dev/null >/dev/null 2>&1 &'
     hexport = f"{port:04X}"
     # Poll /proc/net/tcp with shell builtins only (no grep forks competing with socat for CPU).
     script = (
         f"{fwd}\n"
-        "ready() { while read -r _ l _ st _; do [ \"$l $st\" = \"00000000:"
-        f"{hexport} 0A\" ] || [ \"$l $st\" = \"0100007F:{hexport} 0A\" ] && return 0; done </proc/net/tcp; return 1; }}\n"
+        'ready() { while read -r _ l _ st _; do [ "$l $st" = "00000000:'
+        f'{hexport} 0A" ] || [ "$l $st" = "0100007F:{hexport} 0A" ] && return 0; done </proc/net/tcp; return 1; }}\n'
         "i=0\n"
         "until ready; do\n"
         "  i=$((i+1)); if [ $i -gt 3000 ]; then echo 'clawgym: proxy forwarder did not start' >&2; exit 125; fi\n"

@@ -106,8 +106,9 @@ class BwrapFiles(Sandbox):
         try:
             # as root inside, it reads what the agent made unreadable (chmod 000), or the copy failed: an error
             caps = ["--cap-add", "CAP_DAC_READ_SEARCH"] if self.uid == 0 else []
-            r = await self._run_io(["/bin/sh", "-c", _COPY_OUT, "download", source, f"{_IO}/out/x"],
-                                   ["--bind", str(out), f"{_IO}/out", *caps])
+            r = await self._run_io(
+                ["/bin/sh", "-c", _COPY_OUT, "download", source, f"{_IO}/out/x"], ["--bind", str(out), f"{_IO}/out", *caps]
+            )
             if r.return_code != 0:
                 raise SandboxExecError(f"download {source}: {r.stderr.strip() or 'cp failed'}")
             deep = [p + DEEPER for p in r.stdout.split("\0") if p]

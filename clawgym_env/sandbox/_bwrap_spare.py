@@ -50,8 +50,14 @@ class AdoptedProcess:
     ``adopt`` on as ``asyncio.subprocess.Process`` drives its own: stream readers and a writer over its pipes,
     a pidfd for its exit (the ``_process.ChildProcess`` protocol)."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], stdin: asyncio.StreamWriter | None,
-                 stdout: asyncio.StreamReader, stderr: asyncio.StreamReader, exited: asyncio.Future[int]) -> None:
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: asyncio.StreamWriter | None,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        exited: asyncio.Future[int],
+    ) -> None:
         self._popen, self.stdin, self.stdout, self.stderr, self._exited = popen, stdin, stdout, stderr, exited
 
     @property
@@ -77,8 +83,7 @@ class AdoptedProcess:
             readers.append(reader)
         writer = None
         if with_stdin:
-            transport, protocol = await loop.connect_write_pipe(lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
-                                                                popen.stdin)
+            transport, protocol = await loop.connect_write_pipe(lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), popen.stdin)
             writer = asyncio.StreamWriter(transport, protocol, None, loop)
         else:  # the script gives it /dev/null
             popen.stdin.close()
@@ -108,9 +113,16 @@ class Spare:
         self._pidfd = -1
         try:
             try:
-                self.popen = subprocess.Popen(["/bin/sh", "-c", _SPARE_SH, "spare", *procs], stdin=subprocess.PIPE,
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(info_w, block_r),
-                                              env={}, cwd="/", start_new_session=True)
+                self.popen = subprocess.Popen(
+                    ["/bin/sh", "-c", _SPARE_SH, "spare", *procs],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(info_w, block_r),
+                    env={},
+                    cwd="/",
+                    start_new_session=True,
+                )
                 self._pidfd = os.pidfd_open(self.popen.pid)  # our child, reaped by no one but us: still it
             finally:
                 os.close(info_w)
@@ -131,8 +143,7 @@ class Spare:
     def serves(argv: Sequence[str], env: Mapping[str, str]) -> bool:
         """Whether the script can run this exec as given: bwrap by absolute path, every environment name one a
         shell can export, no NUL anywhere (else the exec is moved in while held, and refused as it was)."""
-        return (os.path.isabs(argv[0]) and all(_NAME.match(k) for k in env)
-                and not any("\0" in x for x in (*argv, *env.values())))
+        return os.path.isabs(argv[0]) and all(_NAME.match(k) for k in env) and not any("\0" in x for x in (*argv, *env.values()))
 
     def hold_pipes(self) -> tuple[int, int, int, int]:
         """For ``HeldExec(pipes=...)``, which owns them from then on: every exec from a spare is held."""
@@ -145,8 +156,7 @@ class Spare:
         """The descriptor bwrap's ``--seccomp`` names when ``launch`` is given a filter (the shell opens it there)."""
         return next(n for n in range(3, 10) if n not in (self._info_no, self._block_no))  # the shell's redirections: 0-9
 
-    async def launch(self, argv: Sequence[str], env: Mapping[str, str], *, with_stdin: bool,
-                     seccomp: Path | None = None) -> AdoptedProcess:
+    async def launch(self, argv: Sequence[str], env: Mapping[str, str], *, with_stdin: bool, seccomp: Path | None = None) -> AdoptedProcess:
         """Run ``argv`` (bwrap, by absolute path, given ``hold_pipes``' descriptors) with exactly ``env``;
         ``with_stdin``: its stdin stays our pipe, else /dev/null; ``seccomp``: the filter file, opened at
         ``seccomp_fd``. The shell is killed on any failure here."""
@@ -161,7 +171,7 @@ class Spare:
             # runs, as one forked from here would (a run pinned to CPUs keeps its sandboxes on the rollout side's)
             os.sched_setaffinity(popen.pid, os.sched_getaffinity(0))
             while data:
-                data = data[os.write(popen.stdin.fileno(), data):]
+                data = data[os.write(popen.stdin.fileno(), data) :]
             return await AdoptedProcess.adopt(popen, pidfd, with_stdin)
         except BaseException as exc:
             _kill(popen)

@@ -207,7 +207,7 @@ class SandboxCgroup:
         return limit_counters(self.dirs, "memory.events" if self.info.version == 2 else "memory.oom_control")
 
     def limit_hit(self) -> str | None:
-        """"memory" or "pids" if that limit fired since the last call, else None."""
+        """ "memory" or "pids" if that limit fired since the last call, else None."""
         now = self._counters()
         hit = limit_fired(self._baseline, now)
         self._baseline = now
@@ -313,7 +313,7 @@ def limit_counters(dirs: Mapping[str, Path], memory_file: str) -> dict[str, int]
 
 
 def limit_fired(before: Mapping[str, int], now: Mapping[str, int]) -> str | None:
-    """"memory" or "pids" if that counter grew from ``before`` to ``now`` (memory first), else None."""
+    """ "memory" or "pids" if that counter grew from ``before`` to ``now`` (memory first), else None."""
     return next((k for k in ("memory", "pids") if now.get(k, 0) > before.get(k, 0)), None)
 
 

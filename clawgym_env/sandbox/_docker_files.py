@@ -114,7 +114,6 @@ class DockerFiles(Sandbox):
         finally:
             rmtree_hard(out)
 
-
     def _download_workspace(self, dest: Path) -> list[str]:
         """The reaped workspace, copied from the host side of its mount (files, folders, links only)."""
         assert self.dir is not None

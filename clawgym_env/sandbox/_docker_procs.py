@@ -23,9 +23,9 @@ _SWEPT: list[bool] = []
 
 _EACH_OTHER = 'for p in /proc/[0-9]*; do pid="${p#/proc/}"; case " $keep $$ " in *" $pid "*) continue;; esac; '
 """Opens a loop over the container's processes but its own ($keep) and this shell; the caller closes it."""
-KILL_OTHERS = 'for _ in 1 2 3; do ' + _EACH_OTHER + 'kill -9 "$pid" 2>/dev/null; done; done'
+KILL_OTHERS = "for _ in 1 2 3; do " + _EACH_OTHER + 'kill -9 "$pid" 2>/dev/null; done; done'
 REAPER = (
-    'keep="$1"; ' + KILL_OTHERS + '; for _ in $(seq 300); do left=0; ' + _EACH_OTHER + '[ -e "$p" ] && left=1; done; '
+    'keep="$1"; ' + KILL_OTHERS + "; for _ in $(seq 300); do left=0; " + _EACH_OTHER + '[ -e "$p" ] && left=1; done; '
     '[ "$left" = 0 ] && exit 0; sleep 0.01; done; exit 1'
 )
 """Kills every process in the container but its own (init, sleep, forwarder: pids in $1) and waits until

@@ -15,8 +15,20 @@ from pathlib import Path
 
 from clawgym_env.sandbox.base import Mount
 
-__all__ = ["DEEPER", "MAX_DEPTH", "OVER_LIMIT", "SMALL_TREE", "copy_tree_safely", "entries_at_most", "host_path_in", "inside_path",
-           "move_into", "rmtree_hard", "sanitize_tree", "strip_escaping_symlinks"]
+__all__ = [
+    "DEEPER",
+    "MAX_DEPTH",
+    "OVER_LIMIT",
+    "SMALL_TREE",
+    "copy_tree_safely",
+    "entries_at_most",
+    "host_path_in",
+    "inside_path",
+    "move_into",
+    "rmtree_hard",
+    "sanitize_tree",
+    "strip_escaping_symlinks",
+]
 
 log = logging.getLogger("clawgym.sandbox")
 

@@ -47,9 +47,7 @@ class OutputBuffer:
         return out
 
 
-async def _pump(
-    reader: asyncio.StreamReader, name: str, buf: OutputBuffer, on_output: OutputCallback | None
-) -> None:
+async def _pump(reader: asyncio.StreamReader, name: str, buf: OutputBuffer, on_output: OutputCallback | None) -> None:
     while chunk := await reader.read(_CHUNK):
         buf.add(chunk)
         if on_output is not None:
@@ -100,17 +98,22 @@ class Running:
     """A started process whose stdin and deadline come later (``finish``): a grader started while
     the episode runs waits on its stdin, so its start-up is off the episode's critical path."""
 
-    def __init__(self, proc: ChildProcess, max_output_bytes: int, on_output: OutputCallback | None,
-                 kill: Callable[[ChildProcess], None],
-                 classify: Callable[[], Awaitable[str | None]] | None, has_stdin: bool) -> None:
+    def __init__(
+        self,
+        proc: ChildProcess,
+        max_output_bytes: int,
+        on_output: OutputCallback | None,
+        kill: Callable[[ChildProcess], None],
+        classify: Callable[[], Awaitable[str | None]] | None,
+        has_stdin: bool,
+    ) -> None:
         self.proc = proc
         self._kill = kill
         self._classify = classify
         self._has_stdin = has_stdin
         self._out, self._err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
         assert proc.stdout is not None and proc.stderr is not None
-        self._pumps = asyncio.gather(_pump(proc.stdout, "stdout", self._out, on_output),
-                                     _pump(proc.stderr, "stderr", self._err, on_output))
+        self._pumps = asyncio.gather(_pump(proc.stdout, "stdout", self._out, on_output), _pump(proc.stderr, "stderr", self._err, on_output))
         self._finished = False
 
     @property
@@ -192,14 +195,21 @@ async def start_process(
         )
     except OSError as exc:
         raise SandboxExecError(f"cannot start {argv[0]!r}: {exc}") from exc
-    return adopt(proc, with_stdin=with_stdin, on_output=on_output, max_output_bytes=max_output_bytes, kill=kill,
-                 on_start=on_start, classify=classify)
+    return adopt(
+        proc, with_stdin=with_stdin, on_output=on_output, max_output_bytes=max_output_bytes, kill=kill, on_start=on_start, classify=classify
+    )
 
 
-def adopt(proc: ChildProcess, *, with_stdin: bool, on_output: OutputCallback | None, max_output_bytes: int,
-          kill: Callable[[ChildProcess], None] = kill_process_group,
-          on_start: Callable[[ChildProcess], None] | None = None,
-          classify: Callable[[], Awaitable[str | None]] | None = None) -> Running:
+def adopt(
+    proc: ChildProcess,
+    *,
+    with_stdin: bool,
+    on_output: OutputCallback | None,
+    max_output_bytes: int,
+    kill: Callable[[ChildProcess], None] = kill_process_group,
+    on_start: Callable[[ChildProcess], None] | None = None,
+    classify: Callable[[], Awaitable[str | None]] | None = None,
+) -> Running:
     """A ``Running`` over a process already started (``start_process``'s, or a spare launcher's)."""
     if on_start is not None:
         on_start(proc)
@@ -223,8 +233,13 @@ class SpawnedProcess(Spawned):
     """A backend's ``Spawned``: a ``Running`` process, ``on_end`` called once it is over, and an optional
     ``fix`` of its result (bwrap: a command not found exits 127, as from a shell)."""
 
-    def __init__(self, running: Running, on_end: Callable[[], None], default_timeout: float | None,
-                 fix: Callable[[ExecResult], ExecResult] | None = None) -> None:
+    def __init__(
+        self,
+        running: Running,
+        on_end: Callable[[], None],
+        default_timeout: float | None,
+        fix: Callable[[ExecResult], ExecResult] | None = None,
+    ) -> None:
         self._running, self._on_end, self._default_timeout, self._fix = running, on_end, default_timeout, fix
 
     @property

@@ -65,8 +65,10 @@ def sweep_folders(root: Path, prefix: str | tuple[str, ...] = "clawgym-bwrap-") 
         return 0
     for e in entries:
         try:
-            if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False) and (
-                e.stat(follow_symlinks=False).st_uid == os.getuid() and _dead(e.name)
+            if (
+                e.name.startswith(prefix)
+                and e.is_dir(follow_symlinks=False)
+                and (e.stat(follow_symlinks=False).st_uid == os.getuid() and _dead(e.name))
             ):
                 for point in mounts_under(Path(e.path)):
                     unmount(point)

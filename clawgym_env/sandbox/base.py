@@ -134,8 +134,15 @@ class Spawned(abc.ABC):
 class _Deferred(Spawned):
     """The default ``spawn``: nothing runs until ``finish``, which is a plain ``exec``."""
 
-    def __init__(self, sandbox: Sandbox, cmd: Sequence[str], env: Mapping[str, str] | None, cwd: str | None,
-                 max_output_bytes: int, on_output: OutputCallback | None) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        cmd: Sequence[str],
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        max_output_bytes: int,
+        on_output: OutputCallback | None,
+    ) -> None:
         self._sandbox, self._cmd, self._env, self._cwd, self._max = sandbox, list(cmd), env, cwd, max_output_bytes
         self._on_output = on_output
         self._done = False
@@ -146,8 +153,9 @@ class _Deferred(Spawned):
 
     async def finish(self, stdin: bytes | None, timeout: float | None) -> ExecResult:
         self._done = True
-        return await self._sandbox.exec(self._cmd, env=self._env, cwd=self._cwd, timeout=timeout, stdin=stdin,
-                                        on_output=self._on_output, max_output_bytes=self._max)
+        return await self._sandbox.exec(
+            self._cmd, env=self._env, cwd=self._cwd, timeout=timeout, stdin=stdin, on_output=self._on_output, max_output_bytes=self._max
+        )
 
     async def discard(self) -> None:
         self._done = True
@@ -189,8 +197,15 @@ class Sandbox(abc.ABC):
     ) -> ExecResult:
         """Run ``cmd`` inside; on timeout kill its whole process tree and return timed_out=True."""
 
-    async def spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    on_output: OutputCallback | None = None, max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
+    async def spawn(
+        self,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+        max_output_bytes: int = 16 * 1024 * 1024,
+    ) -> Spawned:
         """``cmd`` made ready now, given its stdin and deadline later (``Spawned.finish``). bwrap starts
         the process at once (it must read nothing it is not given before its stdin arrives: a grader
         started while the agent runs); the default defers everything to ``finish``. ``on_output`` as

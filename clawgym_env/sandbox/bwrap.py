@@ -91,7 +91,6 @@ from clawgym_env.sandbox.base import (
 __all__ = ["BwrapProbe", "BwrapSandbox", "find_bwrap", "probe_bwrap", "sandbox_root"]
 
 
-
 class BwrapSandbox(BwrapFiles):
     """A bubblewrap sandbox; see the module docstring for its layout and guarantees."""
 
@@ -182,8 +181,15 @@ class BwrapSandbox(BwrapFiles):
             max_output_bytes=max_output_bytes, binds=(), proxy=self.config.proxy_socket is not None,
         )  # fmt: skip
 
-    async def spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    on_output: OutputCallback | None = None, max_output_bytes: int = 16 * 1024 * 1024) -> Spawned:
+    async def spawn(
+        self,
+        cmd: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+        max_output_bytes: int = 16 * 1024 * 1024,
+    ) -> Spawned:
         """Start ``cmd`` now in a fresh bwrap, blocked on its stdin until ``finish`` (see ``Sandbox.spawn``);
         it returns once the command itself runs (behind the proxy bridge: once its listener is up).
 
@@ -192,8 +198,16 @@ class BwrapSandbox(BwrapFiles):
         only if it reads after being given its input."""
         if not cmd:
             raise SandboxExecError("spawn: empty command")
-        return await self._start(cmd, env=env, cwd=cwd, with_stdin=True, on_output=on_output,
-                                 max_output_bytes=max_output_bytes, binds=(), proxy=self.config.proxy_socket is not None)
+        return await self._start(
+            cmd,
+            env=env,
+            cwd=cwd,
+            with_stdin=True,
+            on_output=on_output,
+            max_output_bytes=max_output_bytes,
+            binds=(),
+            proxy=self.config.proxy_socket is not None,
+        )
 
     async def _run(
         self,
@@ -209,8 +223,17 @@ class BwrapSandbox(BwrapFiles):
         proxy: bool,
         cgroup: bool = True,
     ) -> ExecResult:
-        started = await self._start(cmd, env=env, cwd=cwd, with_stdin=stdin is not None, on_output=on_output,
-                                    max_output_bytes=max_output_bytes, binds=binds, proxy=proxy, cgroup=cgroup)
+        started = await self._start(
+            cmd,
+            env=env,
+            cwd=cwd,
+            with_stdin=stdin is not None,
+            on_output=on_output,
+            max_output_bytes=max_output_bytes,
+            binds=binds,
+            proxy=proxy,
+            cgroup=cgroup,
+        )
         return await started.finish(stdin, timeout)
 
     async def _start(
@@ -241,8 +264,7 @@ class BwrapSandbox(BwrapFiles):
         async def classify() -> str | None:
             return cg.limit_hit() if cg is not None else None
 
-        listen = (self.config.proxy_port, self.config.proxy_socket) \
-            if bridge == "host" and self.config.proxy_socket is not None else None
+        listen = (self.config.proxy_port, self.config.proxy_socket) if bridge == "host" and self.config.proxy_socket is not None else None
         wanted = lambda: self.state is SandboxState.STARTED  # noqa: E731
         spare = self._spare if cg is not None and Spare.serves([self._bwrap, *cmd], run_env) else None
         if spare is not None:  # already in the cgroup: held for the listener, if any, and until bwrap runs
@@ -260,15 +282,36 @@ class BwrapSandbox(BwrapFiles):
                 fd_args += ["--seccomp", str(fds[0])]
             if host is not None:
                 fd_args += host.bwrap_args()
-            argv = exec_argv(self.config, cmd, bwrap=self._bwrap, base=self._base, d=self.dir, overlay=self._overlay,
-                             extra=self._extra, workdir=workdir, cwd=cwd, binds=binds, bridge=bridge,
-                             fd_args=fd_args, cgrouped=cg is not None)
+            argv = exec_argv(
+                self.config,
+                cmd,
+                bwrap=self._bwrap,
+                base=self._base,
+                d=self.dir,
+                overlay=self._overlay,
+                extra=self._extra,
+                workdir=workdir,
+                cwd=cwd,
+                binds=binds,
+                bridge=bridge,
+                fd_args=fd_args,
+                cgrouped=cg is not None,
+            )
             if spare is not None:
                 start = self._from_spare(spare, argv, run_env, with_stdin, on_output, max_output_bytes, classify)
             else:
-                start = start_process(argv, env=run_env, cwd=None, with_stdin=with_stdin, on_output=on_output,
-                                      max_output_bytes=max_output_bytes, kill=self._kill, on_start=self._procs.add,
-                                      classify=classify, pass_fds=[*fds, *(host.child_fds() if host is not None else ())])
+                start = start_process(
+                    argv,
+                    env=run_env,
+                    cwd=None,
+                    with_stdin=with_stdin,
+                    on_output=on_output,
+                    max_output_bytes=max_output_bytes,
+                    kill=self._kill,
+                    on_start=self._procs.add,
+                    classify=classify,
+                    pass_fds=[*fds, *(host.child_fds() if host is not None else ())],
+                )
             running = await (start if host is None else start_held(start))
         except BaseException:
             if host is not None:
@@ -295,22 +338,36 @@ class BwrapSandbox(BwrapFiles):
 
         return SpawnedProcess(running, ended, self.config.wall_time_s, exit_127)
 
-    async def _from_spare(self, spare: Spare, argv: list[str], env: dict[str, str], with_stdin: bool,
-                          on_output: OutputCallback | None, max_output_bytes: int,
-                          classify: Callable[[], Awaitable[str | None]]) -> Running:
+    async def _from_spare(
+        self,
+        spare: Spare,
+        argv: list[str],
+        env: dict[str, str],
+        with_stdin: bool,
+        on_output: OutputCallback | None,
+        max_output_bytes: int,
+        classify: Callable[[], Awaitable[str | None]],
+    ) -> Running:
         """``argv`` started by ``spare``, the launcher already in this sandbox's cgroup (``_bwrap_spare``)."""
         assert self.dir is not None
-        proc = await spare.launch(argv, env, with_stdin=with_stdin,
-                                  seccomp=self.dir / "seccomp.bpf" if self.config.sealed else None)
-        return adopt(proc, with_stdin=with_stdin, on_output=on_output, max_output_bytes=max_output_bytes,
-                     kill=self._kill, on_start=self._procs.add, classify=classify)
+        proc = await spare.launch(argv, env, with_stdin=with_stdin, seccomp=self.dir / "seccomp.bpf" if self.config.sealed else None)
+        return adopt(
+            proc,
+            with_stdin=with_stdin,
+            on_output=on_output,
+            max_output_bytes=max_output_bytes,
+            kill=self._kill,
+            on_start=self._procs.add,
+            classify=classify,
+        )
 
     async def _run_io(self, cmd: Sequence[str], binds: Sequence[str]) -> ExecResult:
         """Outside the sandbox's cgroup: workspace files are tmpfs pages charged to it, so an agent that
         filled its memory limit with them got every later process there killed, the copy of its final
         workspace too (an error, left out of training). These commands are ours alone (own pid namespace)."""
-        return await self._run(cmd, env=None, cwd="/", timeout=600, stdin=None, on_output=None,
-                               max_output_bytes=65536, binds=binds, proxy=False, cgroup=False)
+        return await self._run(
+            cmd, env=None, cwd="/", timeout=600, stdin=None, on_output=None, max_output_bytes=65536, binds=binds, proxy=False, cgroup=False
+        )
 
     def _release(self) -> None:
         """An exec is over: forget its process (its empty overlay work dir goes with ``close``)."""
@@ -412,4 +469,3 @@ class BwrapSandbox(BwrapFiles):
             self._cg.destroy()
             self._cg = None
         self._remove_dir()
-

@@ -54,6 +54,8 @@ __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 DEFAULT_IMAGE = "clawgym-base:latest"
 _BATCH = 65536
 """Bytes of a stream handed to the event loop at once (the bwrap backend reads its pipes in 64 KiB too)."""
+
+
 def _client() -> Any:
     try:
         import docker
@@ -218,9 +220,7 @@ class DockerSandbox(DockerFiles):
                 if c in ("memory", "pids"):
                     self._cg_paths[c] = Path("/sys/fs/cgroup", c, path.lstrip("/"))
                 elif c == "":
-                    base = Path("/sys/fs/cgroup") if Path("/sys/fs/cgroup/cgroup.controllers").exists() else Path(
-                        "/sys/fs/cgroup/unified"
-                    )
+                    base = Path("/sys/fs/cgroup") if Path("/sys/fs/cgroup/cgroup.controllers").exists() else Path("/sys/fs/cgroup/unified")
                     for k in ("memory", "pids"):
                         if (base / path.lstrip("/") / f"{k}.events").exists():
                             self._cg_paths.setdefault(k, base / path.lstrip("/"))
@@ -435,4 +435,3 @@ class DockerSandbox(DockerFiles):
         if self.dir is not None:
             rmtree_hard(self.dir)
             self.dir = None
-

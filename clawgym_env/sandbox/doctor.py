@@ -79,9 +79,16 @@ def check_bwrap() -> list[Check]:
             unmount(probe_dir)
             rows.append(Check("bwrap", "file-count limit", "ok", "a tmpfs of its own per sandbox (SandboxConfig.max_files)"))
         else:
-            rows.append(Check("bwrap", "file-count limit", "warn", "not root: the number of files a sandbox may make is "
-                              "bounded by its memory limit alone, and removing them after it can take minutes",
-                              "run as root (mounting a tmpfs needs CAP_SYS_ADMIN)"))
+            rows.append(
+                Check(
+                    "bwrap",
+                    "file-count limit",
+                    "warn",
+                    "not root: the number of files a sandbox may make is "
+                    "bounded by its memory limit alone, and removing them after it can take minutes",
+                    "run as root (mounting a tmpfs needs CAP_SYS_ADMIN)",
+                )
+            )
     finally:
         probe_dir.rmdir()
     info = detect()
@@ -141,9 +148,11 @@ def clean() -> dict[str, int]:
     from clawgym_env.sandbox.bwrap import sandbox_root
 
     info = detect()
-    removed = {"bwrap folders": sweep_folders(Path(sandbox_root())),
-               "cgroups": sweep_cgroups(sorted(set(info.parents.values()))) if info is not None else 0,
-               "temp folders": sweep_temp()}
+    removed = {
+        "bwrap folders": sweep_folders(Path(sandbox_root())),
+        "cgroups": sweep_cgroups(sorted(set(info.parents.values()))) if info is not None else 0,
+        "temp folders": sweep_temp(),
+    }
     try:
         import docker
 

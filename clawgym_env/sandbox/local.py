@@ -69,8 +69,7 @@ class LocalSandbox(Sandbox):
             except OSError as exc:
                 rmtree_hard(self.dir)
                 raise SandboxStartError(
-                    f"none sandbox: cannot listen on 127.0.0.1:{self.config.proxy_port} ({exc}); "
-                    "pick a free SandboxConfig.proxy_port"
+                    f"none sandbox: cannot listen on 127.0.0.1:{self.config.proxy_port} ({exc}); pick a free SandboxConfig.proxy_port"
                 ) from exc
         self.state = SandboxState.STARTED
 

@@ -96,8 +96,7 @@ def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
     for part in loc[:-1]:
         if isinstance(part, int) or part in VERIFIER_KINDS:
             continue
-        models = [m for cls in models if part in cls.model_fields
-                  for m in _models_in(cls.model_fields[part].annotation)]
+        models = [m for cls in models if part in cls.model_fields for m in _models_in(cls.model_fields[part].annotation)]
     return {name for cls in models for name in cls.model_fields}
 
 
@@ -183,8 +182,7 @@ def render_instruction(template: str, params: Mapping[str, Any], file: Path, whe
         ) from exc
     except Exception as exc:  # any template failure is a spec error
         raise TaskSpecError(
-            f"{file}: field instruction ({where}): template failed: {type(exc).__name__}: {exc}. "
-            "Fix: simplify the template expression."
+            f"{file}: field instruction ({where}): template failed: {type(exc).__name__}: {exc}. Fix: simplify the template expression."
         ) from exc
 
 
@@ -195,13 +193,9 @@ def _inside(task_dir: Path, rel: str, file: Path, field: str, *, want: str) -> P
     if "\x00" in rel:
         raise TaskSpecError(f"{file}: field {field}: path contains a NUL byte. Fix: use a plain relative path.")
     if rel.startswith(("/", "\\")) or os.path.isabs(rel) or (len(rel) > 1 and rel[1] == ":"):
-        raise TaskSpecError(
-            f"{file}: field {field}: {rel!r} is absolute. Fix: use a path relative to the task folder {task_dir}."
-        )
+        raise TaskSpecError(f"{file}: field {field}: {rel!r} is absolute. Fix: use a path relative to the task folder {task_dir}.")
     if ".." in Path(rel).parts:
-        raise TaskSpecError(
-            f"{file}: field {field}: {rel!r} climbs out with '..'. Fix: keep it inside the task folder {task_dir}."
-        )
+        raise TaskSpecError(f"{file}: field {field}: {rel!r} climbs out with '..'. Fix: keep it inside the task folder {task_dir}.")
     path = task_dir / rel
     try:
         real = path.resolve()
@@ -294,8 +288,10 @@ def parse_task(data: Any, task_dir: Path, suite: str, file: Path | None = None) 
                 )
     solution = _inside(task_dir, raw.solution, file, "solution", want="file") if raw.solution else None
     if solution is not None and workspace is not None and workspace.resolve() in solution.resolve().parents:
-        raise TaskSpecError(f"{file}: field solution: {raw.solution!r} lies in the workspace, where the agent would read it. "
-                            "Fix: move it to solution/ next to task.yaml.")
+        raise TaskSpecError(
+            f"{file}: field solution: {raw.solution!r} lies in the workspace, where the agent would read it. "
+            "Fix: move it to solution/ next to task.yaml."
+        )
     hidden_mount = _mount(raw.workspace_mount, raw.hidden_mount)
     ws_mount = raw.workspace_mount.rstrip("/") + "/"
     if hidden_mount == "/" or ws_mount.startswith(hidden_mount.rstrip("/") + "/"):

@@ -102,7 +102,8 @@ class RubricItem(_Frozen):
     )
     name: str | None = Field(None, description="Sub-score name; defaults to item<N>.")
     criteria: list[str] = Field(
-        default_factory=list, description="grading: jobbench: the rubric's criteria; it earns its weight only when all pass.")
+        default_factory=list, description="grading: jobbench: the rubric's criteria; it earns its weight only when all pass."
+    )
 
     _check_weight = field_validator("weight")(_finite)
 
@@ -150,9 +151,11 @@ class RubricVerifier(_VerifierBase):
     files: list[str] = Field(default_factory=list, description="Workspace files shown to the judge.")
     max_file_chars: int = Field(20_000, ge=100, description="Each file is cut to this many characters.")
     grading: Literal["items", "jobbench"] = Field(
-        "items", description="items: one judge call per item, scored by its verdict label, on the final message and "
+        "items",
+        description="items: one judge call per item, scored by its verdict label, on the final message and "
         "files. jobbench: JobBench's official grading of the one folder in files (binary rubrics over their criteria, "
-        "judged on the extracted text of the files in it only; reward = passed weight / total weight).")
+        "judged on the extracted text of the files in it only; reward = passed weight / total weight).",
+    )
 
     @field_validator("files")
     @classmethod
@@ -181,8 +184,10 @@ class AnswerVerifier(_VerifierBase):
     tag: str | None = Field("answer", description="Answer tag (<answer>...</answer>); null: the whole text.")
     source: str = Field("final_message", description='"final_message" or "file:<workspace path>".')
     rule: Literal["clawgym", "officeqa"] = Field(
-        "clawgym", description="clawgym: numbers within tolerance, else normalised text. officeqa: OfficeQA's "
-        "official rule (a direct answer; the whole text when the tag is absent; tolerance at most 1).")
+        "clawgym",
+        description="clawgym: numbers within tolerance, else normalised text. officeqa: OfficeQA's "
+        "official rule (a direct answer; the whole text when the tag is absent; tolerance at most 1).",
+    )
 
     @field_validator("expected", mode="before")
     @classmethod
@@ -216,8 +221,10 @@ class AnswerVerifier(_VerifierBase):
     @model_validator(mode="after")
     def _officeqa_tolerance(self) -> AnswerVerifier:
         if self.rule == "officeqa" and self.tolerance > 1:
-            raise ValueError(f"tolerance {self.tolerance} is above 1; the officeqa rule takes a relative tolerance "
-                             "in [0, 1] (its published levels: 0, 0.001, 0.01, 0.05)")
+            raise ValueError(
+                f"tolerance {self.tolerance} is above 1; the officeqa rule takes a relative tolerance "
+                "in [0, 1] (its published levels: 0, 0.001, 0.01, 0.05)"
+            )
         return self
 
 
@@ -274,20 +281,22 @@ class TaskFile(_Frozen):
     def _declared_floors(self) -> TaskFile:
         for key in ("expected_noop_score", "max_exploit_score"):
             value = self.metadata.get(key)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1
-            ):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
                 raise ValueError(f"metadata.{key} must be a number in [0, 1]")
         exempt = self.metadata.get("exploit_exempt")
         if exempt is not None and not (
             isinstance(exempt, dict) and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in exempt.items())
         ):
-            raise ValueError("metadata.exploit_exempt must map strategy names to the reason their attempts solve "
-                             'the task, e.g. {copy-input: "copying the file is the task"}')
+            raise ValueError(
+                "metadata.exploit_exempt must map strategy names to the reason their attempts solve "
+                'the task, e.g. {copy-input: "copying the file is the task"}'
+            )
         noop, most = self.metadata.get("expected_noop_score"), self.metadata.get("max_exploit_score")
         if noop is not None and most is not None and most < noop:
-            raise ValueError(f"metadata.max_exploit_score ({most}) is below expected_noop_score ({noop}); "
-                             "doing nothing is itself a non-solution, so raise max_exploit_score to at least it")
+            raise ValueError(
+                f"metadata.max_exploit_score ({most}) is below expected_noop_score ({noop}); "
+                "doing nothing is itself a non-solution, so raise max_exploit_score to at least it"
+            )
         return self
 
 

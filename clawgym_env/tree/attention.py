@@ -77,8 +77,16 @@ class TreeBlocks:
         return TreeBlocks(self.subtree_end.to(device), self.block, tuple(k.to(device) for k in self.keys))
 
 
-def _attend_block(q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, keys: torch.Tensor, q0: int,
-                  subtree_end: torch.Tensor, scale: float | None, dropout: float) -> torch.Tensor:
+def _attend_block(
+    q: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    keys: torch.Tensor,
+    q0: int,
+    subtree_end: torch.Tensor,
+    scale: float | None,
+    dropout: float,
+) -> torch.Tensor:
     k = key.index_select(2, keys)
     v = value.index_select(2, keys)
     qpos = torch.arange(q0, q0 + q.shape[2], device=q.device)
@@ -86,12 +94,14 @@ def _attend_block(q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, keys:
     return masked_attention(q, k, v, allowed, scale, dropout)
 
 
-def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, scale: float | None,
-                     dropout: float = 0.0) -> torch.Tensor:
+def masked_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, scale: float | None, dropout: float = 0.0
+) -> torch.Tensor:
     """``[B, H, n, d]`` queries over gathered ``[B, Hkv, m, d]`` keys under an ``[n, m]`` bool mask (GQA aware)."""
     if q.device.type != "cpu":
-        return scaled_dot_product_attention(q, k, v, attn_mask=allowed[None, None], dropout_p=dropout, scale=scale,
-                                            enable_gqa=q.shape[1] != k.shape[1])
+        return scaled_dot_product_attention(
+            q, k, v, attn_mask=allowed[None, None], dropout_p=dropout, scale=scale, enable_gqa=q.shape[1] != k.shape[1]
+        )
     # CPU: plain matmuls (the fused kernel's masked backward is ~5x slower); GQA by folding the query
     # heads of a key head into rows, so keys are never repeated
     b, h, n, d = q.shape
@@ -104,16 +114,19 @@ def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed:
     return (probs @ v).view(b, h, n, d)
 
 
-def tree_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, blocks: TreeBlocks, *,
-                   scale: float | None = None, dropout: float = 0.0) -> torch.Tensor:
+def tree_attention(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, blocks: TreeBlocks, *, scale: float | None = None, dropout: float = 0.0
+) -> torch.Tensor:
     """Attention of ``[B, H, N, d]`` queries over ``[B, Hkv, N, d]`` keys/values under the tree mask.
 
     Equals SDPA with the dense tree mask; memory O(N) for autograd (each block recomputed in backward).
     """
     n = query.shape[2]
     if int(blocks.subtree_end.shape[0]) != n:
-        raise TreeError(f"tree attention: {n} query tokens but TreeBlocks of {int(blocks.subtree_end.shape[0])}; "
-                        "build TreeBlocks from this pack's subtree_end")
+        raise TreeError(
+            f"tree attention: {n} query tokens but TreeBlocks of {int(blocks.subtree_end.shape[0])}; "
+            "build TreeBlocks from this pack's subtree_end"
+        )
     grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
     outs = []
     for i, keys in enumerate(blocks.keys):
@@ -124,9 +137,17 @@ def tree_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     return torch.cat(outs, dim=2)
 
 
-def tree_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                           attention_mask: Any, dropout: float = 0.0, scaling: float | None = None,
-                           tree_blocks: TreeBlocks | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+def tree_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    tree_blocks: TreeBlocks | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature; output ``[B, N, H, d]`` like its sdpa integration.
 
     Without ``tree_blocks`` it is transformers' sdpa with the mask it is given (a dense 4D mask, or

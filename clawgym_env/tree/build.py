@@ -223,9 +223,7 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
         _check(call)
         ref = CallRef(call.session_id, call.call_index)
         if ref in seen:
-            raise TreeError(
-                f"call {call.call_index} of session {call.session_id!r} appears twice; pass each capture file once"
-            )
+            raise TreeError(f"call {call.call_index} of session {call.session_id!r} appears twice; pass each capture file once")
         seen.add(ref)
         by_episode[call.session_id].append(call)
     root = TreeNode(tokens=[], depth=0)
@@ -251,7 +249,10 @@ def build_tree(calls: Iterable[CallRecord], *, filters: TreeFilters | None = Non
 
 
 def _insert_episode(
-    root: TreeNode, calls: list[CallRecord], filters: TreeFilters, dropped: dict[str, list[str]] | None,
+    root: TreeNode,
+    calls: list[CallRecord],
+    filters: TreeFilters,
+    dropped: dict[str, list[str]] | None,
     counts: dict[str, int] | None = None,
 ) -> dict[CallRef, CallInfo]:
     """Classify one episode's calls (``tree/classify.py``) and insert those the filters keep; ``counts``: filled

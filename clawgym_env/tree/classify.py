@@ -89,9 +89,15 @@ def _view(rec: CallRecord) -> _Call:
     response = rec.response or {}
     ok = rec.error is None and rec.status < 400 and bool(rec.completion_ids)
     said = " ".join(_content(m.get("content")) for j, m in enumerate(rec.messages) if j or m.get("role") != "system")
-    return _Call(rec, array("q", rec.prompt_ids or ()).tobytes(), array("q", rec.completion_ids or ()).tobytes(), ok,
-                 _norm(_content(response.get("content")) or rec.completion_text), list(response.get("tool_calls") or ()),
-                 _norm(said))
+    return _Call(
+        rec,
+        array("q", rec.prompt_ids or ()).tobytes(),
+        array("q", rec.completion_ids or ()).tobytes(),
+        ok,
+        _norm(_content(response.get("content")) or rec.completion_text),
+        list(response.get("tool_calls") or ()),
+        _norm(said),
+    )
 
 
 def _tool_call(call: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -199,8 +205,13 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
         why[cs[0].i] = "first call of the episode"
     kind: dict[int, BranchKind] = {}
     # subagents: a new conversation opening with a delegation prompt the model wrote earlier (one conversation each)
-    delegations = [(d.i, name, _norm(str(args.get(delegation[name], ""))))
-                   for d in cs if d.ok for name, args in map(_tool_call, d.tools) if name in delegation]
+    delegations = [
+        (d.i, name, _norm(str(args.get(delegation[name], ""))))
+        for d in cs
+        if d.ok
+        for name, args in map(_tool_call, d.tools)
+        if name in delegation
+    ]
     for d, tool, text in delegations:  # each delegation starts one conversation: the one whose report returns, else
         claims = [r for r in roots[1:] if r > d and r not in chain and len(text) >= _MIN_TEXT and text in by[r].said]
         backs = {r: returns(r, r) for r in claims}
@@ -208,7 +219,8 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
         if r is not None:
             chain[r], kind[r] = f"subagent:{r}", "subagent"
             why[r] = f"starts a new conversation from the {tool} prompt of call {d}" + (
-                f"; its report returns in call {backs[r]}" if backs[r] is not None else "")
+                f"; its report returns in call {backs[r]}" if backs[r] is not None else ""
+            )
     # compaction: a restart carrying the summary of an earlier call, which the line goes on from while it leaves the
     # history it compacted; the summary call joins the line it compacts
     summary_of: dict[int, int] = {}
@@ -234,8 +246,18 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
                 compacted = chain[parent[s]]
             else:  # a summarizer conversation of its own (OpenClaw): the line last active under the restart's prompt
                 sys = by[i].rec.meta.get("system_hash")
-                compacted = next((chain[j.i] for j in reversed(cs) if j.i < s and j.i in chain and j.i not in summary_of.values()
-                                  and j.rec.meta.get("system_hash") == sys and not chain[j.i].startswith("foreign")), "")
+                compacted = next(
+                    (
+                        chain[j.i]
+                        for j in reversed(cs)
+                        if j.i < s
+                        and j.i in chain
+                        and j.i not in summary_of.values()
+                        and j.rec.meta.get("system_hash") == sys
+                        and not chain[j.i].startswith("foreign")
+                    ),
+                    "",
+                )
             # the line went on without the restart: a later call was the only continuation of one of its calls
             left = not any(chain.get(parent[j]) == compacted and len(kids[parent[j]]) == 1 for j in parent if j > i and parent[j] < i)
             if compacted and left and kids.get(i):
@@ -245,8 +267,11 @@ def classify_episode(calls: Sequence[CallRecord], delegation: Mapping[str, str] 
                 why[i] = f"restarts the {compacted} conversation from the summary written by call {s}"
             else:
                 chain[i] = f"foreign:{i}"
-                why[i] = (f"carries the text of call {s} but restarts no line the harness left" if not (compacted and left)
-                          else f"carries the text of call {s} but nothing goes on from it")
+                why[i] = (
+                    f"carries the text of call {s} but restarts no line the harness left"
+                    if not (compacted and left)
+                    else f"carries the text of call {s} but nothing goes on from it"
+                )
         else:
             chain[i] = f"foreign:{i}"
             why[i] = "starts a conversation no earlier call explains (not the first call, no delegation prompt, no summary)"
@@ -306,8 +331,16 @@ def _default_why(c: _Call, by: Mapping[int, _Call], parent: Mapping[int, int], s
     return f"continues call {a.i}: re-sends its conversation with its completion"
 
 
-def _siblings(cs: Sequence[_Call], parent: Mapping[int, int], kids: Mapping[int, list[int]], kind: dict[int, BranchKind],
-              chain: dict[int, str], why: dict[int, str], returns: Any, delegations: Sequence[tuple[int, str, str]]) -> None:
+def _siblings(
+    cs: Sequence[_Call],
+    parent: Mapping[int, int],
+    kids: Mapping[int, list[int]],
+    kind: dict[int, BranchKind],
+    chain: dict[int, str],
+    why: dict[int, str],
+    returns: Any,
+    delegations: Sequence[tuple[int, str, str]],
+) -> None:
     """Where two calls continue one call: a fork (a delegation whose report returns), a summary request, or one
     continuation too many. A harness's line sends one continuation per call; the one the line goes on with stays,
     a competing one is foreign (and with no way to tell them apart, every competitor is)."""

@@ -25,8 +25,15 @@ import torch
 from clawgym_env.errors import TreeError
 from clawgym_env.tree.attention import live_blocks, masked_attention, tree_attention_forward
 
-__all__ = ["TREE_FLEX", "compiled_flex_attention", "live_key_positions", "register_tree_flex", "tree_block_mask",
-           "tree_flex_attention", "tree_flex_forward"]
+__all__ = [
+    "TREE_FLEX",
+    "compiled_flex_attention",
+    "live_key_positions",
+    "register_tree_flex",
+    "tree_block_mask",
+    "tree_flex_attention",
+    "tree_flex_forward",
+]
 
 TREE_FLEX = "tree_flex"
 """The ``attn_implementation`` name transformers knows this attention under."""
@@ -81,8 +88,9 @@ def tree_block_mask(subtree_end: torch.Tensor, block_size: int = 128, device: to
         return m.sum(dim=1).to(torch.int32)[None, None].to(device), order.to(torch.int32)[None, None].to(device)
 
     (kv_num, kv_idx), (full_num, full_idx) = indices(partial), indices(full)
-    return BlockMask.from_kv_blocks(kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block_size,
-                                    mask_mod=tree_mask_mod(subtree_end.to(device)), seq_lengths=(n, n))
+    return BlockMask.from_kv_blocks(
+        kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=block_size, mask_mod=tree_mask_mod(subtree_end.to(device)), seq_lengths=(n, n)
+    )
 
 
 def live_key_positions(block_mask: Any) -> list[torch.Tensor]:
@@ -106,8 +114,9 @@ class _FlexOnCPU(torch.autograd.Function):
     """Forward: the compiled flex kernel. Backward: per query block, the live keys' attention recomputed and differentiated."""
 
     @staticmethod
-    def forward(ctx: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: Any,
-                scale: float | None) -> torch.Tensor:
+    def forward(
+        ctx: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: Any, scale: float | None
+    ) -> torch.Tensor:
         ctx.save_for_backward(query, key, value)
         ctx.block_mask, ctx.scale = block_mask, scale
         return compiled_flex_attention()(query.detach(), key.detach(), value.detach(), block_mask, scale)
@@ -135,8 +144,9 @@ class _FlexOnCPU(torch.autograd.Function):
         return dq, dk, dv, None, None
 
 
-def tree_flex_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: Any, *,
-                        scale: float | None = None) -> torch.Tensor:
+def tree_flex_attention(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: Any, *, scale: float | None = None
+) -> torch.Tensor:
     """``[B, H, N, d]`` queries over ``[B, Hkv, N, d]`` keys/values under ``block_mask``, differentiable on CPU and CUDA."""
     grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
     if grad and query.device.type == "cpu":
@@ -144,9 +154,16 @@ def tree_flex_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
     return compiled_flex_attention()(query, key, value, block_mask, scale)
 
 
-def tree_flex_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                      attention_mask: Any, dropout: float = 0.0, scaling: float | None = None,
-                      **kwargs: Any) -> tuple[torch.Tensor, None]:
+def tree_flex_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature; output ``[B, N, H, d]``.
 
     ``attention_mask`` is the pack's BlockMask; anything else (generation, a KV cache) goes to sdpa as
@@ -160,8 +177,10 @@ def tree_flex_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
         raise TreeError(f"tree_flex: attention dropout {dropout} is not supported; set the model's attention_dropout to 0")
     q_len, kv_len = attention_mask.seq_lengths
     if (q_len, kv_len) != (query.shape[2], key.shape[2]):
-        raise TreeError(f"tree_flex: BlockMask of {q_len}x{kv_len} for {query.shape[2]} query tokens; build it from this "
-                        "pack (pack.model_inputs('block'))")
+        raise TreeError(
+            f"tree_flex: BlockMask of {q_len}x{kv_len} for {query.shape[2]} query tokens; build it from this "
+            "pack (pack.model_inputs('block'))"
+        )
     out = tree_flex_attention(query, key, value, attention_mask, scale=scaling)
     return out.transpose(1, 2).contiguous(), None
 

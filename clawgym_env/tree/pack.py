@@ -107,7 +107,9 @@ class PackedTree:
         return TreeBlocks.build(self.subtree_end.to(device), block_size)
 
     def model_inputs(
-        self, mask: Literal["additive", "bool", "block", "tree"] = "additive", dtype: torch.dtype = torch.float32,
+        self,
+        mask: Literal["additive", "bool", "block", "tree"] = "additive",
+        dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> dict[str, Any]:
         """Keyword arguments for a transformers causal LM: ids, depth positions and the tree mask.
@@ -204,8 +206,10 @@ def _plan(trees: Sequence[PrefixTree], max_tokens: int | None) -> list[_Plan]:
         raise TreeError(f"pack max_tokens={max_tokens}: set a positive token budget or None")
     longest = max((t.max_depth for t in trees), default=0)
     if max_tokens < longest:  # a pack must hold one whole call (its path from the root) to train its last token
-        raise TreeError(f"pack_max_tokens={max_tokens} is below the longest root-to-leaf path ({longest} tokens: one call's "
-                        f"prompt + completion); raise pack_max_tokens to at least {longest}, or None for one pack")
+        raise TreeError(
+            f"pack_max_tokens={max_tokens} is below the longest root-to-leaf path ({longest} tokens: one call's "
+            f"prompt + completion); raise pack_max_tokens to at least {longest}, or None for one pack"
+        )
     plans: list[_Plan] = []
     cur: _Plan = {}
     used = 0

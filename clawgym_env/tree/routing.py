@@ -50,8 +50,12 @@ class RoutingSplit:
     """Tokens the split tree holds beyond the unsplit one."""
 
     def metrics(self) -> dict[str, float]:
-        return {"routing/shared_tokens": float(self.shared_tokens), "routing/disagreeing_tokens": float(self.disagreeing_tokens),
-                "routing/split_nodes": float(self.split_nodes), "routing/split_extra_tokens": float(self.extra_tokens)}
+        return {
+            "routing/shared_tokens": float(self.shared_tokens),
+            "routing/disagreeing_tokens": float(self.disagreeing_tokens),
+            "routing/split_nodes": float(self.split_nodes),
+            "routing/split_extra_tokens": float(self.extra_tokens),
+        }
 
 
 def route_tree(tree: PrefixTree, calls: Iterable[CallRecord]) -> tuple[PrefixTree, RoutingSplit]:
@@ -65,8 +69,11 @@ def route_tree(tree: PrefixTree, calls: Iterable[CallRecord]) -> tuple[PrefixTre
 
     split = RoutingSplit()
     records = {CallRef(c.session_id, c.call_index): c for c in calls}
-    rows = {ref: np.sort(c.routing.array(), axis=-1).astype(np.int16) for ref, c in records.items()
-            if ref in tree.calls and c.routing is not None and c.routing.tokens}
+    rows = {
+        ref: np.sort(c.routing.array(), axis=-1).astype(np.int16)
+        for ref, c in records.items()
+        if ref in tree.calls and c.routing is not None and c.routing.tokens
+    }
     if not rows:
         return tree, split
     shape = next(iter(rows.values())).shape[1:]
@@ -96,8 +103,9 @@ def _children(node: TreeNode) -> list[TreeNode]:
 class _Builder:
     """Lays out the routed copy of a tree, span by span."""
 
-    def __init__(self, tree: PrefixTree, rows: dict[CallRef, Any], records: dict[CallRef, CallRecord], shape: tuple[int, ...],
-                 split: RoutingSplit) -> None:
+    def __init__(
+        self, tree: PrefixTree, rows: dict[CallRef, Any], records: dict[CallRef, CallRecord], shape: tuple[int, ...], split: RoutingSplit
+    ) -> None:
         self.tree, self.rows, self.records, self.shape, self.split = tree, rows, records, shape, split
         self.known: Any = None  # the last consensus: calls that forwarded each position
         self.bad: Any = None  # and where their rows differ
@@ -167,13 +175,26 @@ class _Builder:
             if mine:
                 samplers[off - lo] = mine
             sampled.append(bool(mine))
-            logprobs.append(orig.logprobs[off] if mine and mine[0] == orig.samplers[off][0] else
-                            self._logprob(mine[0], orig.depth + off) if mine else float("nan"))
+            logprobs.append(
+                orig.logprobs[off]
+                if mine and mine[0] == orig.samplers[off][0]
+                else self._logprob(mine[0], orig.depth + off)
+                if mine
+                else float("nan")
+            )
         calls = [r for r in orig.calls if r in members]
-        node = TreeNode(tokens=orig.tokens[lo:hi], depth=orig.depth + lo, parent=parent, sampled=sampled, logprobs=logprobs,
-                        samplers=samplers, calls=calls, ends=[r for r in orig.ends if r in members] if hi == len(orig) else [],
-                        kind=min((self.tree.calls[r].kind for r in calls), key=_RANK.__getitem__, default=orig.kind),
-                        routing=agreed)
+        node = TreeNode(
+            tokens=orig.tokens[lo:hi],
+            depth=orig.depth + lo,
+            parent=parent,
+            sampled=sampled,
+            logprobs=logprobs,
+            samplers=samplers,
+            calls=calls,
+            ends=[r for r in orig.ends if r in members] if hi == len(orig) else [],
+            kind=min((self.tree.calls[r].kind for r in calls), key=_RANK.__getitem__, default=orig.kind),
+            routing=agreed,
+        )
         key = node.tokens[0]
         while key in parent.children:
             key += _VARIANT

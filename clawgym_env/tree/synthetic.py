@@ -44,9 +44,7 @@ def _span(rng: random.Random, n: int, vocab: int) -> list[int]:
     return [rng.randrange(10, vocab) for _ in range(n)]
 
 
-def _call(
-    session: str, idx: int, prompt: Sequence[int], completion: Sequence[int], rng: random.Random, **extra: object
-) -> CallRecord:
+def _call(session: str, idx: int, prompt: Sequence[int], completion: Sequence[int], rng: random.Random, **extra: object) -> CallRecord:
     return CallRecord(
         session_id=session,
         call_index=idx,
@@ -92,9 +90,7 @@ def synthetic_episode(
             sub = _span(random.Random(-3), 300, v) + _span(rng, 40, v)
             for _ in range(3):
                 sub_out = completion()
-                calls.append(
-                    _call(session_id, len(calls), sub + GEN, sub_out, rng, meta={"subagent": True, "subagent_id": "a1"})
-                )
+                calls.append(_call(session_id, len(calls), sub + GEN, sub_out, rng, meta={"subagent": True, "subagent_id": "a1"}))
                 sub = sub + GEN + sub_out + END + _span(rng, 50, v) + END
             history = history + sub_out[1:] + END
         if s.compaction_at == k:
@@ -110,6 +106,4 @@ def synthetic_group(style: Style, n_rollouts: int, shape: EpisodeShape | None = 
     s = shape or EpisodeShape()
     system = _span(random.Random(-1), s.system_tokens, s.vocab_size)
     task = _span(random.Random(-2), s.task_tokens, s.vocab_size)
-    return [
-        synthetic_episode(style, f"rollout{i}", s, seed=seed * 1000 + i, system=system, task=task) for i in range(n_rollouts)
-    ]
+    return [synthetic_episode(style, f"rollout{i}", s, seed=seed * 1000 + i, system=system, task=task) for i in range(n_rollouts)]

@@ -37,10 +37,12 @@ def compact_vocab(calls: Sequence[CallRecord]) -> tuple[list[CallRecord], int]:
     used = sorted({t for c in calls for t in (c.prompt_ids or [])} | {t for c in calls for t in (c.completion_ids or [])})
     index = {t: i for i, t in enumerate(used)}
     out = [
-        c.model_copy(update={
-            "prompt_ids": [index[t] for t in c.prompt_ids or []],
-            "completion_ids": [index[t] for t in c.completion_ids or []] if c.completion_ids is not None else None,
-        })
+        c.model_copy(
+            update={
+                "prompt_ids": [index[t] for t in c.prompt_ids or []],
+                "completion_ids": [index[t] for t in c.completion_ids or []] if c.completion_ids is not None else None,
+            }
+        )
         for c in calls
     ]
     return out, len(used)

@@ -149,9 +149,7 @@ def _html_one(tree: PrefixTree, node: TreeNode, decode: Decoder | None, scale: f
         bits.append(f'<span class="branch">branch &times;{len(node.children)}</span>')
     dead = _dead(tree, node)
     bits.append(f'<span class="ids{" dead" if dead else ""}">{html.escape(_preview(node.tokens, decode))}</span>')
-    calls = "".join(
-        f'<div class="call">&#8627; {html.escape(_call_line(tree.calls[r]))}</div>' for r in node.ends if r in tree.calls
-    )
+    calls = "".join(f'<div class="call">&#8627; {html.escape(_call_line(tree.calls[r]))}</div>' for r in node.ends if r in tree.calls)
     return f"<details open><summary>{' '.join(b for b in bits if b)}</summary>{calls}{inner}</details>"
 
 
@@ -178,16 +176,32 @@ def render_html(tree: PrefixTree, title: str = "ClawGym trace", decode: Decoder 
         for k, v in tree.stats().items()
     )
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
-            i.ref.episode_id, i.ref.call_index, i.kind, i.chain, "yes" if i.dead else "", i.prompt_len, i.completion_len,
-            f"{i.latency_s * 1000:.0f}", i.finish_reason, i.evidence)) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(x))}</td>"
+            for x in (
+                i.ref.episode_id,
+                i.ref.call_index,
+                i.kind,
+                i.chain,
+                "yes" if i.dead else "",
+                i.prompt_len,
+                i.completion_len,
+                f"{i.latency_s * 1000:.0f}",
+                i.finish_reason,
+                i.evidence,
+            )
+        )
+        + "</tr>"
         for i in sorted(tree.calls.values(), key=lambda i: (tree.rollout_index(i.ref.episode_id), i.ref.call_index))
     )
     longest = max((len(n) for n in tree.nodes()), default=1)
     scale = 300.0 / max(longest, 1)
     body = _html_siblings(tree, _children(tree.root), decode, scale)
-    head = ("<tr><th>episode</th><th>call</th><th>kind</th><th>chain</th><th>dead</th><th>prompt</th><th>completion</th>"
-            "<th>latency ms</th><th>finish</th><th>evidence</th></tr>")
+    head = (
+        "<tr><th>episode</th><th>call</th><th>kind</th><th>chain</th><th>dead</th><th>prompt</th><th>completion</th>"
+        "<th>latency ms</th><th>finish</th><th>evidence</th></tr>"
+    )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head>"
         f"<body><h1>{html.escape(title)}</h1><table>{stats}</table><h2>tree</h2>{body}"

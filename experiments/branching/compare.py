@@ -96,11 +96,27 @@ def run_arm(arm: str, model: Path, setup: Setup, seed: int, out: Path) -> dict[s
 
     tasks = select(setup.suite, setup.tasks)
     shape = {"num_generations": 4} if arm == "chain" else {"num_generations": 2, "branching": True, "branch_points": 2}
-    cfg = TreeGRPOConfig(output_dir=str(out), suite=setup.suite, harness="custom", pairs_per_step=setup.pairs_per_step,
-                         max_steps=setup.max_steps, learning_rate=setup.rl_lr, max_completion_length=setup.max_tokens,
-                         temperature=setup.temperature, max_concurrent_episodes=4, seed=seed, use_cpu=True, save_steps=0,
-                         lr_scheduler_type="constant", drop_zero_variance_from_loss=True, eval_suite=setup.suite,
-                         eval_tasks=",".join(t.id for t in tasks), eval_episodes=setup.eval_episodes, logging_steps=1, **shape)
+    cfg = TreeGRPOConfig(
+        output_dir=str(out),
+        suite=setup.suite,
+        harness="custom",
+        pairs_per_step=setup.pairs_per_step,
+        max_steps=setup.max_steps,
+        learning_rate=setup.rl_lr,
+        max_completion_length=setup.max_tokens,
+        temperature=setup.temperature,
+        max_concurrent_episodes=4,
+        seed=seed,
+        use_cpu=True,
+        save_steps=0,
+        lr_scheduler_type="constant",
+        drop_zero_variance_from_loss=True,
+        eval_suite=setup.suite,
+        eval_tasks=",".join(t.id for t in tasks),
+        eval_episodes=setup.eval_episodes,
+        logging_steps=1,
+        **shape,
+    )
     trainer = TreeGRPOTrainer(cfg, model, tasks=tasks)
     rows: list[dict[str, float]] = []
     evals: list[dict[str, float]] = []
@@ -111,15 +127,25 @@ def run_arm(arm: str, model: Path, setup: Setup, seed: int, out: Path) -> dict[s
         while tokens < setup.budget and trainer.step < setup.max_steps:
             [m] = trainer.train(steps=1)[-1:]
             tokens += m.get("generated_tokens", 0.0)
-            rows.append({"step": m["step"], "tokens": tokens, "reward": m.get("reward", 0.0),
-                         "groups_trained": m.get("groups_trained", 0.0), "loss": m.get("loss", 0.0),
-                         "trainable_tokens": m.get("trainable_tokens", 0.0), "seconds": time.perf_counter() - t0})
+            rows.append(
+                {
+                    "step": m["step"],
+                    "tokens": tokens,
+                    "reward": m.get("reward", 0.0),
+                    "groups_trained": m.get("groups_trained", 0.0),
+                    "loss": m.get("loss", 0.0),
+                    "trainable_tokens": m.get("trainable_tokens", 0.0),
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
             while marks and tokens >= marks[0]:
                 marks.pop(0)
                 e = trainer.evaluate()
                 evals.append({"tokens": tokens, "step": m["step"], "reward": e["eval/reward"], "pass_rate": e["eval/pass_rate"]})
-                print(f"[{arm} seed {seed}] eval at {tokens:.0f} tokens: reward {e['eval/reward']:.3f} "
-                      f"pass {e['eval/pass_rate']:.3f}", flush=True)
+                print(
+                    f"[{arm} seed {seed}] eval at {tokens:.0f} tokens: reward {e['eval/reward']:.3f} pass {e['eval/pass_rate']:.3f}",
+                    flush=True,
+                )
     finally:
         trainer.close()
     return {"rows": rows, "evals": evals, "seconds": time.perf_counter() - t0}
@@ -131,10 +157,21 @@ def evaluate_start(model: Path, setup: Setup, seed: int, out: Path) -> dict[str,
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
     tasks = select(setup.suite, setup.tasks)
-    cfg = TreeGRPOConfig(output_dir=str(out), suite=setup.suite, harness="custom", max_steps=1, seed=seed, use_cpu=True,
-                         max_completion_length=setup.max_tokens, temperature=setup.temperature, save_steps=0,
-                         max_concurrent_episodes=4, eval_suite=setup.suite, eval_tasks=",".join(t.id for t in tasks),
-                         eval_episodes=setup.eval_episodes)
+    cfg = TreeGRPOConfig(
+        output_dir=str(out),
+        suite=setup.suite,
+        harness="custom",
+        max_steps=1,
+        seed=seed,
+        use_cpu=True,
+        max_completion_length=setup.max_tokens,
+        temperature=setup.temperature,
+        save_steps=0,
+        max_concurrent_episodes=4,
+        eval_suite=setup.suite,
+        eval_tasks=",".join(t.id for t in tasks),
+        eval_episodes=setup.eval_episodes,
+    )
     trainer = TreeGRPOTrainer(cfg, model, tasks=tasks)
     try:
         e = trainer.evaluate()
@@ -145,20 +182,27 @@ def evaluate_start(model: Path, setup: Setup, seed: int, out: Path) -> dict[str,
 
 def side_by_side(result: dict[str, Any]) -> str:
     """Both arms' evaluation curves, then their training-reward curves, as aligned text tables."""
-    lines = [f"seed {result['seed']}: eval on fresh episodes of the training tasks (reward / pass rate)",
-             f"{'tokens':>8} | {'chain':>15} | {'branching':>15}"]
+    lines = [
+        f"seed {result['seed']}: eval on fresh episodes of the training tasks (reward / pass rate)",
+        f"{'tokens':>8} | {'chain':>15} | {'branching':>15}",
+    ]
     start = result["start"]
     lines.append(f"{0:>8} | {start['reward']:6.3f} / {start['pass_rate']:5.3f} | {start['reward']:6.3f} / {start['pass_rate']:5.3f}")
     for c, b in zip(result["chain"]["evals"], result["branching"]["evals"], strict=False):
-        lines.append(f"{c['tokens']:>4.0f}/{b['tokens']:<4.0f}| {c['reward']:6.3f} / {c['pass_rate']:5.3f} | "
-                     f"{b['reward']:6.3f} / {b['pass_rate']:5.3f}")
+        lines.append(
+            f"{c['tokens']:>4.0f}/{b['tokens']:<4.0f}| {c['reward']:6.3f} / {c['pass_rate']:5.3f} | "
+            f"{b['reward']:6.3f} / {b['pass_rate']:5.3f}"
+        )
     lines.append("training reward per step (tokens so far: reward)")
     for arm in ARMS:
         rows = result[arm]["rows"]
         varied = sum(r["groups_trained"] for r in rows)  # groups without reward variance are not trained
-        lines.append(f"{arm:>9}: " + "  ".join(f"{r['tokens']:.0f}:{r['reward']:.2f}" for r in rows)
-                     + f"   ({len(rows)} steps, {result[arm]['seconds']:.0f} s; groups with reward variance: "
-                     f"{varied:.0f} of {len(rows) * result['setup']['pairs_per_step']})")
+        lines.append(
+            f"{arm:>9}: "
+            + "  ".join(f"{r['tokens']:.0f}:{r['reward']:.2f}" for r in rows)
+            + f"   ({len(rows)} steps, {result[arm]['seconds']:.0f} s; groups with reward variance: "
+            f"{varied:.0f} of {len(rows) * result['setup']['pairs_per_step']})"
+        )
     return "\n".join(lines)
 
 
@@ -166,8 +210,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1", help="Comma-separated seeds; each runs both arms")
     parser.add_argument("--out", type=Path, default=Path("experiments/branching/multistep"))
-    parser.add_argument("--work", type=Path, default=None,
-                        help="Captures, SFT model, run folders (default experiments/branching/work/<OUT name>, ignored by git)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="Captures, SFT model, run folders (default experiments/branching/work/<OUT name>, ignored by git)",
+    )
     for name in ("suite", "tasks", "sft_tasks", "budget", "sft_steps", "rl_lr", "temperature", "max_tokens", "eval_episodes"):
         default = getattr(Setup, name)
         parser.add_argument(f"--{name}", type=type(default), default=default, help=f"Setup.{name} (default {default})")
@@ -186,11 +234,14 @@ def main(argv: list[str] | None = None) -> None:
             print(side_by_side(json.loads(path.read_text())))
             continue
         model = model or policy(work, setup)
-        result: dict[str, Any] = {"seed": seed, "setup": asdict(setup), "model": str(model),
-                                  "command": " ".join(["python", "experiments/branching/compare.py", *(argv or sys.argv[1:])])}
+        result: dict[str, Any] = {
+            "seed": seed,
+            "setup": asdict(setup),
+            "model": str(model),
+            "command": " ".join(["python", "experiments/branching/compare.py", *(argv or sys.argv[1:])]),
+        }
         result["start"] = evaluate_start(model, setup, seed, work / f"eval-{seed}")
-        print(f"[seed {seed}] SFT policy: eval reward {result['start']['reward']:.3f} pass {result['start']['pass_rate']:.3f}",
-              flush=True)
+        print(f"[seed {seed}] SFT policy: eval reward {result['start']['reward']:.3f} pass {result['start']['pass_rate']:.3f}", flush=True)
         for arm in ARMS:
             result[arm] = run_arm(arm, model, setup, seed, work / f"{arm}-{seed}")
         path.write_text(json.dumps(result, indent=1))

@@ -46,16 +46,34 @@ class CustomLoop(Harness):
 
     def build_env(self, session: HarnessSession) -> Mapping[str, str]:
         return {
-            "OPENAI_API_KEY": session.api_key, "HOME": session.home, "PATH": SANDBOX_PATH,
-            "LANG": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1",
+            "OPENAI_API_KEY": session.api_key,
+            "HOME": session.home,
+            "PATH": SANDBOX_PATH,
+            "LANG": "C.UTF-8",
+            "TZ": "UTC",
+            "PYTHONDONTWRITEBYTECODE": "1",
         }
 
     def build_command(self, instruction: str, session: HarnessSession) -> list[str]:
         turns = session.max_turns or self.max_turns
         return [
-            "python3", "-I", "-S", f"{INSIDE}/agent.py", instruction, "--base-url", session.base_url,
-            "--model", session.model, "--cwd", session.workspace, "--max-turns", str(turns),
-            "--max-tokens", str(self.max_tokens), "--transcript", f"{session.home}/{self.transcript}",
+            "python3",
+            "-I",
+            "-S",
+            f"{INSIDE}/agent.py",
+            instruction,
+            "--base-url",
+            session.base_url,
+            "--model",
+            session.model,
+            "--cwd",
+            session.workspace,
+            "--max-turns",
+            str(turns),
+            "--max-tokens",
+            str(self.max_tokens),
+            "--transcript",
+            f"{session.home}/{self.transcript}",
         ]
 
     def write_configs(self, session: HarnessSession) -> dict[str, str]:

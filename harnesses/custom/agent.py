@@ -25,21 +25,28 @@ MAX_OUTPUT = 16000
 
 
 def _tool(name, description, properties, required):
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required},
-    }}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
 
 
 TOOLS = [
-    _tool("bash", "Run a shell command in the working directory; returns exit code and output.",
-          {"command": {"type": "string"}}, ["command"]),
+    _tool(
+        "bash", "Run a shell command in the working directory; returns exit code and output.", {"command": {"type": "string"}}, ["command"]
+    ),
     _tool("read", "Read a text file.", {"path": {"type": "string"}}, ["path"]),
-    _tool("write", "Create or overwrite a text file.",
-          {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-    _tool("edit", "Replace one exact occurrence of old_text with new_text in a file.",
-          {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-          ["path", "old_text", "new_text"]),
+    _tool("write", "Create or overwrite a text file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
+    _tool(
+        "edit",
+        "Replace one exact occurrence of old_text with new_text in a file.",
+        {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
+        ["path", "old_text", "new_text"],
+    ),
 ]
 
 
@@ -49,8 +56,16 @@ def run_tool(name, args, cwd):
         if name == "bash":
             # Output goes to a file, not a pipe: a background job (`cmd &`) must not block the turn.
             with tempfile.TemporaryFile() as out:
-                proc = subprocess.run(args["command"], shell=True, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, timeout=120, check=False)
+                proc = subprocess.run(
+                    args["command"],
+                    shell=True,
+                    cwd=cwd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    timeout=120,
+                    check=False,
+                )
                 out.seek(0)
                 text = out.read().decode("utf-8", errors="replace")
             return f"exit code {proc.returncode}\n{text[-MAX_OUTPUT:]}"
@@ -78,7 +93,8 @@ def run_tool(name, args, cwd):
 
 def chat(base_url, api_key, body):
     req = urllib.request.Request(
-        base_url.rstrip("/") + "/v1/chat/completions", data=json.dumps(body).encode(),
+        base_url.rstrip("/") + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"},
     )
     with urllib.request.urlopen(req, timeout=600) as resp:

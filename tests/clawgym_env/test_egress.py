@@ -44,9 +44,11 @@ async def test_proxy_refuses_and_attributes_an_https_tunnel(tmp_path: Path) -> N
 async def test_episode_reports_what_the_agent_tried_to_reach() -> None:
     """The custom loop's agent runs curl and python urllib in the sandbox: both attempts come back on the result,
     the task still completes and scores (reported, not silently allowed, never let through)."""
-    script = ("curl -s -m 5 https://example.com/ || echo curl-blocked; "
-              "python3 -c \"import urllib.request as u; u.urlopen('http://pypi.org/simple/', timeout=5)\" "
-              "2>/dev/null || echo py-blocked; printf 'hello world\\n' > hello.txt")
+    script = (
+        "curl -s -m 5 https://example.com/ || echo curl-blocked; "
+        "python3 -c \"import urllib.request as u; u.urlopen('http://pypi.org/simple/', timeout=5)\" "
+        "2>/dev/null || echo py-blocked; printf 'hello world\\n' > hello.txt"
+    )
     backend = ScriptedBackend([{"tool_calls": [{"name": "bash", "arguments": {"command": script}}]}, "done"])
     result = await run_episode(str(SMOKE), "custom", backend)
     assert result.status == "completed" and result.score == 1.0, (result.error, result.harness_output_tail)

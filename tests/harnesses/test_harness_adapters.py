@@ -20,8 +20,9 @@ from harnesses.opencode import OpenCode
 from harnesses.pi import Pi
 from harnesses.qwen_code import QwenCode
 
-SESSION = HarnessSession(session_id="s1", base_url="http://127.0.0.1:8787", api_key="sk-clawgym-abc",
-                         model="policy", workspace="/workspace", home="/tmp/home")
+SESSION = HarnessSession(
+    session_id="s1", base_url="http://127.0.0.1:8787", api_key="sk-clawgym-abc", model="policy", workspace="/workspace", home="/tmp/home"
+)
 
 
 def test_claude_code_env_and_command() -> None:
@@ -40,7 +41,8 @@ def test_claude_code_env_and_command() -> None:
     assert set(configs) == {"/tmp/home/.claude/settings.json", "/tmp/home/.clawgym/key"}
     assert configs["/tmp/home/.clawgym/key"] == "sk-clawgym-abc"
     assert json.loads(configs["/tmp/home/.claude/settings.json"]) == {
-        "apiKeyHelper": 'k=$(cat /tmp/home/.clawgym/key) && rm -f /tmp/home/.clawgym/key && printf %s "$k"'}
+        "apiKeyHelper": 'k=$(cat /tmp/home/.clawgym/key) && rm -f /tmp/home/.clawgym/key && printf %s "$k"'
+    }
     assert h.dialect == "anthropic"
 
 
@@ -61,6 +63,7 @@ def test_every_adapter_declares_what_the_core_reads(tmp_path: Path) -> None:
             assert tmp_path in own.parents and not own.relative_to(tmp_path).as_posix().startswith("."), name
         assert h.count_calls(tmp_path / "no-record") in (0, None), name  # an episode that left nothing counts none
 
+
 def test_claude_code_counts_distinct_assistant_messages(tmp_path: Path) -> None:
     lines = [
         {"type": "system", "subtype": "init"},
@@ -74,11 +77,14 @@ def test_claude_code_counts_distinct_assistant_messages(tmp_path: Path) -> None:
     assert ClaudeCode().count_calls(tmp_path) == 2
 
 
-@pytest.mark.parametrize(("api", "dialect", "base"), [
-    ("openai-completions", "openai-chat", "http://127.0.0.1:8787/v1"),
-    ("openai-responses", "openai-responses", "http://127.0.0.1:8787/v1"),
-    ("anthropic-messages", "anthropic", "http://127.0.0.1:8787"),
-])
+@pytest.mark.parametrize(
+    ("api", "dialect", "base"),
+    [
+        ("openai-completions", "openai-chat", "http://127.0.0.1:8787/v1"),
+        ("openai-responses", "openai-responses", "http://127.0.0.1:8787/v1"),
+        ("anthropic-messages", "anthropic", "http://127.0.0.1:8787"),
+    ],
+)
 def test_openclaw_config_names_only_the_proxy(api: str, dialect: str, base: str) -> None:
     h = OpenClaw(api=api)
     assert h.dialect == dialect
@@ -90,8 +96,12 @@ def test_openclaw_config_names_only_the_proxy(api: str, dialect: str, base: str)
     assert config["agents"]["defaults"]["model"]["primary"] == "clawgym/policy"
     cmd = h.build_command("task text", SESSION)
     assert cmd[2:5] == ["agent", "exec", "task text"]
-    for flag, value in (("--config", "/tmp/home/.openclaw-exec.json"), ("--cwd", "/workspace"),
-                        ("--model", "clawgym/policy"), ("--state-dir", "/tmp/home/.openclaw-state")):
+    for flag, value in (
+        ("--config", "/tmp/home/.openclaw-exec.json"),
+        ("--cwd", "/workspace"),
+        ("--model", "clawgym/policy"),
+        ("--state-dir", "/tmp/home/.openclaw-state"),
+    ):
         assert cmd[cmd.index(flag) + 1] == value
     assert "--json" in cmd
     assert "/tmp/home/.openclaw-state/.keep" in files  # --state-dir must exist before the run
@@ -108,9 +118,13 @@ def test_openclaw_counts_assistant_messages_in_its_sqlite(tmp_path: Path) -> Non
     db.parent.mkdir(parents=True)
     con = sqlite3.connect(db)
     con.execute("create table transcript_events (session_id text, seq int, event_json text)")
-    events = [{"type": "session"}, {"type": "message", "message": {"role": "user"}},
-              {"type": "message", "message": {"role": "assistant"}}, {"type": "message", "message": {"role": "toolResult"}},
-              {"type": "message", "message": {"role": "assistant"}}]
+    events = [
+        {"type": "session"},
+        {"type": "message", "message": {"role": "user"}},
+        {"type": "message", "message": {"role": "assistant"}},
+        {"type": "message", "message": {"role": "toolResult"}},
+        {"type": "message", "message": {"role": "assistant"}},
+    ]
     con.executemany("insert into transcript_events values ('s', ?, ?)", [(i, json.dumps(e)) for i, e in enumerate(events)])
     con.commit()
     con.close()
@@ -173,8 +187,7 @@ def test_openclaw_uses_a_warm_compile_cache_only_read_only(tmp_path: Path) -> No
     env = h.build_env(SESSION)
     # OpenClaw's own cache folder under the mount, marked as its respawned child: it runs in one Node process
     st = package_json.stat()
-    assert env["NODE_COMPILE_CACHE"] == (f"{cache_mount.inside}/openclaw/{OpenClaw.version}/"
-                                         f"{st.st_mtime_ns // 1_000_000}-{st.st_size}")
+    assert env["NODE_COMPILE_CACHE"] == (f"{cache_mount.inside}/openclaw/{OpenClaw.version}/{st.st_mtime_ns // 1_000_000}-{st.st_size}")
     assert env["OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED"] == "1" and "NODE_DISABLE_COMPILE_CACHE" not in env
 
 
@@ -185,9 +198,17 @@ def test_codex_config_has_only_the_proxy_as_provider() -> None:
     files = h.write_configs(SESSION)
     config = tomllib.loads(files["/tmp/home/.codex/config.toml"])
     assert config["model_provider"] == "clawgym" and config["model"] == "policy"
-    assert config["model_providers"] == {"clawgym": {
-        "name": "ClawGym proxy", "base_url": "http://127.0.0.1:8787/v1", "env_key": "CLAWGYM_API_KEY",
-        "wire_api": "responses", "request_max_retries": 0, "stream_max_retries": 0, "stream_idle_timeout_ms": 600000}}
+    assert config["model_providers"] == {
+        "clawgym": {
+            "name": "ClawGym proxy",
+            "base_url": "http://127.0.0.1:8787/v1",
+            "env_key": "CLAWGYM_API_KEY",
+            "wire_api": "responses",
+            "request_max_retries": 0,
+            "stream_max_retries": 0,
+            "stream_idle_timeout_ms": 600000,
+        }
+    }
     assert config["check_for_update_on_startup"] is False and config["analytics"] == {"enabled": False}
     assert config["features"]["plugins"] is False and config["web_search"] == "disabled"
     env = h.build_env(SESSION)
@@ -200,11 +221,13 @@ def test_codex_config_has_only_the_proxy_as_provider() -> None:
 def test_codex_counts_its_own_token_count_events(tmp_path: Path) -> None:
     day = tmp_path / "codex" / "sessions" / "2026" / "12" / "01"
     day.mkdir(parents=True)
-    events = [{"type": "session_meta", "payload": {}},
-              {"type": "event_msg", "payload": {"type": "token_count", "info": None}},  # rate-limit only: no call
-              {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}},
-              {"type": "response_item", "payload": {"type": "message"}},
-              {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}}]
+    events = [
+        {"type": "session_meta", "payload": {}},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": None}},  # rate-limit only: no call
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}},
+        {"type": "response_item", "payload": {"type": "message"}},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {}}}},
+    ]
     (day / "rollout-x.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\nnot json\n")
     assert Codex().count_calls(tmp_path) == 2
 
@@ -223,8 +246,9 @@ def test_gemini_cli_env_points_at_the_proxy_and_settings_switch_off_phoning_home
 
 
 def test_gemini_cli_counts_requests_in_its_json_envelope(tmp_path: Path) -> None:
-    out = "YOLO mode is enabled.\n" + json.dumps({"response": "done", "stats": {"models": {
-        "policy": {"api": {"totalRequests": 3}}, "flash": {"api": {"totalRequests": 1}}}}})
+    out = "YOLO mode is enabled.\n" + json.dumps(
+        {"response": "done", "stats": {"models": {"policy": {"api": {"totalRequests": 3}}, "flash": {"api": {"totalRequests": 1}}}}}
+    )
     (tmp_path / "stdout.log").write_text(out)
     assert GeminiCli().count_calls(tmp_path) == 4
     assert GeminiCli().count_calls(tmp_path / "none") == 0
@@ -238,8 +262,7 @@ def test_qwen_code_reaches_only_the_proxy_and_counts_its_result_stats(tmp_path: 
     assert settings["privacy"]["usageStatisticsEnabled"] is False and settings["telemetry"]["enabled"] is False
     cmd = h.build_command("task", SESSION)
     assert cmd[cmd.index("--auth-type") + 1] == "openai" and "--yolo" in cmd
-    events = [{"type": "system"}, {"type": "assistant"}, {"type": "result", "stats": {"models": {
-        "policy": {"api": {"totalRequests": 2}}}}}]
+    events = [{"type": "system"}, {"type": "assistant"}, {"type": "result", "stats": {"models": {"policy": {"api": {"totalRequests": 2}}}}}]
     (tmp_path / "stdout.log").write_text(json.dumps(events))
     assert h.count_calls(tmp_path) == 2 and h.count_calls(tmp_path / "none") == 0
 
@@ -247,7 +270,7 @@ def test_qwen_code_reaches_only_the_proxy_and_counts_its_result_stats(tmp_path: 
 def test_opencode_config_names_only_the_proxy_and_disables_phoning_home(tmp_path: Path) -> None:
     h = OpenCode()
     config = json.loads(h.write_configs(SESSION)["/tmp/home/.opencode-clawgym.json"])
-    (name, provider), = config["provider"].items()
+    ((name, provider),) = config["provider"].items()
     assert config["enabled_providers"] == [name] and config["model"] == f"{name}/policy"
     assert provider["options"]["baseURL"] == "http://127.0.0.1:8787/v1" and provider["npm"] == "@ai-sdk/openai-compatible"
     assert config["autoupdate"] is False and config["share"] == "disabled"
@@ -288,8 +311,12 @@ def test_pi_models_file_names_only_the_proxy_and_runs_offline(tmp_path: Path) ->
     assert provider["baseUrl"] == "http://127.0.0.1:8787/v1" and provider["apiKey"] == "sk-clawgym-abc"
     assert json.loads(files["/tmp/home/.pi/agent/settings.json"])["enableInstallTelemetry"] is False
     assert h.build_env(SESSION)["PI_OFFLINE"] == "1" and "--offline" in h.build_command("t", SESSION)
-    events = [{"type": "message_end", "message": {"role": "user"}}, {"type": "message_end", "message": {"role": "assistant"}},
-              {"type": "message_end", "message": {"role": "toolResult"}}, {"type": "message_end", "message": {"role": "assistant"}}]
+    events = [
+        {"type": "message_end", "message": {"role": "user"}},
+        {"type": "message_end", "message": {"role": "assistant"}},
+        {"type": "message_end", "message": {"role": "toolResult"}},
+        {"type": "message_end", "message": {"role": "assistant"}},
+    ]
     (tmp_path / "stdout.log").write_text("\n".join(json.dumps(e) for e in events))
     assert h.count_calls(tmp_path) == 2
 

@@ -20,8 +20,7 @@ from .gym_policy import hello_policy
 pytestmark = [pytest.mark.harness, pytest.mark.sandbox]
 
 
-def drive(env_id: str, suite: Path, capture_dir: Path, policy: Any = hello_policy,
-          **make_kw: Any) -> tuple[int, dict[str, Any], float]:
+def drive(env_id: str, suite: Path, capture_dir: Path, policy: Any = hello_policy, **make_kw: Any) -> tuple[int, dict[str, Any], float]:
     """Run one episode; return (steps, final info, reward). ``make_kw`` go to gym.make (e.g. sandbox="docker")."""
     with gym.make(env_id, suite=str(suite), task="hello-file", capture_dir=capture_dir, **make_kw) as env:
         obs, info = env.reset(seed=0)
@@ -47,8 +46,7 @@ def test_claude_code_episode(claude_code_installed: None, smoke_suite: Path, tmp
     assert len((tmp_path / f"{info['session_id']}.jsonl").read_text().splitlines()) == len(calls)
 
 
-def test_claude_code_bash_profile_offers_only_bash(claude_code_installed: None, smoke_suite: Path,
-                                                   tmp_path: Path) -> None:
+def test_claude_code_bash_profile_offers_only_bash(claude_code_installed: None, smoke_suite: Path, tmp_path: Path) -> None:
     """``claude-code-bash`` is the same binary with ``--tools Bash``: one tool, a prompt a quarter the size."""
     seen: list[list[str]] = []
 
@@ -84,15 +82,20 @@ def test_openclaw_episode(openclaw_installed: None, smoke_suite: Path, tmp_path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("api", "dialect", "path"), [
-    ("openai-responses", "openai-responses", "/v1/responses"),
-    ("anthropic-messages", "anthropic", "/v1/messages"),
-])
-def test_openclaw_other_provider_apis(api: str, dialect: str, path: str, openclaw_installed: None,
-                                      smoke_suite: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("api", "dialect", "path"),
+    [
+        ("openai-responses", "openai-responses", "/v1/responses"),
+        ("anthropic-messages", "anthropic", "/v1/messages"),
+    ],
+)
+def test_openclaw_other_provider_apis(
+    api: str, dialect: str, path: str, openclaw_installed: None, smoke_suite: Path, tmp_path: Path
+) -> None:
     """~1 min each: the same episode with OpenClaw speaking the Responses or Messages API."""
-    with gym.make("ClawGym/OpenClaw-v0", suite=str(smoke_suite), task="hello-file", capture_dir=tmp_path,
-                  harness_options={"api": api}) as env:
+    with gym.make(
+        "ClawGym/OpenClaw-v0", suite=str(smoke_suite), task="hello-file", capture_dir=tmp_path, harness_options={"api": api}
+    ) as env:
         obs, info = env.reset(seed=0)
         assert info["request"]["dialect"] == dialect
         done = False

@@ -56,8 +56,18 @@ def test_cli_list_shows_every_harness(monkeypatch: pytest.MonkeyPatch, tmp_path:
     out = CliRunner().invoke(app, ["harness", "list"])
     assert out.exit_code == 0, out.output
     lines = {line.split()[0]: line for line in out.output.splitlines() if line.strip()}
-    assert set(lines) == {"claude-code", "claude-code-bash", "codex", "custom", "gemini-cli", "mini-swe-agent", "openclaw", "opencode", "pi",
-                          "qwen-code"}
+    assert set(lines) == {
+        "claude-code",
+        "claude-code-bash",
+        "codex",
+        "custom",
+        "gemini-cli",
+        "mini-swe-agent",
+        "openclaw",
+        "opencode",
+        "pi",
+        "qwen-code",
+    }
     assert "not installed" in lines["claude-code"] and "2.1.332" in lines["claude-code"]
     assert "not installed" in lines["openclaw"] and "2026.9.6" in lines["openclaw"]
     assert " installed" in lines["custom"] and "not installed" not in lines["custom"]
@@ -82,12 +92,25 @@ def test_cli_run_one_episode(tmp_path: Path, smoke_suite: Path) -> None:
     from clawgym_env.cli.main import app
 
     script = tmp_path / "policy.yaml"
-    script.write_text('replies:\n  - {tool_calls: [{name: write, arguments: {path: hello.txt, content: "hello world"}}]}\n'
-                      'default: "done"\n')
-    out = CliRunner().invoke(app, ["harness", "run", "custom", "--task", f"{smoke_suite}/hello-file",
-                                   "--model", f"scripted:{script}", "--capture-dir", str(tmp_path / "cap")])
+    script.write_text(
+        'replies:\n  - {tool_calls: [{name: write, arguments: {path: hello.txt, content: "hello world"}}]}\ndefault: "done"\n'
+    )
+    out = CliRunner().invoke(
+        app,
+        [
+            "harness",
+            "run",
+            "custom",
+            "--task",
+            f"{smoke_suite}/hello-file",
+            "--model",
+            f"scripted:{script}",
+            "--capture-dir",
+            str(tmp_path / "cap"),
+        ],
+    )
     assert out.exit_code == 0, out.output
-    summary = json.loads(out.output[out.output.index("{"):])
+    summary = json.loads(out.output[out.output.index("{") :])
     assert (summary["status"], summary["score"], summary["calls"]) == ("completed", 1.0, 2)
     assert Path(summary["capture"]).is_file()
 

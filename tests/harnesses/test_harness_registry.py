@@ -21,8 +21,18 @@ class MyLoop(CustomLoop):
 
 
 def test_builtin_names_load_their_adapters() -> None:
-    assert harness_names() == ["claude-code", "claude-code-bash", "codex", "custom", "gemini-cli", "mini-swe-agent",
-                               "openclaw", "opencode", "pi", "qwen-code"]
+    assert harness_names() == [
+        "claude-code",
+        "claude-code-bash",
+        "codex",
+        "custom",
+        "gemini-cli",
+        "mini-swe-agent",
+        "openclaw",
+        "opencode",
+        "pi",
+        "qwen-code",
+    ]
     for name in harness_names():
         adapter = load_harness(name)
         assert isinstance(adapter, Harness)

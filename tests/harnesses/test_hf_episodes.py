@@ -32,8 +32,8 @@ def assert_token_capture(result: EpisodeResult) -> None:
     task's budget, which the proxy refuses (400) without sampling, all at the end."""
     assert result.calls, (result.status, result.error, result.harness_output_tail[-1500:])
     refused = [c for c in result.calls if c.status == 400 and BUDGET_REFUSAL in (c.error or "")]
-    served = result.calls[:len(result.calls) - len(refused)]
-    assert served and refused == result.calls[len(served):], [(c.status, c.error) for c in result.calls]
+    served = result.calls[: len(result.calls) - len(refused)]
+    assert served and refused == result.calls[len(served) :], [(c.status, c.error) for c in result.calls]
     assert not refused or result.status == "truncated"
     for c in served:
         assert c.error is None, c.error
@@ -45,11 +45,11 @@ def assert_token_capture(result: EpisodeResult) -> None:
     assert len(result.capture_path.read_text().splitlines()) == len(result.calls)
 
 
-async def run(harness: str, backend: Any, suite: Path, tmp_path: Path, max_tokens: int,
-              wall_time_s: float | None = None) -> EpisodeResult:
+async def run(harness: str, backend: Any, suite: Path, tmp_path: Path, max_tokens: int, wall_time_s: float | None = None) -> EpisodeResult:
     spec = load_suite(suite).get("hello-file")
-    return await run_episode(spec, harness, backend, capture_dir=tmp_path, sampling={"max_tokens": max_tokens, "seed": 0},
-                             wall_time_s=wall_time_s)
+    return await run_episode(
+        spec, harness, backend, capture_dir=tmp_path, sampling={"max_tokens": max_tokens, "seed": 0}, wall_time_s=wall_time_s
+    )
 
 
 async def test_custom_loop_with_tiny_model(tiny_backend: Any, smoke_suite: Path, tmp_path: Path) -> None:
@@ -61,8 +61,9 @@ async def test_custom_loop_with_tiny_model(tiny_backend: Any, smoke_suite: Path,
 
 @pytest.mark.slow
 @pytest.mark.harness
-@pytest.mark.parametrize("harness", ["claude-code", "claude-code-bash", "openclaw", "codex", "gemini-cli", "opencode", "pi",
-                                     "mini-swe-agent"])
+@pytest.mark.parametrize(
+    "harness", ["claude-code", "claude-code-bash", "openclaw", "codex", "gemini-cli", "opencode", "pi", "mini-swe-agent"]
+)
 async def test_real_harness_with_tiny_model(harness: str, tiny_backend: Any, smoke_suite: Path, tmp_path: Path) -> None:
     """~0.5-2 min each on CPU: Claude Code's prompt is ~30k tiny-tokenizer tokens per call. The task's 180 s wall
     limit is raised: OpenClaw's CPU-bound start-up plus its prefills took 137 s at load 20 and ran past 180 s at

@@ -25,8 +25,14 @@ def probe(env: dict[str, str]) -> dict:
     assert env["NODE_OPTIONS"] == f"--require={PIN_INSIDE}/pin.cjs"
     env = {**env, "NODE_OPTIONS": f"--require={pin_mount().host / 'pin.cjs'}"}
     script = "import {createRequire} from 'node:module'; const require_ = createRequire(import.meta.url);" + PROBE
-    out = subprocess.run([str(node_bin_dir(cache_root()) / "node"), "--input-type=module", "-e", script],
-                         env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [str(node_bin_dir(cache_root()) / "node"), "--input-type=module", "-e", script],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 

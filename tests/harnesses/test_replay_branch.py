@@ -33,14 +33,14 @@ def tiny_tokenizer():
 
 
 def _writes(names: list[str], done: str = "Done.") -> list:
-    return [{"tool_calls": [{"name": "Write", "arguments": {"file_path": f"/workspace/{n}", "content": f"{n}\n"}}]}
-            for n in names] + [done]
+    return [{"tool_calls": [{"name": "Write", "arguments": {"file_path": f"/workspace/{n}", "content": f"{n}\n"}}]} for n in names] + [done]
 
 
 def _run(spec, backend, tmp: Path, harness: str = "claude-code"):
     async def go():
         async with ProxyServer(uds_path=tmp / "proxy.sock") as proxy:
             return await run_episode(spec, harness, backend, proxy=proxy, capture_dir=tmp)
+
     return asyncio.run(go())
 
 
@@ -79,7 +79,8 @@ def test_replay_reproduces_the_episode_call_for_call(recorded, tiny_tokenizer, t
     assert new and p_k <= min(new) < p_k + c_k, (sorted(new), p_k, c_k)  # the first new split is inside call k
     extra = both.num_tokens - one.num_tokens
     tail = sum(len(c.completion_ids) for c in branch.calls[k:]) + sum(
-        len(c.prompt_ids) - len(branch.calls[k].prompt_ids) for c in branch.calls[k + 1:])
+        len(c.prompt_ids) - len(branch.calls[k].prompt_ids) for c in branch.calls[k + 1 :]
+    )
     assert 0 < extra <= tail  # only what the branch generated after call k (shared prefixes count once)
 
 
@@ -89,8 +90,7 @@ def test_a_tool_output_that_differs_is_a_divergence(recorded, tiny_tokenizer, tm
     tool_msg = next(j for j, m in enumerate(edited[2].messages) if m["role"] == "tool")
     edited[2].messages[tool_msg]["content"] = "Error: permission denied"  # what the harness saw is not this
     for policy_mode, status in (("continue", "completed"), ("stop", None)):
-        replay = ReplayBackend(edited, 4, ScriptedBackend(_writes(["x.txt"]), tokenizer=tiny_tokenizer),
-                               on_divergence=policy_mode)
+        replay = ReplayBackend(edited, 4, ScriptedBackend(_writes(["x.txt"]), tokenizer=tiny_tokenizer), on_divergence=policy_mode)
         r = _run(spec, replay, tmp_path / policy_mode)
         div = replay.report.divergence
         assert div is not None and div.call_index == 2 and div.message_index == tool_msg
@@ -109,8 +109,7 @@ def test_branch_at_outside_the_recording_is_refused(recorded, tiny_tokenizer) ->
         ReplayBackend(original.calls, 9, ScriptedBackend(["x"], tokenizer=tiny_tokenizer))
 
 
-def test_gym_reset_with_replay_starts_at_the_branch_point(smoke_suite: Path, tmp_path: Path,
-                                                          claude_code_installed) -> None:
+def test_gym_reset_with_replay_starts_at_the_branch_point(smoke_suite: Path, tmp_path: Path, claude_code_installed) -> None:
     """``env.reset(options={"replay": capture, "branch_at": k})``: the first observation is call k."""
     import json
 
@@ -133,16 +132,16 @@ def test_gym_reset_with_replay_starts_at_the_branch_point(smoke_suite: Path, tmp
         obs, info = env.reset(options={"replay": info["capture_path"], "branch_at": 1})
         rep = info["replay"]
         assert rep.replayed == 1 and rep.handed_over_at == 1 and rep.divergence is None
-        assert normalise_request(json.loads(obs["messages"]), json.loads(obs["tools"])) == \
-            normalise_request(recorded[1].messages, recorded[1].tools)
+        assert normalise_request(json.loads(obs["messages"]), json.loads(obs["tools"])) == normalise_request(
+            recorded[1].messages, recorded[1].tools
+        )
         obs, reward, terminated, truncated, info = env.step("I wrote hello.txt; nothing else to do.")
         assert terminated and reward == 1.0  # the replayed call 0 wrote the file
         assert info["capture"][0].meta.get("replayed_from") == recorded[0].session_id
 
 
 @pytest.mark.slow
-def test_openclaw_replays_send_the_recorded_prompt_ids(smoke_suite: Path, tiny_tokenizer, tmp_path: Path,
-                                                       openclaw_installed) -> None:
+def test_openclaw_replays_send_the_recorded_prompt_ids(smoke_suite: Path, tiny_tokenizer, tmp_path: Path, openclaw_installed) -> None:
     """OpenClaw prints the date, a minute-stamped user turn and a random session UUID; pinned (the
     default), a replay sends the recorded bytes, so its replayed calls merge into the recorded tree."""
     spec = load_suite(smoke_suite).get("many-files")

@@ -72,5 +72,9 @@ def sparse_bundle(real_size: int = 500 * MiB) -> bytes:
     return c.compress(raw) + c.flush()
 
 
-ALL = {"8 GiB member": member_bomb, "ratio bomb (300 x 30 MiB)": ratio_bomb, "500 MiB pax header": pax_bomb,
-       "500 MiB sparse member": sparse_bundle}
+ALL = {
+    "8 GiB member": member_bomb,
+    "ratio bomb (300 x 30 MiB)": ratio_bomb,
+    "500 MiB pax header": pax_bomb,
+    "500 MiB sparse member": sparse_bundle,
+}

@@ -26,17 +26,29 @@ TASKS = {"lb-suite/alpha": "analysis", "lb-suite/beta": "content", "lb-suite/gam
 
 
 def write_results(
-    root: Path, *, model: str = "hf:tiny", run_id: str = "run-1", harnesses: tuple[str, ...] = ("custom", "claude-code"),
-    k: int = 2, scores: dict[tuple[str, str, int], float] | None = None,
+    root: Path,
+    *,
+    model: str = "hf:tiny",
+    run_id: str = "run-1",
+    harnesses: tuple[str, ...] = ("custom", "claude-code"),
+    k: int = 2,
+    scores: dict[tuple[str, str, int], float] | None = None,
 ) -> Path:
     """Write a results folder the way the runner does (manifest, one JSON per attempt, captures)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "attempts").mkdir(exist_ok=True)
     (root / "captures").mkdir(exist_ok=True)
     manifest = RunManifest(
-        run_id=run_id, created_at="2026-11-30T12:00:00+00:00", clawgym_version="0.1.0", suite=SUITE,
-        suite_hash=SUITE_HASH, task_ids=list(TASKS), harnesses={h: "1.0" for h in harnesses}, model=model,
-        attempts=k, pass_threshold=1.0,
+        run_id=run_id,
+        created_at="2026-11-30T12:00:00+00:00",
+        clawgym_version="0.1.0",
+        suite=SUITE,
+        suite_hash=SUITE_HASH,
+        task_ids=list(TASKS),
+        harnesses={h: "1.0" for h in harnesses},
+        model=model,
+        attempts=k,
+        pass_threshold=1.0,
     )
     (root / "manifest.json").write_text(manifest.model_dump_json(indent=1))
     for i, (task, cat) in enumerate(TASKS.items()):
@@ -44,11 +56,24 @@ def write_results(
             for a in range(k):
                 score = (scores or {}).get((task, h, a), 1.0 if (i + a) % 2 == 0 else 0.25)
                 sid = f"{run_id}-{i}-{h}-{a}"
-                rec = AttemptResult(task_id=task, harness=h, attempt=a, category=cat, score=score,
-                                    status="passed" if score >= 1.0 else "failed", session_id=sid, model_calls=1)
+                rec = AttemptResult(
+                    task_id=task,
+                    harness=h,
+                    attempt=a,
+                    category=cat,
+                    score=score,
+                    status="passed" if score >= 1.0 else "failed",
+                    session_id=sid,
+                    model_calls=1,
+                )
                 (root / "attempts" / attempt_filename(task, h, a)).write_text(rec.model_dump_json())
-                call = CallRecord(session_id=sid, call_index=0, dialect="openai-chat", completion_text=f"answer {sid}",
-                                  messages=[{"role": "user", "content": "do the task"}])
+                call = CallRecord(
+                    session_id=sid,
+                    call_index=0,
+                    dialect="openai-chat",
+                    completion_text=f"answer {sid}",
+                    messages=[{"role": "user", "content": "do the task"}],
+                )
                 (root / "captures" / f"{sid}.jsonl").write_text(call.model_dump_json() + "\n")
     return root
 
@@ -114,8 +139,9 @@ def server(store: Store) -> Iterator[tuple[str, str, Store]]:
 
 
 def post(url: str, token: str, data: bytes) -> httpx.Response:
-    return httpx.post(url + "/api/submissions", content=data, timeout=60,
-                      headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"})
+    return httpx.post(
+        url + "/api/submissions", content=data, timeout=60, headers={"authorization": f"Bearer {token}", "content-type": "application/gzip"}
+    )
 
 
 def post_many(url: str, token: str, data: bytes, n: int) -> list[int]:

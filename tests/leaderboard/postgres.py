@@ -33,16 +33,27 @@ def postgres_cluster() -> Iterator[str]:
     data, sock = root / "data", root
     env = {**os.environ, "LC_ALL": "C"}
     try:
-        subprocess.run([*as_user, _bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"],
-                       check=True, capture_output=True, env=env, timeout=120)
+        subprocess.run(
+            [*as_user, _bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"],
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=120,
+        )
         opts = f"-k {sock} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=60"
-        subprocess.run([*as_user, _bin("pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "60", "start"],
-                       check=True, capture_output=True, env=env, timeout=90)
+        subprocess.run(
+            [*as_user, _bin("pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "60", "start"],
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=90,
+        )
         try:
             yield str(sock)
         finally:
-            subprocess.run([*as_user, _bin("pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                           capture_output=True, env=env, timeout=60)
+            subprocess.run(
+                [*as_user, _bin("pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, env=env, timeout=60
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -55,6 +55,7 @@ def _edit_json(name: str, member: str, change):  # type: ignore[no-untyped-def]
         d = json.loads(raw)
         change(d)
         return json.dumps(d).encode()
+
     return edit
 
 
@@ -63,17 +64,21 @@ def _first_attempt(data: bytes) -> str:
 
 
 TAMPERS = {
-    "edited aggregate": (lambda d: _edit_json("", "summary.json", lambda s: s["overall"]["pass_at"].update({"1": 0.99})),
-                         "summary.json claims pass@1"),
-    "status lies": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(status="passed", score=0.5)),
-                    "says passed but its score"),
-    "forged score, sub-scores still 0": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(
-        status="passed", score=1.0, subscores={"code/value": 0.0})), "its sub-scores are at most 0.0"),
-    "score out of range": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(score=1.5)),
-                           "less than or equal to 1"),
-    "missing task": (lambda d: (lambda n, raw: None if n == _first_attempt(d) else raw), "attempts missing"),
-    "wrong suite hash": (lambda d: _edit_json("", "manifest.json", lambda m: m.update(suite_hash="cd" * 32)),
-                         "not a registered version"),
+    "edited aggregate": (
+        lambda d: _edit_json("", "summary.json", lambda s: s["overall"]["pass_at"].update({"1": 0.99})),
+        "summary.json claims pass@1",
+    ),
+    "status lies": (
+        lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(status="passed", score=0.5)),
+        "says passed but its score",
+    ),
+    "forged score, sub-scores still 0": (
+        lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(status="passed", score=1.0, subscores={"code/value": 0.0})),
+        "its sub-scores are at most 0.0",
+    ),
+    "score out of range": (lambda d: _edit_json("", _first_attempt(d), lambda a: a.update(score=1.5)), "less than or equal to 1"),
+    "missing task": (lambda d: lambda n, raw: None if n == _first_attempt(d) else raw, "attempts missing"),
+    "wrong suite hash": (lambda d: _edit_json("", "manifest.json", lambda m: m.update(suite_hash="cd" * 32)), "not a registered version"),
     "unknown suite": (lambda d: _edit_json("", "manifest.json", lambda m: m.update(suite="nope")), "unknown suite"),
 }
 

@@ -16,8 +16,16 @@ from tests.leaderboard.test_api import _edit_json, _rebundle
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NEW_VERSION = "cd" * 32
 
 
@@ -27,12 +35,13 @@ def _populate(url: str, token: str, store, tmp_path: Path) -> None:  # type: ign
     for i, letter in enumerate("gfedcba"):
         passes = max(0, 6 - i) if letter != "e" else 5  # f and e tie
         scores = {(t, "custom", k): (1.0 if j * 2 + k < passes else 0.0) for j, t in enumerate(tasks) for k in range(2)}
-        data = make_bundle(write_results(tmp_path / letter, run_id=letter, model=f"model-{letter}", harnesses=("custom",),
-                                         scores=scores))
+        data = make_bundle(write_results(tmp_path / letter, run_id=letter, model=f"model-{letter}", harnesses=("custom",), scores=scores))
         assert post(url, token, data).status_code == 201
     store.add_suite(SUITE, NEW_VERSION, tasks, TASKS, 1.0)
-    newer = _rebundle(make_bundle(write_results(tmp_path / "n", run_id="n", model="model-next", harnesses=("custom",))),
-                      _edit_json("", "manifest.json", lambda m: m.update(suite_hash=NEW_VERSION)))
+    newer = _rebundle(
+        make_bundle(write_results(tmp_path / "n", run_id="n", model="model-next", harnesses=("custom",))),
+        _edit_json("", "manifest.json", lambda m: m.update(suite_hash=NEW_VERSION)),
+    )
     assert post(url, token, newer).status_code == 201
 
 

@@ -20,8 +20,12 @@ from tests.leaderboard import bombs
 from tests.leaderboard.conftest import SUITE, SUITE_HASH, TASKS, free_port, post, post_many, write_results
 from tests.leaderboard.test_durability import _start
 
-REASONS = {"8 GiB member": "the limit per member", "ratio bomb (300 x 30 MiB)": "compression bomb",
-           "500 MiB pax header": "extended tar header", "500 MiB sparse member": "sparse file"}
+REASONS = {
+    "8 GiB member": "the limit per member",
+    "ratio bomb (300 x 30 MiB)": "compression bomb",
+    "500 MiB pax header": "extended tar header",
+    "500 MiB sparse member": "sparse file",
+}
 
 
 @pytest.mark.parametrize("name", sorted(bombs.ALL))

@@ -66,8 +66,14 @@ def test_admin_mistakes_give_one_error_line(tmp_path: Path) -> None:
         ("add-submitter", "erin", "--db", "not-a-url"): "cannot open the leaderboard database 'not-a-url'",
         ("add-submitter", "fay", "--db", f"sqlite:///{old}"): "was made by an older version (table submissions lacks",
         ("add-suite", "clawgym-orignal", "--db", db): "Did you mean clawgym-original?",
-        ("submit", str(write_results(tmp_path / "run")), "--server", "http://127.0.0.1:9", "--token", "t"):
-            "cannot reach the leaderboard at http://127.0.0.1:9",
+        (
+            "submit",
+            str(write_results(tmp_path / "run")),
+            "--server",
+            "http://127.0.0.1:9",
+            "--token",
+            "t",
+        ): "cannot reach the leaderboard at http://127.0.0.1:9",
     }
     for args, words in cases.items():
         r = runner.invoke(app, ["leaderboard", *args])
@@ -80,9 +86,17 @@ def test_trajectory_page_shows_tool_calls_with_dict_or_string_arguments() -> Non
     from leaderboard import views
 
     def call(arguments: object) -> CallRecord:
-        return CallRecord(session_id="s", call_index=0, dialect="openai-chat", messages=[{"role": "user", "content": "go"}],
-                          response={"role": "assistant", "content": "", "tool_calls": [
-                              {"id": "c1", "type": "function", "function": {"name": "write", "arguments": arguments}}]})
+        return CallRecord(
+            session_id="s",
+            call_index=0,
+            dialect="openai-chat",
+            messages=[{"role": "user", "content": "go"}],
+            response={
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "write", "arguments": arguments}}],
+            },
+        )
 
     class Sub:
         id, model = "x", "m"

@@ -20,7 +20,8 @@ from tests.leaderboard.conftest import SUITE, SUITE_HASH, TASKS, free_port, post
 def _start(db: str, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "clawgym_env.cli.main", "leaderboard", "serve", "--db", db, "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     for _ in range(200):
         try:
@@ -39,7 +40,8 @@ def test_concurrent_submitters_and_restart_lose_nothing(tmp_path: Path) -> None:
     tokens = [store.add_submitter("alice"), store.add_submitter("bob")]
     bundles = {
         (who, i): make_bundle(write_results(tmp_path / f"{who}-{i}", run_id=f"{who}-run-{i}", model=f"m-{who}-{i}"))
-        for who in range(2) for i in range(6)
+        for who in range(2)
+        for i in range(6)
     }
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -20,15 +20,24 @@ pytestmark = pytest.mark.sandbox
 def test_real_run_is_submitted_and_ranked(server, tmp_path: Path) -> None:
     url, token, store = server
     suite = load_suite("officeqa-mini")
-    store.add_suite(suite.name, suite.content_hash, [t.full_id for t in suite.tasks],
-                    {t.full_id: t.category for t in suite.tasks}, suite.pass_threshold)
+    store.add_suite(
+        suite.name, suite.content_hash, [t.full_id for t in suite.tasks], {t.full_id: t.category for t in suite.tasks}, suite.pass_threshold
+    )
     policy = tmp_path / "policy.yaml"
     policy.write_text('default: "I could not find it."\n')
-    summary = run_sync(run_benchmark(
-        RunConfig(model=f"scripted:{policy}", harnesses=["custom"], suite="officeqa-mini", attempts=2,
-                  concurrency=4, out=str(tmp_path / "run")),
-        progress=False,
-    ))
+    summary = run_sync(
+        run_benchmark(
+            RunConfig(
+                model=f"scripted:{policy}",
+                harnesses=["custom"],
+                suite="officeqa-mini",
+                attempts=2,
+                concurrency=4,
+                out=str(tmp_path / "run"),
+            ),
+            progress=False,
+        )
+    )
     assert summary.ran == 2 * len(suite.tasks)
     r = post(url, token, make_bundle(summary.out_dir))
     assert r.status_code == 201, r.text
@@ -40,9 +49,12 @@ def test_real_run_is_submitted_and_ranked(server, tmp_path: Path) -> None:
     assert {a["task_id"] for a in sub["attempts"]} == {t.full_id for t in suite.tasks}
     # The selection of a run must be the whole registered suite.
     partial = tmp_path / "partial"
-    summary2 = run_sync(run_benchmark(
-        RunConfig(model=f"scripted:{policy}", harnesses=["custom"], suite="officeqa-mini",
-                  tasks=suite.tasks[0].id, out=str(partial)), progress=False))
+    summary2 = run_sync(
+        run_benchmark(
+            RunConfig(model=f"scripted:{policy}", harnesses=["custom"], suite="officeqa-mini", tasks=suite.tasks[0].id, out=str(partial)),
+            progress=False,
+        )
+    )
     refused = post(url, token, make_bundle(summary2.out_dir))
     assert refused.status_code == 422 and "missing task" in refused.json()["error"]
     assert json.loads((summary.out_dir / "manifest.json").read_text())["suite_hash"] == suite.content_hash

@@ -21,11 +21,9 @@ def _ranks(html: str) -> list[str]:
 def test_equal_rows_share_a_rank(server, tmp_path: Path) -> None:
     url, token, _ = server
     for i in range(4):
-        data = make_bundle(write_results(tmp_path / f"p{i}", run_id=f"p{i}", model=f"perfect-{i}", harnesses=("custom",),
-                                         scores=ALL_PASS))
+        data = make_bundle(write_results(tmp_path / f"p{i}", run_id=f"p{i}", model=f"perfect-{i}", harnesses=("custom",), scores=ALL_PASS))
         assert post(url, token, data).status_code == 201
-    assert post(url, token, make_bundle(write_results(tmp_path / "w", run_id="w", model="worse",
-                                                      harnesses=("custom",)))).status_code == 201
+    assert post(url, token, make_bundle(write_results(tmp_path / "w", run_id="w", model="worse", harnesses=("custom",)))).status_code == 201
     rows = httpx.get(f"{url}/api/boards/{SUITE}").json()
     assert sorted(r["rank"] for r in rows) == [1, 1, 1, 1, 5]
     assert _ranks(httpx.get(f"{url}/suite/{SUITE}").text) == ["1", "1", "1", "1", "5"]
@@ -37,8 +35,12 @@ def test_category_filter_reranks_and_says_what_it_ranks(server, tmp_path: Path) 
     a = {(t, "custom", k): (1.0 if c == "analysis" else 0.0) for t, c in TASKS.items() for k in range(2)}
     b = {(t, "custom", k): (1.0 if c == "content" else 0.0) for t, c in TASKS.items() for k in range(2)}
     for name, scores in (("model-a", a), ("model-b", b)):
-        assert post(url, token, make_bundle(write_results(tmp_path / name, run_id=name, model=name, harnesses=("custom",),
-                                                          scores=scores))).status_code == 201
+        assert (
+            post(
+                url, token, make_bundle(write_results(tmp_path / name, run_id=name, model=name, harnesses=("custom",), scores=scores))
+            ).status_code
+            == 201
+        )
     overall = httpx.get(f"{url}/api/boards/{SUITE}").json()
     assert [r["model"] for r in overall] == ["model-a", "model-b"]  # 4 of 6 vs 2 of 6
     content = httpx.get(f"{url}/api/boards/{SUITE}", params={"category": "content"}).json()
@@ -65,10 +67,19 @@ def test_trajectory_page_is_titled_by_task_with_score_and_verdict(server, tmp_pa
     url, token, _ = server
     results = write_results(tmp_path / "run", harnesses=("custom",), k=1)
     sid = "run-1-1-custom-0"  # lb-suite/beta, attempt 0: score 0.25, failed
-    call = CallRecord(session_id=sid, call_index=0, dialect="openai-chat", messages=[{"role": "user", "content": "go"}],
-                      response={"role": "assistant", "content": "", "tool_calls": [
-                          {"id": "c1", "type": "function",
-                           "function": {"name": "bash", "arguments": {"cmd": "make && make test > out.txt"}}}]})
+    call = CallRecord(
+        session_id=sid,
+        call_index=0,
+        dialect="openai-chat",
+        messages=[{"role": "user", "content": "go"}],
+        response={
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": {"cmd": "make && make test > out.txt"}}}
+            ],
+        },
+    )
     (results / "captures" / f"{sid}.jsonl").write_text(call.model_dump_json() + "\n")
     sub_id = post(url, token, make_bundle(results)).json()["id"]
     page = httpx.get(f"{url}/submission/{sub_id}/trajectory/{sid}").text
@@ -90,8 +101,21 @@ def test_unknown_pages_answer_html_and_the_api_json(server) -> None:
 def test_chart_labels_each_have_their_own_line(server, tmp_path: Path) -> None:
     url, token, _ = server
     for i in range(6):
-        assert post(url, token, make_bundle(write_results(tmp_path / f"m{i}", run_id=f"m{i}", model=f"a-rather-long-model-name-{i}",
-                                                          scores={("lb-suite/alpha", "custom", 0): i / 10}))).status_code == 201
+        assert (
+            post(
+                url,
+                token,
+                make_bundle(
+                    write_results(
+                        tmp_path / f"m{i}",
+                        run_id=f"m{i}",
+                        model=f"a-rather-long-model-name-{i}",
+                        scores={("lb-suite/alpha", "custom", 0): i / 10},
+                    )
+                ),
+            ).status_code
+            == 201
+        )
     html = httpx.get(f"{url}/suite/{SUITE}").text
     ys = [int(y) for y in re.findall(r'<text x="\d+" y="(\d+)" font-size="11" text-anchor="end">', html)]
     assert len(ys) == 12 and all(b - a >= 16 for a, b in zip(ys, ys[1:]))  # 16 px text never overlaps at 22 px pitch

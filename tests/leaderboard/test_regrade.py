@@ -20,10 +20,10 @@ pytestmark = pytest.mark.sandbox
 
 GRADE = {
     "answer": "def grade(transcript, ws):\n    import os\n    p = os.path.join(ws, 'out.txt')\n"
-              "    ok = os.path.isfile(p) and open(p).read().strip() == '42'\n    return {'value': 1.0 if ok else 0.0}\n",
+    "    ok = os.path.isfile(p) and open(p).read().strip() == '42'\n    return {'value': 1.0 if ok else 0.0}\n",
     "greet": "def grade(transcript, ws):\n    import os\n    p = os.path.join(ws, 'hello.txt')\n"
-             "    ok = os.path.isfile(p) and open(p).read().strip() == 'hello'\n"
-             "    said = 'done' in transcript['final_message']\n    return {'file': 1.0 if ok else 0.0, 'said': 1.0 if said else 0.0}\n",
+    "    ok = os.path.isfile(p) and open(p).read().strip() == 'hello'\n"
+    "    said = 'done' in transcript['final_message']\n    return {'file': 1.0 if ok else 0.0, 'said': 1.0 if said else 0.0}\n",
 }
 CATEGORY = {"answer": "analysis", "greet": "content"}
 
@@ -41,13 +41,18 @@ def make_suite(root: Path) -> Path:
         (d / "task.yaml").write_text(
             f"id: {task}\nversion: 1\ncategory: {CATEGORY[task]}\ndifficulty: easy\ninstruction: do {task}\n"
             "workspace: workspace\nhidden: hidden\nverifiers:\n  - kind: code\n    file: hidden/grade.py\n"
-            "limits: {wall_time_s: 60, model_calls: 4, memory_mb: 512}\n")
+            "limits: {wall_time_s: 60, model_calls: 4, memory_mb: 512}\n"
+        )
     return root
 
 
 # (task, attempt) -> files the agent left, and the final message it gave
-LEFT = {("answer", 0): ({"out.txt": "42\n"}, ""), ("answer", 1): ({"out.txt": "41\n"}, ""),
-        ("greet", 0): ({"hello.txt": "hello\n"}, "done"), ("greet", 1): ({}, "done")}
+LEFT = {
+    ("answer", 0): ({"out.txt": "42\n"}, ""),
+    ("answer", 1): ({"out.txt": "41\n"}, ""),
+    ("greet", 0): ({"hello.txt": "hello\n"}, "done"),
+    ("greet", 1): ({}, "done"),
+}
 TRUE_SCORES = {("answer", 0): 1.0, ("answer", 1): 0.0, ("greet", 0): 1.0, ("greet", 1): 0.5}
 
 
@@ -55,16 +60,32 @@ def write_run(root: Path, suite_hash: str, *, forged: bool, run_id: str = "rg-1"
     """A results folder as `bench run --save-workspaces` leaves it; ``forged`` edits every score to 1.0."""
     (root / "attempts").mkdir(parents=True)
     (root / "captures").mkdir()
-    manifest = RunManifest(run_id=run_id, created_at="2026-12-01T09:00:00+00:00", clawgym_version="0.1.0", suite="rg-suite",
-                           suite_hash=suite_hash, task_ids=[f"rg-suite/{t}" for t in GRADE], harnesses={"custom": "1"},
-                           model="hf:forger" if forged else "hf:honest", attempts=2, pass_threshold=1.0)
+    manifest = RunManifest(
+        run_id=run_id,
+        created_at="2026-12-01T09:00:00+00:00",
+        clawgym_version="0.1.0",
+        suite="rg-suite",
+        suite_hash=suite_hash,
+        task_ids=[f"rg-suite/{t}" for t in GRADE],
+        harnesses={"custom": "1"},
+        model="hf:forger" if forged else "hf:honest",
+        attempts=2,
+        pass_threshold=1.0,
+    )
     (root / "manifest.json").write_text(manifest.model_dump_json())
     for (task, k), (files, final) in LEFT.items():
         tid, sid = f"rg-suite/{task}", f"{run_id}-{task}-{k}"
         score = 1.0 if forged else TRUE_SCORES[(task, k)]
-        rec = AttemptResult(task_id=tid, harness="custom", attempt=k, category=CATEGORY[task], score=score,
-                            status="passed" if score >= 1.0 else "failed", session_id=sid,
-                            subscores={"code/value": 0.0} if forged else {})
+        rec = AttemptResult(
+            task_id=tid,
+            harness="custom",
+            attempt=k,
+            category=CATEGORY[task],
+            score=score,
+            status="passed" if score >= 1.0 else "failed",
+            session_id=sid,
+            subscores={"code/value": 0.0} if forged else {},
+        )
         name = attempt_filename(tid, "custom", k)
         (root / "attempts" / name).write_text(rec.model_dump_json())
         ws = root / "workspaces" / name[:-5]
@@ -72,9 +93,14 @@ def write_run(root: Path, suite_hash: str, *, forged: bool, run_id: str = "rg-1"
         (ws / "README.txt").write_text("inputs\n")
         for rel, text in files.items():
             (ws / rel).write_text(text)
-        call = CallRecord(session_id=sid, call_index=0, dialect="openai-chat", completion_text=final,
-                          messages=[{"role": "user", "content": f"do {task}"}],
-                          response={"role": "assistant", "content": final})
+        call = CallRecord(
+            session_id=sid,
+            call_index=0,
+            dialect="openai-chat",
+            completion_text=final,
+            messages=[{"role": "user", "content": f"do {task}"}],
+            response={"role": "assistant", "content": final},
+        )
         (root / "captures" / f"{sid}.jsonl").write_text(call.model_dump_json() + "\n")
     return root
 
@@ -82,8 +108,14 @@ def write_run(root: Path, suite_hash: str, *, forged: bool, run_id: str = "rg-1"
 @pytest.fixture
 def rg_server(store: Store, tmp_path: Path) -> Iterator[tuple[str, str, Store, str]]:
     suite = load_suite(make_suite(tmp_path / "server-suites" / "rg-suite"))
-    store.add_suite(suite.name, suite.content_hash, [t.full_id for t in suite.tasks],
-                    {t.full_id: t.category for t in suite.tasks}, suite.pass_threshold, source_dir=str(suite.path))
+    store.add_suite(
+        suite.name,
+        suite.content_hash,
+        [t.full_id for t in suite.tasks],
+        {t.full_id: t.category for t in suite.tasks},
+        suite.pass_threshold,
+        source_dir=str(suite.path),
+    )
     token = store.add_submitter("rg")
     with serving(store) as url:
         yield url, token, store, suite.content_hash

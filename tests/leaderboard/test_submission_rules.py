@@ -57,11 +57,14 @@ def test_the_same_results_under_another_run_id_are_refused(server, tmp_path: Pat
     assert post(url, token, other).status_code == 201
 
 
-@pytest.mark.parametrize(("edit", "field"), [
-    (lambda m: m.update(model="m" * 10_000), "model"),
-    (lambda m: m.update(run_id="r" * 1000), "run_id"),
-    (lambda m: m.update(harnesses={"custom": "1.0", "claude-code": "v" * 500}), "harnesses"),
-])
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda m: m.update(model="m" * 10_000), "model"),
+        (lambda m: m.update(run_id="r" * 1000), "run_id"),
+        (lambda m: m.update(harnesses={"custom": "1.0", "claude-code": "v" * 500}), "harnesses"),
+    ],
+)
 def test_oversized_manifest_fields_are_refused_by_validation(server, tmp_path: Path, edit, field: str) -> None:
     url, token, store = server
     data = _rebundle(make_bundle(write_results(tmp_path / "run")), _edit_json("", "manifest.json", edit))
@@ -130,8 +133,10 @@ def test_two_suite_versions_are_ranked_apart_and_filtered(server, tmp_path: Path
     new_hash = "cd" * 32
     store.add_suite(SUITE, new_hash, list(TASKS), TASKS, 1.0)
     old = make_bundle(write_results(tmp_path / "old", run_id="old", model="model-old"))
-    new = _rebundle(make_bundle(write_results(tmp_path / "new", run_id="new", model="model-new")),
-                    _edit_json("", "manifest.json", lambda m: m.update(suite_hash=new_hash)))
+    new = _rebundle(
+        make_bundle(write_results(tmp_path / "new", run_id="new", model="model-new")),
+        _edit_json("", "manifest.json", lambda m: m.update(suite_hash=new_hash)),
+    )
     assert post(url, token, old).status_code == 201
     assert post(url, token, new).status_code == 201
     rows = httpx.get(f"{url}/api/boards/{SUITE}").json()

@@ -76,16 +76,25 @@ def attack(tmp_path: Path) -> Attack:
     also saves the final workspace (``--save-workspaces``: then it is copied out and graded from the copy)."""
     runs: list[Path] = []
 
-    async def run(suite: Path, task: str, replies: list[Any], backend: str, final: str = "done",
-                  save: bool = False) -> tuple[RunSummary, AttemptResult]:
+    async def run(
+        suite: Path, task: str, replies: list[Any], backend: str, final: str = "done", save: bool = False
+    ) -> tuple[RunSummary, AttemptResult]:
         runs.append(tmp_path / f"run{len(runs)}")
         out = runs[-1]
         out.mkdir()
         policy = out.with_suffix(".policy.yaml")
         policy.write_text(yaml.safe_dump({"replies": [*replies, final], "default": final}))
         summary = await run_benchmark(
-            RunConfig(model=f"scripted:{policy}", harnesses=["custom"], suite=str(suite), tasks=task, sandbox=backend,
-                      out=str(out), save_workspaces=save, concurrency=1),
+            RunConfig(
+                model=f"scripted:{policy}",
+                harnesses=["custom"],
+                suite=str(suite),
+                tasks=task,
+                sandbox=backend,
+                out=str(out),
+                save_workspaces=save,
+                concurrency=1,
+            ),
             progress=False,
         )
         (record,) = summary.attempts

@@ -21,7 +21,7 @@ from tests.security.test_forged_verdicts import DURATION_KEYS
 HIDDEN_GRADER = ORIGINAL / "implement-durations" / "hidden" / "grade.py"
 
 # Finds grade.py wherever it can be read and builds lookup-table answers from its constants.
-STEAL_ANSWERS = r'''
+STEAL_ANSWERS = r"""
 import ast, glob, json, os, re
 def _leaked():
     paths = ["/verifier/grade.py", "leak/grade.py"]
@@ -59,9 +59,11 @@ def format_duration(seconds):
     if seconds < 0:
         raise ValueError(seconds)
     return FORMAT.get(seconds, "%ds" % seconds)
-'''
+"""
 
-MONKEYPATCH = STEAL_ANSWERS + r'''
+MONKEYPATCH = (
+    STEAL_ANSWERS
+    + r"""
 import builtins, sys
 FORGED = "FORGED_SCORES"
 _table_parse, _table_format = parse_duration, format_duration
@@ -89,9 +91,10 @@ def parse_duration(text):
     raise NotImplementedError
 def format_duration(seconds):
     raise NotImplementedError
-'''
+"""
+)
 
-FD_WRITER = r'''
+FD_WRITER = r"""
 import glob, os, signal, subprocess, sys, time
 VALUES = "\n__CLAWGYM_GRADE__ " + {forged!r} + "\n__CLAWGYM_GRADE__ " + "0" * 64 + " " + {forged!r} + "\n"
 def spray():
@@ -129,7 +132,8 @@ def parse_duration(text):
     raise NotImplementedError
 def format_duration(seconds):
     raise NotImplementedError
-'''
+"""
+
 
 async def test_reading_the_hidden_expected_values(backend: str, attack: Attack) -> None:
     _, rec = await attack(ORIGINAL, "implement-durations", [write("durations.py", STEAL_ANSWERS)], backend)

@@ -35,9 +35,13 @@ async def test_special_files_and_setuid_bits_in_saved_workspaces(backend: str, a
 async def test_a_sparse_terabyte_stays_inside(backend: str, attack: Attack) -> None:
     """``truncate -s 1T`` costs nothing inside, but its full size in any copy out (the saved workspace, the
     copy docker grades): the file stays behind, noted, and the rest of the workspace comes out graded."""
-    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash("echo hi > small; truncate -s 1T big; mkdir d; "
-                                                                       "truncate -s 100M d/a; truncate -s 8G d/b")],
-                                backend, save=True)
+    summary, rec = await attack(
+        ORIGINAL,
+        "smoke-hello-file-p0",
+        [bash("echo hi > small; truncate -s 1T big; mkdir d; truncate -s 100M d/a; truncate -s 8G d/b")],
+        backend,
+        save=True,
+    )
     assert rec.score == 0.0 and "verifier" not in (rec.error or ""), rec.error
     ws = saved_workspace(summary)
     assert (ws / "small").read_text() == "hi\n" and not (ws / "big").exists()
@@ -76,8 +80,7 @@ async def test_names_that_are_not_utf8_do_not_stop_the_run(backend: str, attack:
 async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:
     """A 3 GiB write is stopped inside (tmpfs pages count against the 1 GiB memory limit; which process the
     kernel then kills varies), and the episode still ends graded, its final workspace taken out."""
-    flood = ("dd if=/dev/zero of=big bs=1M count=3072 2>dd.err; echo rc=$? > dd.txt; "
-             "du -m big | cut -f1 >> dd.txt; rm -f big; cat dd.txt")
+    flood = "dd if=/dev/zero of=big bs=1M count=3072 2>dd.err; echo rc=$? > dd.txt; du -m big | cut -f1 >> dd.txt; rm -f big; cat dd.txt"
     summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [bash(flood)], "docker", save=True)
     assert summary.ran == 1 and rec.score == 0.0 and "verifier" not in (rec.error or ""), rec.error
     ws = saved_workspace(summary)
@@ -91,8 +94,10 @@ async def test_docker_disk_flood_stays_inside(attack: Attack) -> None:
         assert "memory limit" in (rec.error or ""), rec.error
 
 
-SEE = ("for c in python python3 pip; do command -v $c; done; python3 -I -c 'import sys; print(sys.executable, sys.prefix)'; "
-       "python3 -I -c 'import numpy' 2>/dev/null && echo numpy || echo no-numpy; ls /root/.pyenv 2>&1; echo PATH=$PATH")
+SEE = (
+    "for c in python python3 pip; do command -v $c; done; python3 -I -c 'import sys; print(sys.executable, sys.prefix)'; "
+    "python3 -I -c 'import numpy' 2>/dev/null && echo numpy || echo no-numpy; ls /root/.pyenv 2>&1; echo PATH=$PATH"
+)
 
 
 async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Attack, tmp_path: Path) -> None:
@@ -109,11 +114,12 @@ async def test_agent_and_verifier_see_the_same_system(backend: str, attack: Atta
     (suite / "t" / "hidden").mkdir(parents=True)
     (suite / "suite.yaml").write_text("name: see\n")
     (suite / "t" / "task.yaml").write_text(
-        "id: t\ninstruction: look\nhidden: hidden\nverifiers:\n  - {kind: script, file: hidden/reward.sh}\n")
+        "id: t\ninstruction: look\nhidden: hidden\nverifiers:\n  - {kind: script, file: hidden/reward.sh}\n"
+    )
     (suite / "t" / "hidden" / "reward.sh").write_text(f"({SEE}) 2>&1 | sed 's/^/seen: /'\necho 0\n")
     spec = load_suite(suite).get("t")
     res = await grade_workspace(spec, saved_workspace(summary), make_transcript(spec, "x"), backend)
-    verifier = [ln[len("seen: "):] for ln in res.output.splitlines() if ln.startswith("seen: ")]
+    verifier = [ln[len("seen: ") :] for ln in res.output.splitlines() if ln.startswith("seen: ")]
     assert [ln for ln in verifier if not ln.startswith("PATH=")] == [ln for ln in agent if not ln.startswith("PATH=")]
     agent_path = next(ln for ln in agent if ln.startswith("PATH="))[5:].split(":")
     assert set(next(ln for ln in verifier if ln.startswith("PATH="))[5:].split(":")) <= set(agent_path)

@@ -45,8 +45,10 @@ async def test_forged_grade_line_from_the_agents_module(backend: str, attack: At
 async def test_symlink_at_the_payload_path_cannot_overwrite_the_grader(backend: str, attack: Attack, clawgym_suite: Path) -> None:
     hidden = clawgym_suite / "task-0000" / "hidden"
     before = digest(hidden)
-    link = ("mkdir -p /tmp/.clawgym-verify && ln -sf /root/.openclaw/workspace/reward/reward.sh "
-            "/tmp/.clawgym-verify/reward_payload.json && ls -l /tmp/.clawgym-verify")
+    link = (
+        "mkdir -p /tmp/.clawgym-verify && ln -sf /root/.openclaw/workspace/reward/reward.sh "
+        "/tmp/.clawgym-verify/reward_payload.json && ls -l /tmp/.clawgym-verify"
+    )
     # the payload (JSON, one line) would land in reward.sh through the link; bash expands $(...) in its
     # double-quoted strings: print 1.0 on the grader's stdout, then append `exit 0` for bash to read next
     final = "$(echo 1.0 >/proc/$$/fd/1; (echo; echo exit 0) >> /root/.openclaw/workspace/reward/reward.sh)"
@@ -107,9 +109,11 @@ async def test_a_process_that_survives_the_harness(backend: str, attack: Attack)
 
     marker = "clawgym-attack-daemon-7f3a"
     daemon = DAEMON.format(ancestors=ANCESTORS, forged=forged_scores(*DURATION_KEYS))
-    start = (f"cp daemon.py /tmp/{marker}.py && rm daemon.py && "
-             f"(env -i setsid python3 /tmp/{marker}.py </dev/null >/dev/null 2>&1 &) ; sleep 0.5; "
-             f"pgrep -f {marker}.py >/dev/null && echo DAEMON-UP")
+    start = (
+        f"cp daemon.py /tmp/{marker}.py && rm daemon.py && "
+        f"(env -i setsid python3 /tmp/{marker}.py </dev/null >/dev/null 2>&1 &) ; sleep 0.5; "
+        f"pgrep -f {marker}.py >/dev/null && echo DAEMON-UP"
+    )
     summary, rec = await attack(ORIGINAL, "implement-durations", [write("daemon.py", daemon), bash(start)], backend)
     assert rec.score == 0.0, rec.verifier_output
     assert processes_with(marker) == []  # nothing of the episode outlives it
@@ -132,8 +136,7 @@ except urllib.error.HTTPError as exc:
 
 
 async def test_deeply_nested_body_to_the_proxy(backend: str, attack: Attack) -> None:
-    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0",
-                                [write("/tmp/nest.py", NESTED), bash("python3 /tmp/nest.py")], backend)
+    summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [write("/tmp/nest.py", NESTED), bash("python3 /tmp/nest.py")], backend)
     assert summary.ran == 1 and rec.model_calls >= 2 and rec.score == 0.0
     capture = (summary.out_dir / "captures").glob("*.jsonl").__next__().read_text().splitlines()
     last_prompt = json.loads(capture[-1])["messages"][-1]

@@ -91,10 +91,16 @@ CASES = {
     "match_answer, text": (lambda s: match_answer(s, "Norrvik"), lambda n: "a " * n, 16_000),
     # OfficeQA's official rule (answers tagged <FINAL_ANSWER>)
     "officeqa final_answer, unclosed tags": (final_answer, lambda n: "<FINAL_ANSWER>" * n, 2_000),
-    "officeqa verdict, inner spaces": (lambda s: officeqa_verdict("1.47 billion", s, 0.0, "FINAL_ANSWER"),
-                                       lambda n: "<FINAL_ANSWER>1" + " " * n + "x</FINAL_ANSWER>", 32_000),
-    "officeqa verdict, list": (lambda s: officeqa_verdict("[1, 2, 3]", s, 0.0, "FINAL_ANSWER"),
-                               lambda n: "<FINAL_ANSWER>" + "1, " * n + "</FINAL_ANSWER>", 8_000),
+    "officeqa verdict, inner spaces": (
+        lambda s: officeqa_verdict("1.47 billion", s, 0.0, "FINAL_ANSWER"),
+        lambda n: "<FINAL_ANSWER>1" + " " * n + "x</FINAL_ANSWER>",
+        32_000,
+    ),
+    "officeqa verdict, list": (
+        lambda s: officeqa_verdict("[1, 2, 3]", s, 0.0, "FINAL_ANSWER"),
+        lambda n: "<FINAL_ANSWER>" + "1, " * n + "</FINAL_ANSWER>",
+        8_000,
+    ),
     # the rubric judge: JSON objects in the agent's work quoted to it (a failed decode at every brace
     # counted the lines up to it), and <think> blocks in the judge's reply (each unclosed one rescanned the rest)
     "judge objects, brace lines": (_judged, lambda n: "{\n" * n, 2_000),
@@ -153,8 +159,7 @@ def test_json_objects_are_what_the_decoder_finds_at_every_brace() -> None:
 
     checked = 0
     for _ in range(1500):
-        chars = list(rng.choice(["", "x ", "{"]).join(json.dumps(value(), indent=rng.choice([None, 1]))
-                                                        for _ in range(rng.randint(1, 3))))
+        chars = list(rng.choice(["", "x ", "{"]).join(json.dumps(value(), indent=rng.choice([None, 1])) for _ in range(rng.randint(1, 3))))
         for _ in range(rng.randint(0, 3)):
             k = rng.randrange(len(chars) + 1)
             if rng.random() < 0.4 and k < len(chars):
@@ -171,8 +176,9 @@ def test_json_objects_are_what_the_decoder_finds_at_every_brace() -> None:
 def test_copies_are_known_by_content_and_deep_nesting_is_left_out() -> None:
     """The digest ignores key order and case (a judge re-typing a planted verdict is still caught); an
     object nested past ``MAX_DEPTH`` is not returned, the shallow objects inside it are."""
-    one, two = [o for o in json_objects('{"Verdict": "YES", "n": [1, {"a": null}]} {"n": [1, {"a": null}], "verdict": "yes"}')
-                if "n" in o.value]
+    one, two = [
+        o for o in json_objects('{"Verdict": "YES", "n": [1, {"a": null}]} {"n": [1, {"a": null}], "verdict": "yes"}') if "n" in o.value
+    ]
     assert one.digest == two.digest and two.value["verdict"] == "yes"
     assert len({o.digest for o in json_objects('{"v": 1} {"v": 1.0} {"v": "1"} {"v": [1]} {"w": 1}')}) == 5
     deep = '{"a": ' * (MAX_DEPTH + 5) + '{"verdict": "yes"}' + "}" * (MAX_DEPTH + 5)

@@ -29,18 +29,41 @@ RUN_KILLER = "<answer>1" + " " * 40_000 + "x</answer>"
 @pytest.mark.sandbox
 def test_a_pathological_answer_scores_0_and_the_run_goes_on(tmp_path: Path) -> None:
     policy = tmp_path / "policy.yaml"
-    policy.write_text(yaml.safe_dump({
-        "rules": [  # matched on the instruction, the first call's last message; then "done"
-            {"match": "Brandholm", "reply": write("output/answer.txt", RUN_KILLER)},
-            {"match": "Public\\s+Transit", "reply": write("output/answer.txt", "<answer>231.0 million</answer>")},
-            {"match": "Norrvik", "reply": "Net sales grew <answer>16.5%</answer>"},
-        ],
-        "default": "done",
-    }))
+    policy.write_text(
+        yaml.safe_dump(
+            {
+                "rules": [  # matched on the instruction, the first call's last message; then "done"
+                    {"match": "Brandholm", "reply": write("output/answer.txt", RUN_KILLER)},
+                    {"match": "Public\\s+Transit", "reply": write("output/answer.txt", "<answer>231.0 million</answer>")},
+                    {"match": "Norrvik", "reply": "Net sales grew <answer>16.5%</answer>"},
+                ],
+                "default": "done",
+            }
+        )
+    )
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "clawgym_env.cli.main", "bench", "run", "--model", f"scripted:{policy}",
-           "--harness", "custom", "--suite", str(OFFICEQA), "--tasks", "[cdn]*", "--sandbox", "bwrap",
-           "--concurrency", "3", "--out", str(out), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "clawgym_env.cli.main",
+        "bench",
+        "run",
+        "--model",
+        f"scripted:{policy}",
+        "--harness",
+        "custom",
+        "--suite",
+        str(OFFICEQA),
+        "--tasks",
+        "[cdn]*",
+        "--sandbox",
+        "bwrap",
+        "--concurrency",
+        "3",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     try:  # a process of its own: a stalled event loop lets no timeout inside it fire, pytest's included
         subprocess.run(cmd, cwd=REPO, capture_output=True, timeout=240, check=True)
     except subprocess.TimeoutExpired:
@@ -51,7 +74,6 @@ def test_a_pathological_answer_scores_0_and_the_run_goes_on(tmp_path: Path) -> N
     assert (killer.status, killer.score, killer.episode_status) == ("failed", 0.0, "completed"), killer.error
     for honest in ("city-transit-spend", "norrvik-sales-growth"):
         assert (by_task[honest].status, by_task[honest].score) == ("passed", 1.0), by_task[honest].error
-
 
 
 GRADE_SHOWING_OUTPUT = """
@@ -75,11 +97,18 @@ def _suite_showing_output(root: Path) -> Path:
         task = root / name
         (task / "hidden").mkdir(parents=True)
         (task / "hidden" / "grade.py").write_text(GRADE_SHOWING_OUTPUT)
-        (task / "task.yaml").write_text(yaml.safe_dump({
-            "id": name, "version": 1, "instruction": f"Task {name}: write answer.py, which prints done.",
-            "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py", "timeout_s": 120}],
-            "limits": {"wall_time_s": 120, "model_calls": 4, "memory_mb": 1024},
-        }))
+        (task / "task.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "id": name,
+                    "version": 1,
+                    "instruction": f"Task {name}: write answer.py, which prints done.",
+                    "hidden": "hidden",
+                    "verifiers": [{"kind": "code", "file": "hidden/grade.py", "timeout_s": 120}],
+                    "limits": {"wall_time_s": 120, "model_calls": 4, "memory_mb": 1024},
+                }
+            )
+        )
     return root
 
 
@@ -91,13 +120,26 @@ async def test_agent_code_flooding_its_graders_output(tmp_path: Path) -> None:
     the same run, graded alongside, passes. (bwrap reads its pipes in 64 KiB: the same run took 16 s there.)"""
     backend = "docker"
     policy = tmp_path / "policy.yaml"
-    policy.write_text(yaml.safe_dump({"rules": [
-        {"match": "Task flood", "reply": write("answer.py", FLOOD)},
-        {"match": "Task quiet", "reply": write("answer.py", "print('done')\n")},
-    ], "default": "done"}))
+    policy.write_text(
+        yaml.safe_dump(
+            {
+                "rules": [
+                    {"match": "Task flood", "reply": write("answer.py", FLOOD)},
+                    {"match": "Task quiet", "reply": write("answer.py", "print('done')\n")},
+                ],
+                "default": "done",
+            }
+        )
+    )
     summary = await run_benchmark(
-        RunConfig(model=f"scripted:{policy}", harnesses=["custom"], suite=str(_suite_showing_output(tmp_path / "graders-showing-output")),
-                  sandbox=backend, out=str(tmp_path / "run"), concurrency=2),
+        RunConfig(
+            model=f"scripted:{policy}",
+            harnesses=["custom"],
+            suite=str(_suite_showing_output(tmp_path / "graders-showing-output")),
+            sandbox=backend,
+            out=str(tmp_path / "run"),
+            concurrency=2,
+        ),
         progress=False,
     )
     by_task = {a.task_id.rsplit("/", 1)[1]: a for a in summary.attempts}

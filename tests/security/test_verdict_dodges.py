@@ -17,8 +17,7 @@ from trainers.rollout_stream import episode_from_attempt
 
 
 @pytest.mark.parametrize("then", ["kill -9 $PPID", "kill -TERM $PPID; sleep 5"], ids=["KILL", "TERM"])
-async def test_an_agent_that_kills_its_harness_is_graded_as_a_crash(backend: str, attack: Attack, then: str,
-                                                                     tmp_path) -> None:
+async def test_an_agent_that_kills_its_harness_is_graded_as_a_crash(backend: str, attack: Attack, then: str, tmp_path) -> None:
     """The right answer, then the harness killed: a crash never passes in bench, and trains with the crash
     reward, not left out (a mask would make ``kill $PPID`` the way out of every failing episode)."""
     summary, rec = await attack(ORIGINAL, "smoke-hello-file-p0", [write("hello.txt", "hello world\n"), bash(then)], backend)
@@ -29,4 +28,3 @@ async def test_an_agent_that_kills_its_harness_is_graded_as_a_crash(backend: str
     assert ep.status == "crashed"
     assert episode_reward(ep) == 0.0  # the default: trained, at the crash reward
     assert episode_reward(ep, "mask") is None  # what the default was before, and why it changed
-

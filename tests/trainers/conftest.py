@@ -39,8 +39,17 @@ def make_config(out: Path, cls: Any = None, **kw: Any) -> Any:
     from trainers.tree_grpo.config import TreeGRPOConfig
 
     base: dict[str, Any] = {
-        "output_dir": str(out), "suite": str(SUITE), "harness": "custom", "max_completion_length": 16, "learning_rate": 1e-3,
-        "max_steps": 4, "save_steps": 0, "num_generations": 4, "pairs_per_step": 2, "loss_type": "grpo", "seed": 0,
+        "output_dir": str(out),
+        "suite": str(SUITE),
+        "harness": "custom",
+        "max_completion_length": 16,
+        "learning_rate": 1e-3,
+        "max_steps": 4,
+        "save_steps": 0,
+        "num_generations": 4,
+        "pairs_per_step": 2,
+        "loss_type": "grpo",
+        "seed": 0,
     }
     base.update(kw)
     return (cls or TreeGRPOConfig)(**base)
@@ -57,9 +66,17 @@ def real_batch(tiny_path: Path) -> Iterator[Any]:
     backend = HFBackend(tiny_path, seed=0)
     suite = load_suite(SUITE)
     batch = collect(
-        [suite.get("say-short")], ["custom"], [1.0], backend, pairs_per_step=2, num_generations=4, rng=random.Random(0),
-        filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False), policy_version=0,
-        skip_zero_variance=False, sampling={"max_tokens": 16, "temperature": 1.0},
+        [suite.get("say-short")],
+        ["custom"],
+        [1.0],
+        backend,
+        pairs_per_step=2,
+        num_generations=4,
+        rng=random.Random(0),
+        filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False),
+        policy_version=0,
+        skip_zero_variance=False,
+        sampling={"max_tokens": 16, "temperature": 1.0},
     )
     yield batch
     run_sync(backend.aclose())

@@ -28,14 +28,27 @@ def batch(seed: int, system_tokens: int = 40) -> Any:
 
     groups = []
     for g, calls in enumerate((2, 3, 4)):
-        shape = EpisodeShape(n_calls=calls, system_tokens=system_tokens, task_tokens=10, completion_tokens=(4, 10),
-                             tool_result_tokens=(4, 10), volatile_tokens=4, vocab_size=200)
+        shape = EpisodeShape(
+            n_calls=calls,
+            system_tokens=system_tokens,
+            task_tokens=10,
+            completion_tokens=(4, 10),
+            tool_result_tokens=(4, 10),
+            volatile_tokens=4,
+            vocab_size=200,
+        )
         rng = random.Random(seed * 10 + g)
-        eps = [EpisodeResult(session_id=ep[0].session_id, task_id="toy/t", harness="custom", status="completed",
-                             score=rng.random(), calls=ep) for ep in synthetic_group("claude-code", 3, shape, seed=seed * 10 + g)]
+        eps = [
+            EpisodeResult(session_id=ep[0].session_id, task_id="toy/t", harness="custom", status="completed", score=rng.random(), calls=ep)
+            for ep in synthetic_group("claude-code", 3, shape, seed=seed * 10 + g)
+        ]
         groups.append((type("T", (), {"full_id": f"toy/t{g}"})(), "custom", eps))
-    return build_batch(groups, filters=tree_filters(drop_retries=False, max_leaves=None, exclude_subagents=False),
-                       policy_version=0, skip_zero_variance=False)
+    return build_batch(
+        groups,
+        filters=tree_filters(drop_retries=False, max_leaves=None, exclude_subagents=False),
+        policy_version=0,
+        skip_zero_variance=False,
+    )
 
 
 def trainer(out: Path, resume: str | None = None, detached: bool = False, flags: tuple[str, ...] = ()) -> Any:
@@ -47,9 +60,22 @@ def trainer(out: Path, resume: str | None = None, detached: bool = False, flags:
     class DetachedTrunkGRPO(DetachedTrunkForward, TreeGRPOTrainer):
         pass
 
-    cfg = TreeGRPOConfig(output_dir=str(out), suite=str(SUITE), harness="custom", max_steps=4, save_steps=0, seed=0,
-                         learning_rate=1e-3, beta=0.04, max_completion_length=16, use_cpu=True, fsdp="--fsdp" in flags,
-                         use_peft="--lora" in flags, lora_r=4, bf16="--bf16" in flags)
+    cfg = TreeGRPOConfig(
+        output_dir=str(out),
+        suite=str(SUITE),
+        harness="custom",
+        max_steps=4,
+        save_steps=0,
+        seed=0,
+        learning_rate=1e-3,
+        beta=0.04,
+        max_completion_length=16,
+        use_cpu=True,
+        fsdp="--fsdp" in flags,
+        use_peft="--lora" in flags,
+        lora_r=4,
+        bf16="--bf16" in flags,
+    )
     return (DetachedTrunkGRPO if detached else TreeGRPOTrainer)(cfg, tiny_model_path(), resume_from_checkpoint=resume)
 
 
@@ -73,8 +99,18 @@ def main() -> None:
     if t.accelerator.is_main_process:  # the policy as rollouts get it (sharded: gathered at the last sync; LoRA: merged)
         params = {k: v.detach().clone() for k, v in t.policy_weights().state_dict().items()}
         trainable = [n for n, p in t.policy.named_parameters() if p.requires_grad]
-        torch.save({"metrics": metrics, "params": params, "processes": t.accelerator.num_processes, "trainable": trainable,
-                    "version": t.policy_version, "trunks": trunks, "sharded": t.sharded}, out / "result.pt")
+        torch.save(
+            {
+                "metrics": metrics,
+                "params": params,
+                "processes": t.accelerator.num_processes,
+                "trainable": trainable,
+                "version": t.policy_version,
+                "trunks": trunks,
+                "sharded": t.sharded,
+            },
+            out / "result.pt",
+        )
     t.close()
 
 

@@ -13,8 +13,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
 
 def test_async_run_trains_on_groups_at_most_max_staleness_old(tiny_path: Path, tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, async_rollouts=True, max_staleness=1, max_steps=4, pairs_per_step=1, num_generations=2,
-                      learning_rate=1e-2)
+    cfg = make_config(tmp_path, async_rollouts=True, max_staleness=1, max_steps=4, pairs_per_step=1, num_generations=2, learning_rate=1e-2)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     try:
         history = trainer.train()
@@ -31,8 +30,16 @@ def test_async_run_trains_on_groups_at_most_max_staleness_old(tiny_path: Path, t
 
 def test_async_run_with_the_policy_in_a_child_process(tiny_path: Path, tmp_path: Path) -> None:
     """--rollout_process, K = 2: two steps of groups sample ahead in the child; none trains older than 2 versions."""
-    cfg = make_config(tmp_path, async_rollouts=True, max_staleness=2, max_steps=4, pairs_per_step=1, num_generations=2,
-                      learning_rate=1e-2, rollout_process=True)
+    cfg = make_config(
+        tmp_path,
+        async_rollouts=True,
+        max_staleness=2,
+        max_steps=4,
+        pairs_per_step=1,
+        num_generations=2,
+        learning_rate=1e-2,
+        rollout_process=True,
+    )
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     try:
         history = trainer.train()

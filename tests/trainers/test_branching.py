@@ -13,11 +13,20 @@ from clawgym_env.tree import build_forest
 from trainers.branching import branch_points, call_surprisal, node_values, step_advantages
 
 
-def call(session: str, i: int, prompt: list[int], completion: list[int], logprobs: list[float] | None = None,
-         error: str | None = None) -> CallRecord:
-    return CallRecord(session_id=session, call_index=i, dialect="openai-chat", path="/v1/chat/completions",
-                      prompt_ids=prompt, completion_ids=completion, logprobs=logprobs or [-0.1] * len(completion),
-                      error=error, status=500 if error else 200)
+def call(
+    session: str, i: int, prompt: list[int], completion: list[int], logprobs: list[float] | None = None, error: str | None = None
+) -> CallRecord:
+    return CallRecord(
+        session_id=session,
+        call_index=i,
+        dialect="openai-chat",
+        path="/v1/chat/completions",
+        prompt_ids=prompt,
+        completion_ids=completion,
+        logprobs=logprobs or [-0.1] * len(completion),
+        error=error,
+        status=500 if error else 200,
+    )
 
 
 def episode(session: str, turns: list[list[int]], logprobs: list[list[float]] | None = None) -> list[CallRecord]:
@@ -50,7 +59,7 @@ def test_entropy_mode_branches_where_the_policy_was_least_sure() -> None:
 
 def test_values_and_step_advantages_credit_the_step_taken_at_the_branch() -> None:
     root = episode("root", ROOT)
-    win = episode("win", [ROOT[0], [25, 26], [35, 36]])   # branched at call 1, took another step, passed
+    win = episode("win", [ROOT[0], [25, 26], [35, 36]])  # branched at call 1, took another step, passed
     lose = episode("lose", [ROOT[0], ROOT[1], [40, 41]])  # branched at call 2, failed
     rewards = {"root": 1.0, "win": 1.0, "lose": 0.0}
     tree = build_forest([root, win, lose])
@@ -86,18 +95,15 @@ def test_a_branched_group_runs_through_the_executor_and_shares_the_replayed_call
         done = sum(1 for m in request.messages if m.get("role") == "tool")
         if done >= 3:
             return "Done."
-        return {"tool_calls": [{"name": "write", "arguments": {"path": f"f{done + 1:02d}.txt",
-                                                               "content": f"{draw.random():.6f}\n"}}]}
+        return {"tool_calls": [{"name": "write", "arguments": {"path": f"f{done + 1:02d}.txt", "content": f"{draw.random():.6f}\n"}}]}
 
     backend = ScriptedBackend(policy, tokenizer=AutoTokenizer.from_pretrained(tiny_model_path()))
     loop = LoopThread()
-    executor = local_executor([task], ["custom"], backend, sandbox="bwrap", sampling=None, concurrency=2,
-                              wall_time_s=120)
+    executor = local_executor([task], ["custom"], backend, sandbox="bwrap", sampling=None, concurrency=2, wall_time_s=120)
     loop.run(executor.start())
     stream = RolloutStream(executor, loop, num_generations=1, next_pair=lambda: (task, "custom"))
     try:
-        [eps] = sample_branched_groups(stream, [(task, "custom")], roots=1, points=3, workdir=tmp_path,
-                                       rng=random.Random(3))
+        [eps] = sample_branched_groups(stream, [(task, "custom")], roots=1, points=3, workdir=tmp_path, rng=random.Random(3))
     finally:
         stream.close()
         loop.run(executor.stop())

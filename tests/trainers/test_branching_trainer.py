@@ -35,11 +35,18 @@ from trainers.tree_ppo.trainer import TreePPOTrainer
 
 REWARDS = {"r": 1.0, "b1": 1.0, "b2": 0.0}
 HAND = {  # loss token id -> (rollout credited, node value, step advantage)
-    10: ("r", 2 / 3, 0.0), 11: ("r", 2 / 3, 0.0),
-    20: ("r", 0.5, -(1 / 3) / math.sqrt(2)), 21: ("r", 0.5, -(1 / 3) / math.sqrt(2)),
-    30: ("r", 1.0, 1 / 3 + 1 / 2), 31: ("r", 1.0, 1 / 3 + 1 / 2),
-    40: ("b2", 0.0, -2 / 3 - 1 / 2), 41: ("b2", 0.0, -2 / 3 - 1 / 2),
-    25: ("b1", 1.0, 2 / 3), 26: ("b1", 1.0, 2 / 3), 35: ("b1", 1.0, 2 / 3), 36: ("b1", 1.0, 2 / 3),
+    10: ("r", 2 / 3, 0.0),
+    11: ("r", 2 / 3, 0.0),
+    20: ("r", 0.5, -(1 / 3) / math.sqrt(2)),
+    21: ("r", 0.5, -(1 / 3) / math.sqrt(2)),
+    30: ("r", 1.0, 1 / 3 + 1 / 2),
+    31: ("r", 1.0, 1 / 3 + 1 / 2),
+    40: ("b2", 0.0, -2 / 3 - 1 / 2),
+    41: ("b2", 0.0, -2 / 3 - 1 / 2),
+    25: ("b1", 1.0, 2 / 3),
+    26: ("b1", 1.0, 2 / 3),
+    35: ("b1", 1.0, 2 / 3),
+    36: ("b1", 1.0, 2 / 3),
 }
 
 
@@ -49,16 +56,27 @@ def episode(session: str, turns: list[list[int]], replayed: int) -> Any:
 
     calls, prompt = [], [1, 2, 3]
     for i, c in enumerate(turns):
-        calls.append(CallRecord(session_id=session, call_index=i, dialect="openai-chat", prompt_ids=list(prompt),
-                                completion_ids=c, logprobs=[-0.5] * len(c), token_source="replayed" if i < replayed else "sampled"))
+        calls.append(
+            CallRecord(
+                session_id=session,
+                call_index=i,
+                dialect="openai-chat",
+                prompt_ids=list(prompt),
+                completion_ids=c,
+                logprobs=[-0.5] * len(c),
+                token_source="replayed" if i < replayed else "sampled",
+            )
+        )
         prompt = prompt + c + [90 + i, 91 + i]
-    return EpisodeResult(session_id=session, task_id="toy/t", harness="custom", status="completed", score=REWARDS[session],
-                         calls=calls)
+    return EpisodeResult(session_id=session, task_id="toy/t", harness="custom", status="completed", score=REWARDS[session], calls=calls)
 
 
 def branched_batch() -> RolloutBatch:
-    eps = [episode("r", [[10, 11], [20, 21], [30, 31]], 0), episode("b1", [[10, 11], [25, 26], [35, 36]], 1),
-           episode("b2", [[10, 11], [20, 21], [40, 41]], 2)]
+    eps = [
+        episode("r", [[10, 11], [20, 21], [30, 31]], 0),
+        episode("b1", [[10, 11], [25, 26], [35, 36]], 1),
+        episode("b2", [[10, 11], [20, 21], [40, 41]], 2),
+    ]
     group = make_group("toy/t", "custom", eps, filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False))
     return RolloutBatch(groups=[group])
 
@@ -99,8 +117,7 @@ def test_grpo_each_token_gets_its_nodes_step_advantage_once(tiny_path: Path, tmp
         assert scaled[tok][1] == pytest.approx(adv / (std + 1e-4), abs=1e-5), tok
 
 
-def test_without_branching_the_rollout_baseline_reaches_only_the_tokens_each_rollout_sampled(tiny_path: Path,
-                                                                                             tmp_path: Path) -> None:
+def test_without_branching_the_rollout_baseline_reaches_only_the_tokens_each_rollout_sampled(tiny_path: Path, tmp_path: Path) -> None:
     trainer = TreeGRPOTrainer(make_config(tmp_path, scale_rewards="none"), tiny_path)
     got = per_token(trainer, branched_batch(), "advantages")
     mean = sum(REWARDS.values()) / 3
@@ -149,7 +166,6 @@ def test_branching_fields_parse(tmp_path: Path) -> None:
     assert (cfg.num_generations, cfg.branch_points, cfg.branches_per_point, cfg.branch_strategy) == (2, 3, 2, "entropy")
 
 
-
 @pytest.fixture(scope="module")
 def tool_model(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model taught to call bash and then answer, so its own episodes have calls to branch at.
@@ -180,8 +196,9 @@ def tool_model(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
         return draw.choice(["12345", "Done.", "ok 7", "99"])
 
     loop = LoopThread()
-    executor = local_executor([task], ["custom"], ScriptedBackend(expert, tokenizer=tok), sandbox="bwrap", sampling=None,
-                              concurrency=2, wall_time_s=120)
+    executor = local_executor(
+        [task], ["custom"], ScriptedBackend(expert, tokenizer=tok), sandbox="bwrap", sampling=None, concurrency=2, wall_time_s=120
+    )
     loop.run(executor.start())
     stream = RolloutStream(executor, loop, num_generations=6, next_pair=lambda: (task, "custom"))
     try:
@@ -190,8 +207,9 @@ def tool_model(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
         stream.close()
         loop.run(executor.stop())
         loop.close()
-    targets = [c.model_copy(update={"token_source": "sampled", "logprobs": [0.0] * len(c.completion_ids or ())})
-               for ep in eps for c in ep.calls]
+    targets = [
+        c.model_copy(update={"token_source": "sampled", "logprobs": [0.0] * len(c.completion_ids or ())}) for ep in eps for c in ep.calls
+    ]
     pack = pack_tree(build_forest([targets]))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
@@ -211,8 +229,17 @@ def tool_model(tiny_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 @pytest.mark.sandbox
 def test_a_branched_training_step_through_the_custom_harness(tool_model: Path, tmp_path: Path) -> None:
     """trainer.rollout() samples roots then branches (bwrap, in-process HF backend), train_step updates on their tree."""
-    cfg = make_config(tmp_path, branching=True, num_generations=2, branch_points=2, pairs_per_step=1, tasks="say-digits",
-                      max_completion_length=40, temperature=0.7, learning_rate=1e-2)
+    cfg = make_config(
+        tmp_path,
+        branching=True,
+        num_generations=2,
+        branch_points=2,
+        pairs_per_step=1,
+        tasks="say-digits",
+        max_completion_length=40,
+        temperature=0.7,
+        learning_rate=1e-2,
+    )
     trainer = TreeGRPOTrainer(cfg, tool_model)
     try:
         batch = trainer.rollout()

@@ -21,9 +21,16 @@ def test_grpo_step_through_claude_code_and_custom(tiny_path: Path, tmp_path: Pat
 
     if not list((cache_root() / "harnesses").glob("anthropic-ai-claude-code-*")):
         pytest.fail("Claude Code is not installed; run `clawgym harness install claude-code`")
-    cfg = make_config(tmp_path, harness="claude-code,custom", mix_weights="1,1", pairs_per_step=2, num_generations=2,
-                      tasks="say-short", seed=1,
-                      crashed_episodes="penalize")  # the random tiny model makes Claude Code exit 1 (every call hits max tokens)
+    cfg = make_config(
+        tmp_path,
+        harness="claude-code,custom",
+        mix_weights="1,1",
+        pairs_per_step=2,
+        num_generations=2,
+        tasks="say-short",
+        seed=1,
+        crashed_episodes="penalize",
+    )  # the random tiny model makes Claude Code exit 1 (every call hits max tokens)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     batch = trainer.rollout()
     harnesses = {g.harness for g in batch.all_groups}
@@ -41,10 +48,19 @@ def test_ppo_warmup_and_policy_step_through_claude_code(tiny_path: Path, tmp_pat
     from trainers.tree_ppo.config import TreePPOConfig
     from trainers.tree_ppo.trainer import TreePPOTrainer
 
-    cfg = make_config(tmp_path, TreePPOConfig, harness="claude-code", pairs_per_step=1, num_generations=2,
-                      tasks="say-short", seed=2, value_warmup_steps=1,
-                      crashed_episodes="penalize", crashed_reward=1.0,  # as above; a return V has not fit yet
-                      whiten_advantages=False)  # so A = R - V(s_t) is not whitened to 0 when every return is equal
+    cfg = make_config(
+        tmp_path,
+        TreePPOConfig,
+        harness="claude-code",
+        pairs_per_step=1,
+        num_generations=2,
+        tasks="say-short",
+        seed=2,
+        value_warmup_steps=1,
+        crashed_episodes="penalize",
+        crashed_reward=1.0,  # as above; a return V has not fit yet
+        whiten_advantages=False,
+    )  # so A = R - V(s_t) is not whitened to 0 when every return is equal
     trainer = TreePPOTrainer(cfg, tiny_path)
     batch = trainer.rollout()
     assert [g.harness for g in batch.groups] == ["claude-code"] and batch.groups[0].tree.num_trainable > 0

@@ -64,14 +64,17 @@ def test_ppo_config_checks_its_value_fields(tmp_path: Path) -> None:
         make_config(tmp_path, TreePPOConfig, cliprange_value=0.0)
 
 
-@pytest.mark.parametrize(("field", "value", "hint"), [
-    ("per_device_train_batch_size", 16, "--pairs_per_step"),
-    ("num_train_epochs", 2.0, "--max_steps"),
-    ("top_k", 5, "--temperature"),
-    ("vllm_server_port", 9000, "--rollout_backend vllm:"),
-    ("push_to_hub", True, "checkpoint-<step>"),
-    ("fsdp_config", {"reshard_after_forward": False}, "accelerate launch"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "hint"),
+    [
+        ("per_device_train_batch_size", 16, "--pairs_per_step"),
+        ("num_train_epochs", 2.0, "--max_steps"),
+        ("top_k", 5, "--temperature"),
+        ("vllm_server_port", 9000, "--rollout_backend vllm:"),
+        ("push_to_hub", True, "checkpoint-<step>"),
+        ("fsdp_config", {"reshard_after_forward": False}, "accelerate launch"),
+    ],
+)
 def test_trl_fields_the_tree_trainers_ignore_are_refused_with_what_to_set(tmp_path: Path, field: str, value: Any, hint: str) -> None:
     with pytest.raises(ConfigError, match=rf"{field}=.*no effect on tree training: .*{re.escape(hint)}"):
         make_config(tmp_path, **{field: value})

@@ -77,8 +77,16 @@ class _Watch:
 
 
 def _run(tiny_path: Path, out: Path, **cpus: Any) -> tuple[list[dict[str, float]], _Watch, list[frozenset[int]]]:
-    cfg = make_config(out, max_steps=2, pairs_per_step=1, num_generations=2, learning_rate=1e-2,
-                      rollout_process=True, rollout_backend=f"hf:{tiny_path}?max_batch=1&seed=0", **cpus)
+    cfg = make_config(
+        out,
+        max_steps=2,
+        pairs_per_step=1,
+        num_generations=2,
+        learning_rate=1e-2,
+        rollout_process=True,
+        rollout_backend=f"hf:{tiny_path}?max_batch=1&seed=0",
+        **cpus,
+    )
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     watch, main_cpus = _Watch(trainer), []
     try:
@@ -92,8 +100,9 @@ def _run(tiny_path: Path, out: Path, **cpus: Any) -> tuple[list[dict[str, float]
 @pytest.mark.sandbox
 def test_a_pinned_run_places_trainer_and_rollout_side_and_trains_as_the_unpinned_one(tiny_path: Path, tmp_path: Path) -> None:
     before = thread_cpus()
-    pinned, watch, main_cpus = _run(tiny_path, tmp_path / "pinned", trainer_cpus=",".join(map(str, TRAIN)),
-                                    rollout_cpus=",".join(map(str, ROLL)))
+    pinned, watch, main_cpus = _run(
+        tiny_path, tmp_path / "pinned", trainer_cpus=",".join(map(str, TRAIN)), rollout_cpus=",".join(map(str, ROLL))
+    )
     assert main_cpus == [TRAIN, TRAIN] and thread_cpus() == before  # trained on its CPUs, given back after train()
     assert watch.threads == {ROLL}  # the event loop thread (executor, proxy) and the child's pipe reader
     assert "bwrap" in watch.procs, f"no sandbox seen while rollouts ran: {sorted(watch.procs)}"

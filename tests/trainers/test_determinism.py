@@ -22,8 +22,7 @@ def same(x: dict[str, float], y: dict[str, float]) -> bool:
 
 
 def run(tiny_path: Path, out: Path, steps: int, resume: Path | None = None, save_steps: int = 0) -> list[dict[str, float]]:
-    cfg = make_config(out, max_steps=3, learning_rate=1e-2, save_steps=save_steps,
-                      max_concurrent_episodes=8)
+    cfg = make_config(out, max_steps=3, learning_rate=1e-2, save_steps=save_steps, max_concurrent_episodes=8)
     trainer = TreeGRPOTrainer(cfg, tiny_path, resume_from_checkpoint=resume)
     try:
         return trainer.train(steps=steps)

@@ -35,9 +35,27 @@ def launch(out: Path, *args: str, processes: int = 2, mode: str = "--multi_gpu",
     if processes == 1:
         cmd = [sys.executable, str(SCRIPT), str(out), *args]
     else:  # on a CPU-only machine --multi_gpu selects torchrun + gloo (accelerate's MULTI_CPU)
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", mode, "--num_processes", str(processes),
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_ip", "127.0.0.1", "--main_process_port", str(_port()), str(SCRIPT), str(out), *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            mode,
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_ip",
+            "127.0.0.1",
+            "--main_process_port",
+            str(_port()),
+            str(SCRIPT),
+            str(out),
+            *args,
+        ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if not ok:
         return proc

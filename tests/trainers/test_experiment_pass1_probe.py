@@ -16,8 +16,14 @@ from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnab
 
 
 def _attempt(category: str, variant: str, k: int, score: float) -> AttemptResult:
-    return AttemptResult(task_id=f"procgen-train/{category}-{variant}", harness="claude-code-bash", attempt=k, category=category,
-                         status="passed" if score == 1.0 else "failed", score=score)
+    return AttemptResult(
+        task_id=f"procgen-train/{category}-{variant}",
+        harness="claude-code-bash",
+        attempt=k,
+        category=category,
+        status="passed" if score == 1.0 else "failed",
+        score=score,
+    )
 
 
 def test_only_templates_solved_sometimes_are_learnable() -> None:
@@ -65,9 +71,16 @@ def test_every_stage_is_evaluated_greedily_and_sampled_at_rl_temperature() -> No
         greedy, sampled = plan[stage], plan[f"{stage}-sampled"]
         assert (greedy.stage, greedy.suite, greedy.tasks, greedy.attempts, greedy.temperature) == (stage, "procgen-test", "*-01", 1, 0.0)
         assert (sampled.stage, sampled.suite, sampled.tasks, sampled.attempts, sampled.temperature) == (
-            stage, "procgen-test", "*-01", 3, 0.7)
+            stage,
+            "procgen-test",
+            "*-01",
+            3,
+            0.7,
+        )
     assert {(plan[n].stage, plan[n].suite, plan[n].tasks) for n in ("val-after-sft", "val-after-rl")} == {
-        ("after-sft", "procgen-train-rl", "*-20"), ("after-rl", "procgen-train-rl", "*-20")}
+        ("after-sft", "procgen-train-rl", "*-20"),
+        ("after-rl", "procgen-train-rl", "*-20"),
+    }
     quick = Size.quick()  # CI's slow tier keeps its three greedy evaluations only
     assert [e.name for e in evaluations(quick)] == list(STAGES) and quick.eval_samples == 0
 

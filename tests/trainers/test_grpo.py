@@ -80,8 +80,7 @@ def test_update_is_synced_to_the_backend_and_captures_carry_the_version(tiny_pat
 
 
 def test_mix_harness_batch_has_one_group_per_pair_with_its_own_advantages(tiny_path: Path, tmp_path: Path) -> None:
-    cfg = make_config(tmp_path, harness="custom,custom-terse", mix_weights="1,1", pairs_per_step=4, num_generations=2,
-                      seed=3)
+    cfg = make_config(tmp_path, harness="custom,custom-terse", mix_weights="1,1", pairs_per_step=4, num_generations=2, seed=3)
     trainer = TreeGRPOTrainer(cfg, tiny_path, harness_adapters={"custom-terse": TerseLoop()})
     batch = trainer.rollout()
     harnesses = {g.harness for g in batch.all_groups}
@@ -136,9 +135,17 @@ def test_num_iterations_reuses_the_batch_with_ratios_against_the_first_pass(real
 def test_eval_every_n_steps_runs_the_held_out_split(tiny_path: Path, tmp_path: Path) -> None:
     from tests.trainers.conftest import SUITE
 
-    cfg = make_config(tmp_path, tasks="say-short", eval_suite=str(SUITE), eval_tasks="say-digits", eval_every_steps=1,
-                      eval_episodes=2, pairs_per_step=1, num_generations=2,
-                      report_to="tensorboard")
+    cfg = make_config(
+        tmp_path,
+        tasks="say-short",
+        eval_suite=str(SUITE),
+        eval_tasks="say-digits",
+        eval_every_steps=1,
+        eval_episodes=2,
+        pairs_per_step=1,
+        num_generations=2,
+        report_to="tensorboard",
+    )
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     history = trainer.train(steps=1)
     m = history[0]
@@ -198,11 +205,9 @@ def test_save_steps_as_a_fraction_of_max_steps(tiny_path: Path, tmp_path: Path) 
     assert trainer.every(0.5) == 1 and trainer.every(0.26) == 1 and trainer.every(3) == 3 and trainer.every(0) == 0
 
 
-def test_lora_trains_only_the_adapter_and_the_backend_samples_with_merged_weights(real_batch: Any, tiny_path: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_lora_trains_only_the_adapter_and_the_backend_samples_with_merged_weights(real_batch: Any, tiny_path: Path, tmp_path: Path) -> None:
     """--use_peft: only lora_* parameters move; after the sync the backend's captured logprobs equal the trainer's."""
-    cfg = make_config(tmp_path, use_peft=True, lora_r=4, lora_alpha=8, learning_rate=3e-2, pairs_per_step=1,
-                      num_generations=2)
+    cfg = make_config(tmp_path, use_peft=True, lora_r=4, lora_alpha=8, learning_rate=3e-2, pairs_per_step=1, num_generations=2)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     try:
         before = {n: p.detach().clone() for n, p in trainer.policy.named_parameters()}

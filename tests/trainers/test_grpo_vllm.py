@@ -32,10 +32,20 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.sandbox]
 
 def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, tmp_path: Path) -> None:
     suite = with_wall_time(SUITE, tmp_path / "suite")  # Claude Code's first prefill: minutes on a busy 2-core box
-    cfg = make_config(tmp_path / "out", suite=str(suite), rollout_backend=real_vllm.spec, tasks="say-short",
-                      harness="custom,claude-code-bash",
-                      mix_weights="1,1", pairs_per_step=2, num_generations=2, max_completion_length=12, learning_rate=1e-3,
-                      crashed_episodes="penalize", seed=0)  # seed 0 draws one pair of each
+    cfg = make_config(
+        tmp_path / "out",
+        suite=str(suite),
+        rollout_backend=real_vllm.spec,
+        tasks="say-short",
+        harness="custom,claude-code-bash",
+        mix_weights="1,1",
+        pairs_per_step=2,
+        num_generations=2,
+        max_completion_length=12,
+        learning_rate=1e-3,
+        crashed_episodes="penalize",
+        seed=0,
+    )  # seed 0 draws one pair of each
     trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
     backend = trainer.backend
     try:

@@ -12,8 +12,9 @@ from clawgym_env.tree.synthetic import EpisodeShape, synthetic_group
 from tests.clawgym_env.tree.conftest import tiny_qwen3
 from trainers.core.logprobs import head_logprobs, pack_logprobs
 
-SHAPE = EpisodeShape(n_calls=3, system_tokens=40, task_tokens=8, completion_tokens=(4, 10), tool_result_tokens=(4, 10),
-                     volatile_tokens=5, retry_at=1)
+SHAPE = EpisodeShape(
+    n_calls=3, system_tokens=40, task_tokens=8, completion_tokens=(4, 10), tool_result_tokens=(4, 10), volatile_tokens=5, retry_at=1
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,7 @@ def test_trainer_defaults_to_tree_attention_and_chunked_logprobs(tiny_path, tmp_
     from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
     new = TreeGRPOTrainer(make_config(tmp_path / "new"), tiny_path)
-    old = TreeGRPOTrainer(make_config(tmp_path / "old", logprob_chunk_size=0, model_init_kwargs={"attn_implementation": "sdpa"}),
-                          tiny_path)
+    old = TreeGRPOTrainer(make_config(tmp_path / "old", logprob_chunk_size=0, model_init_kwargs={"attn_implementation": "sdpa"}), tiny_path)
     assert (new.mask_kind, old.mask_kind) == ("tree", "bool")
     shape = EpisodeShape(n_calls=3, system_tokens=40, task_tokens=8, vocab_size=new.model.config.vocab_size)
     vocab_pack = pack_tree(build_forest(synthetic_group("claude-code", 2, shape)))

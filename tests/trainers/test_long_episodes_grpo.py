@@ -50,10 +50,11 @@ def captured(name: str) -> tuple[list[Any], float]:
     return load_calls(GOLDEN / name / "capture.jsonl.gz"), json.loads((GOLDEN / name / "meta.json").read_text())["score"]
 
 
-@pytest.mark.parametrize("source", [pytest.param("", id="golden"), pytest.param(
-    "live:", id="live", marks=[pytest.mark.slow, pytest.mark.harness, pytest.mark.sandbox])])
-def test_grpo_step_on_claude_code_episodes_with_subagents_compactions_and_retries(source: str, tiny_path: Path,
-                                                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param("", id="golden"), pytest.param("live:", id="live", marks=[pytest.mark.slow, pytest.mark.harness, pytest.mark.sandbox])],
+)
+def test_grpo_step_on_claude_code_episodes_with_subagents_compactions_and_retries(source: str, tiny_path: Path, tmp_path: Path) -> None:
     from clawgym_env.task import load_suite
 
     cfg = make_config(tmp_path, harness="claude-code", pairs_per_step=1, num_generations=2, temperature=1.0)
@@ -63,8 +64,11 @@ def test_grpo_step_on_claude_code_episodes_with_subagents_compactions_and_retrie
     for name in ("claude-code-long", "claude-code-long-wrong"):
         raw, score = captured(source + name)
         calls = scored(trainer.model, shrink_spans(raw, 32))
-        episodes.append(EpisodeResult(session_id=calls[0].session_id, task_id=task.full_id, harness="claude-code",
-                                      status="completed", score=score, calls=calls))
+        episodes.append(
+            EpisodeResult(
+                session_id=calls[0].session_id, task_id=task.full_id, harness="claude-code", status="completed", score=score, calls=calls
+            )
+        )
     filters = tree_filters(drop_retries=cfg.drop_retries, max_leaves=cfg.max_leaves, exclude_subagents=cfg.exclude_subagents)
     batch = build_batch([(task, "claude-code", episodes)], filters=filters, policy_version=0)
     [group] = batch.groups
@@ -89,10 +93,21 @@ def test_excluded_kinds_and_foreign_calls_are_left_out_and_logged() -> None:
     episodes = []
     for name in ("claude-code-long", "claude-code-foreign"):
         calls = [c.model_copy(update={"token_source": "sampled"}) for c in load_calls(GOLDEN / name / "capture.jsonl.gz")]
-        episodes.append(EpisodeResult(session_id=calls[0].session_id, task_id=task.full_id, harness="claude-code",
-                                      status="completed", score=float(name == "claude-code-long"), calls=calls))
-    batch = build_batch([(task, "claude-code", episodes)], policy_version=0,
-                        filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=True))
+        episodes.append(
+            EpisodeResult(
+                session_id=calls[0].session_id,
+                task_id=task.full_id,
+                harness="claude-code",
+                status="completed",
+                score=float(name == "claude-code-long"),
+                calls=calls,
+            )
+        )
+    batch = build_batch(
+        [(task, "claude-code", episodes)],
+        policy_version=0,
+        filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=True),
+    )
     [group] = batch.groups
     assert group.tree is not None
     assert {i.kind for i in group.tree.calls.values()} == {"main", "retry"}

@@ -40,12 +40,22 @@ def logits(model: Any, ids: list[int]) -> torch.Tensor:
         return model(input_ids=torch.tensor([ids])).logits[0]
 
 
-def test_tree_sft_with_lora_saves_an_adapter_that_loads_as_the_trained_policy(tiny_path: Path, dataset: Path,
-                                                                             tmp_path: Path) -> None:
+def test_tree_sft_with_lora_saves_an_adapter_that_loads_as_the_trained_policy(tiny_path: Path, dataset: Path, tmp_path: Path) -> None:
     from trainers.tree_sft.trainer import TreeSFTTrainer
 
-    cfg = TreeSFTConfig(output_dir=str(tmp_path / "sft"), dataset_path=str(dataset), max_steps=6, learning_rate=3e-2,
-                        packs_per_step=1, use_cpu=True, logging_steps=100, frozen_layers=1, use_peft=True, lora_r=4, lora_alpha=8)
+    cfg = TreeSFTConfig(
+        output_dir=str(tmp_path / "sft"),
+        dataset_path=str(dataset),
+        max_steps=6,
+        learning_rate=3e-2,
+        packs_per_step=1,
+        use_cpu=True,
+        logging_steps=100,
+        frozen_layers=1,
+        use_peft=True,
+        lora_r=4,
+        lora_alpha=8,
+    )
     trainer = TreeSFTTrainer(cfg, tiny_path)
     trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
     assert trainable and all(".lora_" in n and ".layers.1." in n for n in trainable)  # above the frozen layer only
@@ -60,15 +70,25 @@ def test_tree_sft_with_lora_saves_an_adapter_that_loads_as_the_trained_policy(ti
         assert float((logits(backend.model, ids) - logits(trainer.model, ids)).abs().max()) < 1e-4  # type: ignore[attr-defined]
     finally:
         asyncio.run(backend.aclose())
-    more = TreeSFTTrainer(TreeSFTConfig(output_dir=str(tmp_path / "more"), dataset_path=str(dataset), max_steps=2,
-                                        learning_rate=3e-2, packs_per_step=1, use_cpu=True, logging_steps=100, frozen_layers=1,
-                                        use_peft=True), saved)  # continues the saved adapter, whatever the LoRA flags say
+    more = TreeSFTTrainer(
+        TreeSFTConfig(
+            output_dir=str(tmp_path / "more"),
+            dataset_path=str(dataset),
+            max_steps=2,
+            learning_rate=3e-2,
+            packs_per_step=1,
+            use_cpu=True,
+            logging_steps=100,
+            frozen_layers=1,
+            use_peft=True,
+        ),
+        saved,
+    )  # continues the saved adapter, whatever the LoRA flags say
     assert float((logits(more.model, ids) - logits(trainer.model, ids)).abs().max()) < 1e-5
     assert {n for n, p in more.model.named_parameters() if p.requires_grad} == trainable
 
 
-def test_grpo_from_an_adapter_folder_trains_that_adapter_against_it_as_reference(tiny_path: Path, real_batch: Any,
-                                                                               tmp_path: Path) -> None:
+def test_grpo_from_an_adapter_folder_trains_that_adapter_against_it_as_reference(tiny_path: Path, real_batch: Any, tmp_path: Path) -> None:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 

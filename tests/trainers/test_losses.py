@@ -132,8 +132,7 @@ def test_pair_weights_normalise_each_micro_batch_as_trl() -> None:
     micro = torch.tensor([0, 0, 1, 1])
 
     def loss(loss_type: str) -> float:
-        w = pair_weights(loss_type, rollout, tokens_per_rollout=counts, max_completion_length=8, micro_batch=micro,
-                         num_micro_batches=2)
+        w = pair_weights(loss_type, rollout, tokens_per_rollout=counts, max_completion_length=8, micro_batch=micro, num_micro_batches=2)
         return float((per_pair * w).sum())
 
     assert loss("grpo") == pytest.approx(((2.0 + 10.0) / 2 + 6.0 / 1) / 2)

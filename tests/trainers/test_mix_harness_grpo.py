@@ -25,10 +25,30 @@ def test_grpo_step_mixes_three_real_harnesses(monkeypatch: pytest.MonkeyPatch, t
     for name in MIX:
         require_installed(name)
     monkeypatch.chdir(ROOT)
-    argv = ["--config", "trainers/recipes/toy_grpo.yaml", "--harness", ",".join(MIX), "--mix-weights", "1,1,1",
-            "--tasks", "say-short", "--max_steps", "1", "--pairs_per_step", "3", "--num_generations", "2",
-            "--save_steps", "0", "--seed", "0", "--report_to", "none",
-            "--output_dir", str(tmp_path)]
+    argv = [
+        "--config",
+        "trainers/recipes/toy_grpo.yaml",
+        "--harness",
+        ",".join(MIX),
+        "--mix-weights",
+        "1,1,1",
+        "--tasks",
+        "say-short",
+        "--max_steps",
+        "1",
+        "--pairs_per_step",
+        "3",
+        "--num_generations",
+        "2",
+        "--save_steps",
+        "0",
+        "--seed",
+        "0",
+        "--report_to",
+        "none",
+        "--output_dir",
+        str(tmp_path),
+    ]
     script, cfg = train_grpo.make_parser().parse_args_and_config(argv)
     trainer = train_grpo.main(script, cfg)
     (step,) = trainer.history

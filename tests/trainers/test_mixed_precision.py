@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_bf16_step_keeps_fp32_masters_and_logs_its_mismatch_beside_the_fp32_step(
-        real_batch: Any, tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    real_batch: Any, tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     runs = {}
     for precision in ("fp32", "bf16"):
         trainer = TreeGRPOTrainer(make_config(tmp_path / precision, bf16=precision == "bf16", use_cpu=True), tiny_path)

@@ -38,9 +38,17 @@ def moe_batch() -> Any:
 
     backend = HFBackend(tiny_moe_model_path(), seed=0)
     batch = collect(
-        [load_suite(SUITE).get("say-short")], ["custom"], [1.0], backend, pairs_per_step=2, num_generations=4,
-        rng=random.Random(0), filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False),
-        policy_version=0, skip_zero_variance=False, sampling={"max_tokens": 16, "temperature": 1.0},
+        [load_suite(SUITE).get("say-short")],
+        ["custom"],
+        [1.0],
+        backend,
+        pairs_per_step=2,
+        num_generations=4,
+        rng=random.Random(0),
+        filters=tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=False),
+        policy_version=0,
+        skip_zero_variance=False,
+        sampling={"max_tokens": 16, "temperature": 1.0},
     )
     run_sync(backend.aclose())
     return batch
@@ -103,8 +111,17 @@ def sampled_group(path: Path) -> list[list[CallRecord]]:
         calls = []
         for i in range(2):
             c = await backend.handle(CompletionRequest(f"ep{e}", i, prompt, [], max_tokens=32, seed=100 * e + i))
-            calls.append(CallRecord(session_id=f"ep{e}", call_index=i, dialect="anthropic", prompt_ids=prompt,
-                                    completion_ids=c.completion_ids, logprobs=c.logprobs, routing=c.routing))
+            calls.append(
+                CallRecord(
+                    session_id=f"ep{e}",
+                    call_index=i,
+                    dialect="anthropic",
+                    prompt_ids=prompt,
+                    completion_ids=c.completion_ids,
+                    logprobs=c.logprobs,
+                    routing=c.routing,
+                )
+            )
             prompt = prompt + c.completion_ids + [7 + e, 8, 9 + i]
         return calls
 
@@ -131,8 +148,10 @@ def test_rollout_and_trainer_route_differently_and_replay_closes_the_gap(tmp_pat
             lp = tree_logprobs(model, replay, pk, use=use)
         gaps[use] = (lp - pk.rollout_logprobs)[pk.loss_mask].abs()
         tally = replay.take_tally()
-        used = [((c.sort(-1).values != pk.routing[:, k].sort(-1).values).any(-1) & (pk.routing[:, k] >= 0).all(-1)).sum()
-                for k, c in enumerate(replay.chosen)]
+        used = [
+            ((c.sort(-1).values != pk.routing[:, k].sort(-1).values).any(-1) & (pk.routing[:, k] >= 0).all(-1)).sum()
+            for k, c in enumerate(replay.chosen)
+        ]
         if use:
             assert sum(int(u) for u in used) == 0  # every recorded token went through its recorded experts
         else:

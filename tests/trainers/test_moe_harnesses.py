@@ -50,8 +50,16 @@ def per_call_gradient(group, adv: dict[str, float], coef: float) -> dict[str, to
 
 def test_grpo_step_on_the_moe_through_claude_code_bash_and_custom(tmp_path: Path) -> None:
     needs_claude_code()
-    cfg = make_config(tmp_path, harness="claude-code-bash,custom", mix_weights="1,1", pairs_per_step=2, num_generations=2,
-                      tasks="say-short", seed=1, crashed_episodes="penalize")
+    cfg = make_config(
+        tmp_path,
+        harness="claude-code-bash,custom",
+        mix_weights="1,1",
+        pairs_per_step=2,
+        num_generations=2,
+        tasks="say-short",
+        seed=1,
+        crashed_episodes="penalize",
+    )
     trainer = TreeGRPOTrainer(cfg, tiny_moe_model_path())
     batch = trainer.rollout()
     cc = [g for g in batch.groups if g.harness == "claude-code-bash"]
@@ -69,8 +77,9 @@ def test_grpo_step_on_the_moe_through_claude_code_bash_and_custom(tmp_path: Path
     trainer.model.zero_grad()
     lp = trainer.forward_logprobs(trainer.model, pk)
     weights = pk.call_counts
-    (-(lp * pk.advantages * pk.loss_mask).sum() + 0.01 * load_balancing_loss(trainer.routing_replays[id(trainer.model)],
-                                                                             weights)).backward()
+    (
+        -(lp * pk.advantages * pk.loss_mask).sum() + 0.01 * load_balancing_loss(trainer.routing_replays[id(trainer.model)], weights)
+    ).backward()
     want = per_call_gradient(group, adv, 0.01)
     for n, p in trainer.policy.named_parameters():
         assert torch.allclose(p.grad, want[n], atol=1e-5, rtol=1e-4), n
@@ -86,9 +95,19 @@ def test_ppo_step_on_the_moe_through_claude_code_bash(tmp_path: Path) -> None:
     from trainers.tree_ppo.trainer import TreePPOTrainer
 
     needs_claude_code()
-    cfg = make_config(tmp_path, TreePPOConfig, harness="claude-code-bash", pairs_per_step=1, num_generations=2,
-                      tasks="say-short", seed=2, value_warmup_steps=1, crashed_episodes="penalize",
-                      crashed_reward=1.0, whiten_advantages=False)
+    cfg = make_config(
+        tmp_path,
+        TreePPOConfig,
+        harness="claude-code-bash",
+        pairs_per_step=1,
+        num_generations=2,
+        tasks="say-short",
+        seed=2,
+        value_warmup_steps=1,
+        crashed_episodes="penalize",
+        crashed_reward=1.0,
+        whiten_advantages=False,
+    )
     trainer = TreePPOTrainer(cfg, tiny_moe_model_path())
     batch = trainer.rollout()
     assert [g.harness for g in batch.groups] == ["claude-code-bash"] and batch.groups[0].tree.num_trainable > 0

@@ -35,8 +35,7 @@ def two_nodes() -> Iterator[str]:
 
 
 def run(tmp: Path, tiny: Path, **kw: Any) -> tuple[list[dict[str, float]], TreeGRPOTrainer]:
-    cfg = make_config(tmp, tasks="say-short,say-digits", pairs_per_step=2, num_generations=2, max_steps=2,
-                      max_concurrent_episodes=2, **kw)
+    cfg = make_config(tmp, tasks="say-short,say-digits", pairs_per_step=2, num_generations=2, max_steps=2, max_concurrent_episodes=2, **kw)
     trainer = TreeGRPOTrainer(cfg, tiny)
     try:
         return trainer.train(), trainer
@@ -51,8 +50,7 @@ def test_ray_rollouts_match_local_rewards_with_a_scripted_policy(two_nodes: str,
     steps are skipped; ``test_ray_workers_take_the_trainers_weights`` trains through Ray."""
     spec = f"scripted:{POLICY}?tokenizer={tiny_path}"
     local, _ = run(tmp_path / "local", tiny_path, rollout_backend=spec)
-    remote, trainer = run(tmp_path / "ray", tiny_path, rollout_backend=spec, executor="ray",
-                          ray_address=two_nodes)
+    remote, trainer = run(tmp_path / "ray", tiny_path, rollout_backend=spec, executor="ray", ray_address=two_nodes)
     for a, b in zip(local, remote, strict=True):
         assert b["reward"] == pytest.approx(a["reward"], abs=1e-9)
         assert b["reward/custom"] == pytest.approx(a["reward/custom"], abs=1e-9)
@@ -63,8 +61,7 @@ def test_ray_rollouts_match_local_rewards_with_a_scripted_policy(two_nodes: str,
 
 def test_ray_workers_take_the_trainers_weights(two_nodes: str, tiny_path: Path, tmp_path: Path) -> None:
     """hf policy on every node: after step 1 the nodes sample with version 1, so lag stays 0 and mismatch ~0."""
-    history, _ = run(tmp_path / "hf", tiny_path, executor="ray", ray_address=two_nodes,
-                     learning_rate=1e-2)
+    history, _ = run(tmp_path / "hf", tiny_path, executor="ray", ray_address=two_nodes, learning_rate=1e-2)
     assert [m["policy_version"] for m in history] == [1.0, 2.0]
     assert history[1]["policy_lag/max"] == 0.0 and history[1]["groups_stale"] == 0.0
     assert history[1]["mismatch"] < 1e-3  # the nodes' backends hold the updated weights

@@ -25,8 +25,15 @@ FILTERS = tree_filters(drop_retries=True, max_leaves=None, exclude_subagents=Fal
 
 
 def episode(sid: str, score: float, *, status: str = "completed", version: int = 0, completion: tuple[int, ...] = (7, 8)) -> EpisodeResult:
-    call = CallRecord(session_id=sid, call_index=0, dialect="openai-chat", prompt_ids=[1, 2, 3], completion_ids=list(completion),
-                      logprobs=[-0.5] * len(completion), policy_version=version)
+    call = CallRecord(
+        session_id=sid,
+        call_index=0,
+        dialect="openai-chat",
+        prompt_ids=[1, 2, 3],
+        completion_ids=list(completion),
+        logprobs=[-0.5] * len(completion),
+        policy_version=version,
+    )
     return EpisodeResult(session_id=sid, task_id="toy/t", harness="custom", status=status, score=score, calls=[call])  # type: ignore[arg-type]
 
 
@@ -41,8 +48,12 @@ def test_mix_weights_set_the_harness_frequencies() -> None:
 
 
 def test_errors_leave_the_baseline_and_staleness_is_the_oldest_version_of_a_group() -> None:
-    eps = [episode("a", 1.0, version=1), episode("b", 0.0, completion=(9,), version=2), episode("c", 0.0, status="error"),
-           episode("d", 0.5, version=1)]
+    eps = [
+        episode("a", 1.0, version=1),
+        episode("b", 0.0, completion=(9,), version=2),
+        episode("c", 0.0, status="error"),
+        episode("d", 0.5, version=1),
+    ]
     g = make_group("toy/t", "custom", eps, filters=FILTERS)
     assert set(g.rewards) == {"a", "b", "d"}  # the infrastructure failure says nothing about the policy
     assert g.dropped["error"] == ["c"]
@@ -96,8 +107,7 @@ def test_a_harness_stopped_at_a_sandbox_limit_trains_on_its_verdict() -> None:
 
 def test_crashed_episodes_can_be_penalised_instead() -> None:
     eps = [episode("a", 1.0), episode("c", 0.7, status="crashed", completion=(5, 6))]
-    g = make_group("toy/t", "custom", eps, filters=FILTERS, crashed="penalize",
-                   crashed_reward=-1.0)
+    g = make_group("toy/t", "custom", eps, filters=FILTERS, crashed="penalize", crashed_reward=-1.0)
     assert g.rewards == {"a": 1.0, "c": -1.0} and sorted(g.tree.episodes) == ["a", "c"] and "crashed" not in g.dropped
     assert rollout_metrics(RolloutBatch(groups=[g]))["crashed_masked"] == 0.0
     with pytest.raises(ConfigError, match="crashed_episodes"):

@@ -22,6 +22,7 @@ def test_child_backend_samples_and_takes_weights_as_the_in_process_one(tiny_path
     spec = f"hf:{tiny_path}?max_batch=1&seed=3"
     here, child = HFBackend(tiny_path, max_batch=1, seed=3), ChildHFBackend(spec, tiny_path)
     try:
+
         async def both(call: int) -> tuple[object, object]:
             return await here.handle(_request(call)), await child.handle(_request(call))
 
@@ -56,9 +57,11 @@ def test_a_child_that_dies_at_start_gives_the_reason_not_an_eof(tiny_path: Path,
     import sys
 
     script = tmp_path / "train.py"
-    script.write_text("import sys\nif __name__ == '__mp_main__':\n    sys.exit(3)\n"
-                      "from trainers.core.rollout_process import ChildHFBackend\n"
-                      f"ChildHFBackend('hf:{tiny_path}', {str(tiny_path)!r})\n")
+    script.write_text(
+        "import sys\nif __name__ == '__mp_main__':\n    sys.exit(3)\n"
+        "from trainers.core.rollout_process import ChildHFBackend\n"
+        f"ChildHFBackend('hf:{tiny_path}', {str(tiny_path)!r})\n"
+    )
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)

@@ -25,14 +25,14 @@ class Task:
 
 
 def stream(lookahead: int) -> tuple[RolloutStream, LoopThread, LocalExecutor]:
-    config = RunConfig(model="scripted:fake", harnesses=["custom"], suite="fake:4", concurrency=3,
-                       worker="runner_fakes:FakeEpisodeWorker")
+    config = RunConfig(model="scripted:fake", harnesses=["custom"], suite="fake:4", concurrency=3, worker="runner_fakes:FakeEpisodeWorker")
     loop = LoopThread()
     executor = LocalExecutor(config, FakeEpisodeWorker(config))
     loop.run(executor.start())
     tasks = iter(range(1000))
-    s = RolloutStream(executor, loop, num_generations=3, next_pair=lambda: (Task(next(tasks) % 4), "custom"),
-                      lookahead=lookahead, rng=random.Random(0))
+    s = RolloutStream(
+        executor, loop, num_generations=3, next_pair=lambda: (Task(next(tasks) % 4), "custom"), lookahead=lookahead, rng=random.Random(0)
+    )
     return s, loop, executor
 
 

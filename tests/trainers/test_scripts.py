@@ -13,8 +13,7 @@ def test_recipe_and_flags_parse_into_tree_configs(monkeypatch: pytest.MonkeyPatc
     from trainers.scripts import train_grpo, train_ppo
 
     monkeypatch.chdir(ROOT)
-    argv = ["--config", "trainers/recipes/toy_grpo.yaml", "--harness", "custom,claude-code", "--mix-weights", "1,2",
-            "--max_steps", "3"]
+    argv = ["--config", "trainers/recipes/toy_grpo.yaml", "--harness", "custom,claude-code", "--mix-weights", "1,2", "--max_steps", "3"]
     script, cfg = train_grpo.make_parser().parse_args_and_config(argv)
     assert script.model_name_or_path == "tiny"
     assert cfg.harness_names == ["custom", "claude-code"] and cfg.harness_weights == [1.0, 2.0]
@@ -28,8 +27,22 @@ def test_ppo_script_runs_saves_and_logs(monkeypatch: pytest.MonkeyPatch, tmp_pat
     from trainers.scripts import train_ppo
 
     monkeypatch.chdir(ROOT)
-    argv = ["--config", "trainers/recipes/toy_ppo.yaml", "--max_steps", "2", "--value_warmup_steps", "1",
-            "--num_generations", "2", "--pairs_per_step", "1", "--save_steps", "1", "--output_dir", str(tmp_path)]
+    argv = [
+        "--config",
+        "trainers/recipes/toy_ppo.yaml",
+        "--max_steps",
+        "2",
+        "--value_warmup_steps",
+        "1",
+        "--num_generations",
+        "2",
+        "--pairs_per_step",
+        "1",
+        "--save_steps",
+        "1",
+        "--output_dir",
+        str(tmp_path),
+    ]
     script, cfg = train_ppo.make_parser().parse_args_and_config(argv)
     trainer = train_ppo.main(script, cfg)
     assert [int(m["step"]) for m in trainer.history] == [1, 2]
@@ -38,16 +51,22 @@ def test_ppo_script_runs_saves_and_logs(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert list((tmp_path / "runs").rglob("events.out.tfevents.*"))
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["--config", "nonexist.yaml"], "error: --config: cannot read nonexist.yaml"),
-    (["--config", "trainers/recipes/toy_grpo.yaml", "--harness", "custm"], "did you mean 'custom'?"),
-    (["--config", "trainers/recipes/toy_grpo.yaml", "--model_name_or_path", "./no-model"], "not a model folder"),
-    (["--config", "trainers/recipes/toy_grpo.yaml", "--is_cap", "3"], "is_cap was removed: the cap of the importance weight "
-                                                                       "is TRL's --vllm_importance_sampling_clip_max"),
-    (["--config", "trainers/recipes/toy_grpo.yaml", "--skip-zero-variance", "false"], "--drop_zero_variance_from_loss true"),
-])
-def test_script_mistakes_are_one_error_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--config", "nonexist.yaml"], "error: --config: cannot read nonexist.yaml"),
+        (["--config", "trainers/recipes/toy_grpo.yaml", "--harness", "custm"], "did you mean 'custom'?"),
+        (["--config", "trainers/recipes/toy_grpo.yaml", "--model_name_or_path", "./no-model"], "not a model folder"),
+        (
+            ["--config", "trainers/recipes/toy_grpo.yaml", "--is_cap", "3"],
+            "is_cap was removed: the cap of the importance weight is TRL's --vllm_importance_sampling_clip_max",
+        ),
+        (["--config", "trainers/recipes/toy_grpo.yaml", "--skip-zero-variance", "false"], "--drop_zero_variance_from_loss true"),
+    ],
+)
+def test_script_mistakes_are_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
+) -> None:
     from trainers.scripts import train_grpo
     from trainers.scripts._common import run_script
 

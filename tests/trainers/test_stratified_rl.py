@@ -47,8 +47,16 @@ def _two_template_suite(root: Path) -> Path:
 @pytest.mark.sandbox
 def test_stratified_grpo_trains_every_template_every_step(tiny_path: Path, tmp_path: Path) -> None:
     suite = _two_template_suite(tmp_path)
-    cfg = make_config(tmp_path / "run", suite=str(suite), task_sampling="stratified", pairs_per_step=2, num_generations=3,
-                      max_steps=3, learning_rate=1e-2, seed=1)
+    cfg = make_config(
+        tmp_path / "run",
+        suite=str(suite),
+        task_sampling="stratified",
+        pairs_per_step=2,
+        num_generations=3,
+        max_steps=3,
+        learning_rate=1e-2,
+        seed=1,
+    )
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     steps: list[list[str]] = []
     sample = trainer.rollout
@@ -130,9 +138,15 @@ def test_the_chosen_steps_validation_run_is_reused_as_val_after_rl(tmp_path: Pat
         target.mkdir(parents=True)
         return target
 
-    for name, fn in {"build_model": lambda w, s: w / "base", "capture": lambda *a: None, "sft": lambda *a: work / "sft",
-                     "probe": lambda *a: ["t"], "rl": lambda *a: work / "rl" / "final", "select_rl_step": select,
-                     "evaluate": evaluate}.items():
+    for name, fn in {
+        "build_model": lambda w, s: w / "base",
+        "capture": lambda *a: None,
+        "sft": lambda *a: work / "sft",
+        "probe": lambda *a: ["t"],
+        "rl": lambda *a: work / "rl" / "final",
+        "select_rl_step": select,
+        "evaluate": evaluate,
+    }.items():
         monkeypatch.setattr(E, name, fn)
     monkeypatch.setattr(E, "subprocess", types.SimpleNamespace(run=lambda *a, **k: None))  # no bench compare
     size = E.Size()

@@ -43,8 +43,10 @@ def _cells(rates: dict[str, list[float]], templates: int = 6, n: int = 10) -> di
     """Synthetic cells: arm -> per-template success rate, ``n`` scores a template (seed 0)."""
     out = {}
     for arm, per in rates.items():
-        tree = {"types": {f"t{i}": {0: [1.0] * round(per[i] * n) + [0.0] * (n - round(per[i] * n))} for i in range(templates)},
-                "variants": {}}
+        tree = {
+            "types": {f"t{i}": {0: [1.0] * round(per[i] * n) + [0.0] * (n - round(per[i] * n))} for i in range(templates)},
+            "variants": {},
+        }
         out[Cell(arm, "t1", "h")] = tree
     return out
 
@@ -85,8 +87,7 @@ def test_the_test_split_stays_closed_until_the_preregistration_is_committed(tmp_
     assert "not committed" in (registered(out) or "")
 
 
-def test_shuffled_rewards_permute_each_groups_rewards_and_keep_the_logged_reward(real_batch: Any, tiny_path: Path,
-                                                                                 tmp_path: Path) -> None:
+def test_shuffled_rewards_permute_each_groups_rewards_and_keep_the_logged_reward(real_batch: Any, tiny_path: Path, tmp_path: Path) -> None:
     """The control's advantages come from a permutation of each group's own rewards (the same values, other rollouts)."""
     from tests.trainers.conftest import make_config
     from trainers.transfer.arms import RLTrainer, ShuffledRewardTrainer
@@ -127,8 +128,10 @@ def test_shared_bottom_gives_the_detached_trunk_logprobs_and_step(real_batch: An
         pass
 
     torch.manual_seed(0)
-    start = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_path),
-                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], layers_to_transform=[1]))
+    start = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_path),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], layers_to_transform=[1]),
+    )
     with torch.no_grad():
         for name, p in start.named_parameters():
             if "lora_B" in name:

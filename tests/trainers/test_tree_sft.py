@@ -23,12 +23,21 @@ def _episodes(trunk: int, n: int, seed: int = 0) -> list[list[CallRecord]]:
     for e in range(n):
         user, comp, tool = (torch.randint(10, 500, (k,), generator=g).tolist() for k in (20, 8, 5))
         p0 = system + user
-        eps.append([
-            CallRecord(session_id=f"s{e}", call_index=0, dialect="openai-chat", prompt_ids=p0, completion_ids=comp,
-                       logprobs=[-1.0] * 8),
-            CallRecord(session_id=f"s{e}", call_index=1, dialect="openai-chat", prompt_ids=p0 + comp + tool,
-                       completion_ids=[7, 8, 9], logprobs=[-1.0] * 3),
-        ])
+        eps.append(
+            [
+                CallRecord(
+                    session_id=f"s{e}", call_index=0, dialect="openai-chat", prompt_ids=p0, completion_ids=comp, logprobs=[-1.0] * 8
+                ),
+                CallRecord(
+                    session_id=f"s{e}",
+                    call_index=1,
+                    dialect="openai-chat",
+                    prompt_ids=p0 + comp + tool,
+                    completion_ids=[7, 8, 9],
+                    logprobs=[-1.0] * 3,
+                ),
+            ]
+        )
     return eps
 
 
@@ -74,8 +83,9 @@ def test_packs_of_a_step_share_one_trunk_forward_with_the_same_values_and_gradie
     assert torch.allclose(grad_alone, grad_shared, atol=1e-5) and grad_shared.abs().sum() > 0
     for seed, forwards in ((0, 1), (1, 2)):  # a prefix of the kept trunk reuses it; another trunk is forwarded
         other = pack_trees(build_forest(_episodes(300, 2, seed)))[0]
-        assert torch.allclose(tree_logprobs(model, other, trunk=trunk)[other.loss_mask],
-                              tree_logprobs(model, other)[other.loss_mask], atol=1e-5)
+        assert torch.allclose(
+            tree_logprobs(model, other, trunk=trunk)[other.loss_mask], tree_logprobs(model, other)[other.loss_mask], atol=1e-5
+        )
         assert trunk.forwards == forwards
 
 
@@ -169,8 +179,15 @@ def test_expert_replay_through_custom_becomes_a_dataset_sft_lowers_its_loss(tiny
     first = episodes[0][2][0]
     assert first.prompt_ids and first.completion_ids and "<tool_call>" in tok.decode(first.completion_ids)
 
-    cfg = TreeSFTConfig(output_dir=str(tmp_path / "out"), dataset_path=str(tmp_path / "ds"), max_steps=12,
-                        learning_rate=1e-2, packs_per_step=1, use_cpu=True, logging_steps=100)
+    cfg = TreeSFTConfig(
+        output_dir=str(tmp_path / "out"),
+        dataset_path=str(tmp_path / "ds"),
+        max_steps=12,
+        learning_rate=1e-2,
+        packs_per_step=1,
+        use_cpu=True,
+        logging_steps=100,
+    )
     trainer = TreeSFTTrainer(cfg, tiny_path)
     history = trainer.train()
     assert len(history) == 12 and history[0]["tokens"] > 0
@@ -181,10 +198,21 @@ def test_expert_replay_through_custom_becomes_a_dataset_sft_lowers_its_loss(tiny
     # frozen_layers: the embeddings (tied head) and the bottom layer keep their weights, the rest train
     layers = len(trainer.model.get_decoder().layers)
     with pytest.raises(ConfigError, match="decoder layers"):
-        TreeSFTTrainer(TreeSFTConfig(output_dir=str(tmp_path / "f"), dataset_path=str(tmp_path / "ds"), frozen_layers=layers,
-                                     use_cpu=True), tiny_path)
-    frozen = TreeSFTTrainer(TreeSFTConfig(output_dir=str(tmp_path / "f"), dataset_path=str(tmp_path / "ds"), max_steps=2,
-                                          learning_rate=1e-2, packs_per_step=1, use_cpu=True, frozen_layers=1), tiny_path)
+        TreeSFTTrainer(
+            TreeSFTConfig(output_dir=str(tmp_path / "f"), dataset_path=str(tmp_path / "ds"), frozen_layers=layers, use_cpu=True), tiny_path
+        )
+    frozen = TreeSFTTrainer(
+        TreeSFTConfig(
+            output_dir=str(tmp_path / "f"),
+            dataset_path=str(tmp_path / "ds"),
+            max_steps=2,
+            learning_rate=1e-2,
+            packs_per_step=1,
+            use_cpu=True,
+            frozen_layers=1,
+        ),
+        tiny_path,
+    )
     start = {n: p.detach().clone() for n, p in frozen.model.named_parameters()}
     frozen.train()
     changed = {n for n, p in frozen.model.named_parameters() if not torch.equal(p, start[n])}

@@ -144,16 +144,32 @@ def our_batch(logprobs: list[list[float]], cfg: Any) -> RolloutBatch:
     for e, ep in enumerate(EPISODES):
         sid, prompt, lps, calls = f"g{ep.group}e{e}", list(PROMPTS[ep.group]), list(logprobs[e]), []
         for k, call in enumerate(ep.calls):
-            calls.append(CallRecord(session_id=sid, call_index=k, dialect="anthropic", prompt_ids=list(prompt),
-                                    completion_ids=list(call), logprobs=lps[: len(call)], policy_version=0))
+            calls.append(
+                CallRecord(
+                    session_id=sid,
+                    call_index=k,
+                    dialect="anthropic",
+                    prompt_ids=list(prompt),
+                    completion_ids=list(call),
+                    logprobs=lps[: len(call)],
+                    policy_version=0,
+                )
+            )
             tool = ep.tools[k] if k < len(ep.tools) else ()
             prompt += [*call, *tool]
             lps = lps[len(call) + len(tool) :]
-        groups[ep.group][2].append(EpisodeResult(session_id=sid, task_id=task.full_id, harness="custom", status="completed",
-                                                 score=ep.reward, calls=calls))
+        groups[ep.group][2].append(
+            EpisodeResult(session_id=sid, task_id=task.full_id, harness="custom", status="completed", score=ep.reward, calls=calls)
+        )
     filters = tree_filters(drop_retries=cfg.drop_retries, max_leaves=cfg.max_leaves, exclude_subagents=cfg.exclude_subagents)
-    return build_batch(groups, filters=filters, policy_version=0, skip_zero_variance=cfg.drop_zero_variance_from_loss,
-                       crashed=cfg.crashed_episodes, crashed_reward=cfg.crashed_reward)
+    return build_batch(
+        groups,
+        filters=filters,
+        policy_version=0,
+        skip_zero_variance=cfg.drop_zero_variance_from_loss,
+        crashed=cfg.crashed_episodes,
+        crashed_reward=cfg.crashed_reward,
+    )
 
 
 def one_call_per_pack() -> int:
@@ -175,8 +191,9 @@ class RecordedSteps:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
 
-def run_trl(tiny: Path, tmp: Path, logprobs: list[list[float]],
-            settings: dict[str, Any]) -> tuple[list[float], list[dict[str, torch.Tensor]], Any]:
+def run_trl(
+    tiny: Path, tmp: Path, logprobs: list[list[float]], settings: dict[str, Any]
+) -> tuple[list[float], list[dict[str, torch.Tensor]], Any]:
     """TRL's losses and clipped gradients, one per pass, for ``settings`` (GRPOConfig fields)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -185,21 +202,40 @@ def run_trl(tiny: Path, tmp: Path, logprobs: list[list[float]],
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         rows = [completion(ep) for ep in EPISODES]
-        return {"prompt_ids": [PROMPTS[ep.group] for ep in EPISODES], "completion_ids": [ids for ids, _ in rows],
-                "env_mask": [mask for _, mask in rows], "logprobs": [list(lp) for lp in logprobs],
-                "reward": [ep.reward for ep in EPISODES]}
+        return {
+            "prompt_ids": [PROMPTS[ep.group] for ep in EPISODES],
+            "completion_ids": [ids for ids, _ in rows],
+            "env_mask": [mask for _, mask in rows],
+            "logprobs": [list(lp) for lp in logprobs],
+            "reward": [ep.reward for ep in EPISODES],
+        }
 
     def reward(prompts: list[Any], completions: list[Any], reward: list[float], **_: Any) -> list[float]:
         return list(reward)
 
     steps = int(settings.get("gradient_accumulation_steps", 1))
     served = settings.pop("served", True)
-    args = GRPOConfig(output_dir=str(tmp), per_device_train_batch_size=len(EPISODES) // steps, num_generations=GENERATIONS,
-                      max_completion_length=MAX_COMPLETION, report_to="none", use_cpu=True, bf16=False, **TRAIN,
-                      vllm_importance_sampling_correction=served, **settings)
+    args = GRPOConfig(
+        output_dir=str(tmp),
+        per_device_train_batch_size=len(EPISODES) // steps,
+        num_generations=GENERATIONS,
+        max_completion_length=MAX_COMPLETION,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        **TRAIN,
+        vllm_importance_sampling_correction=served,
+        **settings,
+    )
     model = AutoModelForCausalLM.from_pretrained(tiny, dtype=torch.float32, attn_implementation="eager")
-    trl = GRPOTrainer(model=model, reward_funcs=[reward], args=args, processing_class=AutoTokenizer.from_pretrained(tiny),
-                      train_dataset=Dataset.from_dict({"prompt": ["task-0", "task-1"]}), rollout_func=rollout_func)
+    trl = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        processing_class=AutoTokenizer.from_pretrained(tiny),
+        train_dataset=Dataset.from_dict({"prompt": ["task-0", "task-1"]}),
+        rollout_func=rollout_func,
+    )
     trl.use_vllm = served  # served rollouts: the importance-sampling path, no vLLM engine
     trl._last_loaded_step = trl.state.global_step
     trl.model.train()
@@ -220,13 +256,23 @@ def run_trl(tiny: Path, tmp: Path, logprobs: list[list[float]],
     return losses, optimizer.grads, trl
 
 
-def run_ours(tiny: Path, tmp: Path, logprobs: list[list[float]], settings: dict[str, Any],
-             **ours: Any) -> tuple[list[float], list[dict[str, torch.Tensor]], dict[str, float]]:
+def run_ours(
+    tiny: Path, tmp: Path, logprobs: list[list[float]], settings: dict[str, Any], **ours: Any
+) -> tuple[list[float], list[dict[str, torch.Tensor]], dict[str, float]]:
     """Our losses and clipped gradients, one per pass, for the same ``settings`` (and ``ours``: tree fields)."""
     settings = dict(settings)
     served = settings.pop("served", True)
-    cfg = make_config(tmp, num_generations=GENERATIONS, pairs_per_step=2, max_completion_length=MAX_COMPLETION, max_steps=1,
-                      vllm_importance_sampling_correction=served, **TRAIN, **settings, **ours)
+    cfg = make_config(
+        tmp,
+        num_generations=GENERATIONS,
+        pairs_per_step=2,
+        max_completion_length=MAX_COMPLETION,
+        max_steps=1,
+        vllm_importance_sampling_correction=served,
+        **TRAIN,
+        **settings,
+        **ours,
+    )
     trainer = TreeGRPOTrainer(cfg, tiny)
     recorder = RecordedSteps(trainer.optimizer, trainer.policy)
     trainer.optimizer = recorder  # type: ignore[assignment]
@@ -256,11 +302,20 @@ def differences(a: tuple[list[float], list[dict[str, torch.Tensor]]], b: tuple[l
 
 
 CASES: dict[str, dict[str, Any]] = {
-    **{f"{loss}-accum{steps}-beta{beta}": {"loss_type": loss, "gradient_accumulation_steps": steps, "beta": beta}
-       for loss in ("grpo", "bnpo", "dr_grpo", "dapo") for steps in (1, 2) for beta in (0.0, 0.04)},
-    **{f"{loss}-two-passes{'-accum2' if loss in ('bnpo', 'dapo') else ''}": {
-        "loss_type": loss, "num_iterations": 2, "gradient_accumulation_steps": 2 if loss in ("bnpo", "dapo") else 1}
-       for loss in ("grpo", "bnpo", "dr_grpo", "dapo")},
+    **{
+        f"{loss}-accum{steps}-beta{beta}": {"loss_type": loss, "gradient_accumulation_steps": steps, "beta": beta}
+        for loss in ("grpo", "bnpo", "dr_grpo", "dapo")
+        for steps in (1, 2)
+        for beta in (0.0, 0.04)
+    },
+    **{
+        f"{loss}-two-passes{'-accum2' if loss in ('bnpo', 'dapo') else ''}": {
+            "loss_type": loss,
+            "num_iterations": 2,
+            "gradient_accumulation_steps": 2 if loss in ("bnpo", "dapo") else 1,
+        }
+        for loss in ("grpo", "bnpo", "dr_grpo", "dapo")
+    },
     "grpo-two-passes-epsilon_high-delta-beta": {"num_iterations": 2, "epsilon_high": 0.28, "delta": 1.5, "beta": 0.04},
     "dapo-two-passes-epsilon-accum2": {"loss_type": "dapo", "num_iterations": 2, "epsilon": 0.1, "gradient_accumulation_steps": 2},
     "grpo-two-passes-plain-k3": {"num_iterations": 2, "beta": 0.04, "use_bias_correction_kl": False},
@@ -268,18 +323,31 @@ CASES: dict[str, dict[str, Any]] = {
     "dr_grpo-scale-none": {"loss_type": "dr_grpo", "scale_rewards": "none"},
     "bnpo-scale-batch-accum2-beta": {"loss_type": "bnpo", "scale_rewards": "batch", "gradient_accumulation_steps": 2, "beta": 0.04},
     "grpo-temperature-beta": {"temperature": 0.7, "beta": 0.04},
-    "dapo-temperature-two-passes-token_mask": {"loss_type": "dapo", "temperature": 0.7, "num_iterations": 2,
-                                               "vllm_importance_sampling_mode": "token_mask", "vllm_importance_sampling_clip_min": 0.5},
+    "dapo-temperature-two-passes-token_mask": {
+        "loss_type": "dapo",
+        "temperature": 0.7,
+        "num_iterations": 2,
+        "vllm_importance_sampling_mode": "token_mask",
+        "vllm_importance_sampling_clip_min": 0.5,
+    },
     "grpo-is-off": {"served": False},
     "grpo-is-off-two-passes-beta": {"served": False, "num_iterations": 2, "beta": 0.04},
     "grpo-token_mask": {"vllm_importance_sampling_mode": "token_mask", "vllm_importance_sampling_clip_min": 0.8},
     "bnpo-token_truncate-min-accum2": {"loss_type": "bnpo", "vllm_importance_sampling_clip_min": 0.8, "gradient_accumulation_steps": 2},
     "grpo-sequence_truncate": {"vllm_importance_sampling_mode": "sequence_truncate", "vllm_importance_sampling_clip_max": 1.5},
-    "dr_grpo-sequence_mask-beta": {"loss_type": "dr_grpo", "vllm_importance_sampling_mode": "sequence_mask",
-                                   "vllm_importance_sampling_clip_max": 1.5, "beta": 0.04},
-    "dapo-sequence_mask-trl-default-cap-two-passes": {"loss_type": "dapo", "vllm_importance_sampling_mode": "sequence_mask",
-                                                      "vllm_importance_sampling_clip_max": 3.0, "vllm_importance_sampling_clip_min": 0.5,
-                                                      "num_iterations": 2},
+    "dr_grpo-sequence_mask-beta": {
+        "loss_type": "dr_grpo",
+        "vllm_importance_sampling_mode": "sequence_mask",
+        "vllm_importance_sampling_clip_max": 1.5,
+        "beta": 0.04,
+    },
+    "dapo-sequence_mask-trl-default-cap-two-passes": {
+        "loss_type": "dapo",
+        "vllm_importance_sampling_mode": "sequence_mask",
+        "vllm_importance_sampling_clip_max": 3.0,
+        "vllm_importance_sampling_clip_min": 0.5,
+        "num_iterations": 2,
+    },
 }
 
 
@@ -351,10 +419,17 @@ def test_the_rollout_backend_captures_what_the_trainer_scores_at_its_temperature
 
     def sampled(backend: Any) -> Group:
         """A group of two one-call episodes sampled at T = 0.7 by ``backend`` (closed afterwards)."""
+
         async def sample(e: int) -> CallRecord:
             done = await backend.handle(CompletionRequest(f"e{e}", 0, PROMPTS[0], [], max_tokens=8, temperature=0.7, seed=e))
-            return CallRecord(session_id=f"e{e}", call_index=0, dialect="anthropic", prompt_ids=PROMPTS[0],
-                              completion_ids=done.completion_ids, logprobs=done.logprobs)
+            return CallRecord(
+                session_id=f"e{e}",
+                call_index=0,
+                dialect="anthropic",
+                prompt_ids=PROMPTS[0],
+                completion_ids=done.completion_ids,
+                logprobs=done.logprobs,
+            )
 
         async def run() -> list[CallRecord]:
             try:
@@ -377,12 +452,12 @@ def test_the_rollout_backend_captures_what_the_trainer_scores_at_its_temperature
     assert mismatch(sampled(HFBackend(tiny, seed=0))) > 1e-2  # raw logprobs
 
 
-def test_a_step_with_no_reward_variance_still_steps_the_optimizer(tiny: Path, workdir: Path,
-                                                                  rollout_logprobs: dict[float, Any]) -> None:
+def test_a_step_with_no_reward_variance_still_steps_the_optimizer(tiny: Path, workdir: Path, rollout_logprobs: dict[float, Any]) -> None:
     """Every group with equal rewards and beta = 0: no pack is forwarded, yet, as in TRL, the optimizer steps on a zero
     gradient, so Adam's momentum from the step before still moves the weights."""
-    cfg = make_config(workdir / "flat", num_generations=GENERATIONS, pairs_per_step=2, max_completion_length=MAX_COMPLETION,
-                      max_steps=2, **TRAIN, **BASE)
+    cfg = make_config(
+        workdir / "flat", num_generations=GENERATIONS, pairs_per_step=2, max_completion_length=MAX_COMPLETION, max_steps=2, **TRAIN, **BASE
+    )
     trainer = TreeGRPOTrainer(cfg, tiny)
     trainer.train_step(our_batch(rollout_logprobs[1.0], cfg))
     flat = our_batch(rollout_logprobs[1.0], cfg)

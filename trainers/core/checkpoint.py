@@ -49,8 +49,15 @@ def save_checkpoint(trainer: TreeTrainerBase, ckpt: Path) -> Path:
             trainer.tokenizer.save_pretrained(tmp / "model")
         torch.save({"sampler_rng": trainer.rng.getstate(), "extra": trainer.extra_state()}, tmp / "trainer.pt")
         (tmp / "trainer_state.json").write_text(
-            json.dumps({"step": trainer.step, "policy_version": trainer.policy_version, "log_history": trainer.history,
-                        "num_processes": acc.num_processes}, indent=1)
+            json.dumps(
+                {
+                    "step": trainer.step,
+                    "policy_version": trainer.policy_version,
+                    "log_history": trainer.history,
+                    "num_processes": acc.num_processes,
+                },
+                indent=1,
+            )
         )
         if ckpt.exists():
             shutil.rmtree(ckpt)
@@ -62,13 +69,14 @@ def save_checkpoint(trainer: TreeTrainerBase, ckpt: Path) -> Path:
 def load_checkpoint(trainer: TreeTrainerBase, ckpt: Path) -> None:
     """Restore what ``save_checkpoint`` wrote into ``trainer`` (built with the same config)."""
     if not (ckpt / "trainer_state.json").is_file() or not (ckpt / "accelerate").is_dir():
-        raise ConfigError(f"{ckpt}: not a tree-trainer checkpoint (no trainer_state.json / accelerate/); "
-                          "pass a checkpoint-<step> folder")
+        raise ConfigError(f"{ckpt}: not a tree-trainer checkpoint (no trainer_state.json / accelerate/); pass a checkpoint-<step> folder")
     meta = json.loads((ckpt / "trainer_state.json").read_text())
     saved_procs = int(meta.get("num_processes", 1))
     if saved_procs != trainer.accelerator.num_processes:
-        raise ConfigError(f"{ckpt}: saved by {saved_procs} process(es), resumed with {trainer.accelerator.num_processes}; "
-                          f"relaunch with `accelerate launch --num_processes {saved_procs}` (each rank's RNG is in it)")
+        raise ConfigError(
+            f"{ckpt}: saved by {saved_procs} process(es), resumed with {trainer.accelerator.num_processes}; "
+            f"relaunch with `accelerate launch --num_processes {saved_procs}` (each rank's RNG is in it)"
+        )
     if (ckpt / "sharded").is_dir() and not trainer.sharded:
         raise ConfigError(f"{ckpt}: saved with --fsdp (sharded model and optimizer); resume it with --fsdp")
     trainer.accelerator.load_state(str(ckpt / "accelerate"))

@@ -55,8 +55,9 @@ class BroadcastTarget(Protocol):
 class CollectiveBroadcast:
     """``WeightSync`` by broadcast from the trainer (rank 0) to a ``BroadcastTarget``."""
 
-    def __init__(self, target: BroadcastTarget, device: torch.device, *, host: str = "127.0.0.1", port: int | None = None,
-                 timeout_s: float = 600) -> None:
+    def __init__(
+        self, target: BroadcastTarget, device: torch.device, *, host: str = "127.0.0.1", port: int | None = None, timeout_s: float = 600
+    ) -> None:
         self.target, self.device, self.timeout_s = target, device, timeout_s
         port = port or free_port(host)
         world = 1 + target.receivers

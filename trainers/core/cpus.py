@@ -36,8 +36,10 @@ def parse_cpus(value: str, field: str) -> frozenset[int]:
         raise ConfigError(f"{field}={value!r}: set a CPU list such as '0', '1-3' or '0,2'") from None
     allowed = os.sched_getaffinity(0)
     if not cpus or not cpus <= allowed:
-        raise ConfigError(f"{field}={value!r}: CPUs {sorted(cpus - allowed) or '(none)'} are not among those this process "
-                          f"may use ({sorted(allowed)}); set a subset of them")
+        raise ConfigError(
+            f"{field}={value!r}: CPUs {sorted(cpus - allowed) or '(none)'} are not among those this process "
+            f"may use ({sorted(allowed)}); set a subset of them"
+        )
     return frozenset(cpus)
 
 

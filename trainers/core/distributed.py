@@ -28,12 +28,13 @@ if TYPE_CHECKING:
 
     from trainers.tree_grpo.config import TreeGRPOConfig
 
-__all__ = ["balance_by_tokens", "broadcast", "leave_process_group", "make_accelerator", "mixed_precision", "reduce_totals",
-           "trackers"]
+__all__ = ["balance_by_tokens", "broadcast", "leave_process_group", "make_accelerator", "mixed_precision", "reduce_totals", "trackers"]
 
 
-_NO_FSDP = ("the tree trainers shard the policy themselves (torch's fully_shard, on CPU and GPU alike): drop accelerate's "
-            "--use_fsdp and set --fsdp, launched with `accelerate launch --multi_gpu --num_processes N` (or torchrun)")
+_NO_FSDP = (
+    "the tree trainers shard the policy themselves (torch's fully_shard, on CPU and GPU alike): drop accelerate's "
+    "--use_fsdp and set --fsdp, launched with `accelerate launch --multi_gpu --num_processes N` (or torchrun)"
+)
 
 
 def mixed_precision(config: TreeGRPOConfig) -> str:
@@ -57,13 +58,15 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
         raise ConfigError(_NO_FSDP)
     out = Path(config.output_dir)
     ddp = DistributedDataParallelKwargs(
-        find_unused_parameters=bool(config.ddp_find_unused_parameters), broadcast_buffers=config.ddp_broadcast_buffers is not False,
+        find_unused_parameters=bool(config.ddp_find_unused_parameters),
+        broadcast_buffers=config.ddp_broadcast_buffers is not False,
         static_graph=bool(config.ddp_static_graph),
         **({"bucket_cap_mb": int(config.ddp_bucket_cap_mb)} if config.ddp_bucket_cap_mb else {}),
     )
     group = InitProcessGroupKwargs(backend=config.ddp_backend, timeout=timedelta(seconds=int(config.ddp_timeout or 1800)))
     accelerator = Accelerator(
-        cpu=bool(config.use_cpu), mixed_precision=mixed_precision(config),
+        cpu=bool(config.use_cpu),
+        mixed_precision=mixed_precision(config),
         gradient_accumulation_steps=1,  # a step's micro-batches are the policy update's (trainers.core.policy_step)
         log_with=trackers(config) or None,
         project_config=ProjectConfiguration(project_dir=str(out), logging_dir=str(out / "runs")),
@@ -72,8 +75,7 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
     )
     launched = int(os.environ.get("WORLD_SIZE", "1"))
     if launched > 1 and accelerator.num_processes == 1:  # measured: `--use_fsdp` on a CPU-only box (accelerate 1.15)
-        raise ConfigError(f"launched {launched} processes but accelerate joined them into none (each would train alone); "
-                          + _NO_FSDP)
+        raise ConfigError(f"launched {launched} processes but accelerate joined them into none (each would train alone); " + _NO_FSDP)
     return accelerator
 
 

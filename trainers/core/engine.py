@@ -109,8 +109,11 @@ class TreeTrainerBase:
             self.ref_model.requires_grad_(False)
         self.mask_kind = mask_kind_for(model)
         optimizer = torch.optim.AdamW(
-            [p for p in model.parameters() if p.requires_grad], lr=config.learning_rate,
-            betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon, weight_decay=config.weight_decay,
+            [p for p in model.parameters() if p.requires_grad],
+            lr=config.learning_rate,
+            betas=(config.adam_beta1, config.adam_beta2),
+            eps=config.adam_epsilon,
+            weight_decay=config.weight_decay,
         )
         self.scheduler = self._scheduler(optimizer)
         # a sharded policy is not prepare-d: accelerate would wrap it in DDP on CPU (trainers.core.fsdp)
@@ -118,17 +121,29 @@ class TreeTrainerBase:
         self.accelerator.register_for_checkpointing(self.scheduler)
         self.router_aux_coef = router_aux_coef(config.router_aux_loss_coef, model)
         """TRL's rule: the weight of a mixture-of-experts policy's load-balancing loss (0 for a dense policy)."""
-        self.routing_replays = {id(m): r for m in (self.model, self.ref_model) if m is not None
-                                and (r := RoutingReplay.attach(self.accelerator.unwrap_model(m))) is not None}
+        self.routing_replays = {
+            id(m): r
+            for m in (self.model, self.ref_model)
+            if m is not None and (r := RoutingReplay.attach(self.accelerator.unwrap_model(m))) is not None
+        }
         """id(model) -> routing replay hooks (``trainers.core.routing``) of a mixture-of-experts policy and its reference."""
         if self.routing_replays and config.branching:
-            raise ConfigError("--branching with a mixture-of-experts policy: the routing split of a group's tree "
-                              "(clawgym_env.tree.routing) would change the per-node values TreeRL credits; drop --branching")
+            raise ConfigError(
+                "--branching with a mixture-of-experts policy: the routing split of a group's tree "
+                "(clawgym_env.tree.routing) would change the per-node values TreeRL credits; drop --branching"
+            )
         self._gathered: PolicyWeights | None = None
         self.harness_adapters = dict(harness_adapters or {})
         """Harness name -> adapter instance, for harnesses not in the registry (or built with options)."""
-        self.rollouts = TrainingRollouts(config, self.model_path, device=str(self.device), backend=backend, tasks=tasks,
-                                         harness_adapters=self.harness_adapters, rng=self.rng)
+        self.rollouts = TrainingRollouts(
+            config,
+            self.model_path,
+            device=str(self.device),
+            backend=backend,
+            tasks=tasks,
+            harness_adapters=self.harness_adapters,
+            rng=self.rng,
+        )
         self.step = 0
         self.policy_version = 0
         self.history: list[dict[str, float]] = []
@@ -170,8 +185,13 @@ class TreeTrainerBase:
         c = self.config  # optimizer steps, as TRL counts them: one per pass over a step's micro-batches
         steps = c.max_steps * max(1, c.num_iterations)
         warmup = c.get_warmup_steps(steps)
-        return get_scheduler(c.lr_scheduler_type, optimizer, num_warmup_steps=warmup, num_training_steps=steps,
-                             scheduler_specific_kwargs=c.lr_scheduler_kwargs or None)
+        return get_scheduler(
+            c.lr_scheduler_type,
+            optimizer,
+            num_warmup_steps=warmup,
+            num_training_steps=steps,
+            scheduler_specific_kwargs=c.lr_scheduler_kwargs or None,
+        )
 
     @property
     def policy(self) -> Any:
@@ -230,9 +250,16 @@ class TreeTrainerBase:
 
     def pack_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
         """``forward_logprobs`` with the routing ``model``'s replay hooks hold now (a MoE policy) or none."""
-        return pack_logprobs(model, pack, mask_kind=self.mask_kind, device=self.device, dtype=next(model.parameters()).dtype,
-                             chunk_size=self.config.logprob_chunk_size, inner=self.accelerator.unwrap_model(model),
-                             temperature=self.config.temperature)
+        return pack_logprobs(
+            model,
+            pack,
+            mask_kind=self.mask_kind,
+            device=self.device,
+            dtype=next(model.parameters()).dtype,
+            chunk_size=self.config.logprob_chunk_size,
+            inner=self.accelerator.unwrap_model(model),
+            temperature=self.config.temperature,
+        )
 
     def train_step(self, batch: RolloutBatch) -> dict[str, float]:
         """Update on one batch (no sampling): advantages, ``num_iterations`` AdamW steps, weight sync."""
@@ -267,7 +294,6 @@ class TreeTrainerBase:
     def my_slots(self, slots: list[PackSlot]) -> tuple[list[PackSlot], int]:
         """The packs this rank forwards, and how many are its own (``trainers.core.slots.rank_share``)."""
         return rank_share(self.accelerator, slots, equal_counts=self.sharded)
-
 
     # -- loop, logging, checkpoints ---------------------------------------------------------------
 

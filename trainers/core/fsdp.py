@@ -37,13 +37,17 @@ def shard_policy(model: torch.nn.Module, *, bf16: bool) -> torch.nn.Module:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        raise ConfigError("--fsdp shards the policy over the launched processes; launch 2 or more with "
-                          "`accelerate launch --multi_gpu --num_processes N` (or torchrun), or drop --fsdp")
+        raise ConfigError(
+            "--fsdp shards the policy over the launched processes; launch 2 or more with "
+            "`accelerate launch --multi_gpu --num_processes N` (or torchrun), or drop --fsdp"
+        )
     layer_names = set(getattr(_base(model), "_no_split_modules", None) or [])
     layers = [m for m in model.modules() if type(m).__name__ in layer_names]
     if not layers:
-        raise ConfigError(f"--fsdp: {type(_base(model)).__name__} names no decoder layer class (_no_split_modules); "
-                          "this model cannot be sharded layer by layer")
+        raise ConfigError(
+            f"--fsdp: {type(_base(model)).__name__} names no decoder layer class (_no_split_modules); "
+            "this model cannot be sharded layer by layer"
+        )
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
     for layer in layers:
         fully_shard(layer, mp_policy=mp)
@@ -122,8 +126,9 @@ def load_sharded(model: Any, optimizer: torch.optim.Optimizer, folder: Path) -> 
     from torch.distributed.checkpoint.state_dict import set_state_dict
 
     if not (folder / ".metadata").is_file():
-        raise ConfigError(f"{folder}: no sharded model/optimizer state (.metadata); this checkpoint was not saved "
-                          "with --fsdp, resume it without --fsdp")
+        raise ConfigError(
+            f"{folder}: no sharded model/optimizer state (.metadata); this checkpoint was not saved with --fsdp, resume it without --fsdp"
+        )
     state = _state(model, optimizer)
     dcp.load(state, checkpoint_id=str(folder))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])

@@ -31,8 +31,9 @@ def _chunk_logprobs(hidden: torch.Tensor, targets: torch.Tensor, head: torch.nn.
     return logits.gather(-1, targets[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
 
 
-def head_logprobs(hidden: torch.Tensor, head: torch.nn.Module, targets: torch.Tensor, chunk_size: int = 1024,
-                  temperature: float = 1.0) -> torch.Tensor:
+def head_logprobs(
+    hidden: torch.Tensor, head: torch.nn.Module, targets: torch.Tensor, chunk_size: int = 1024, temperature: float = 1.0
+) -> torch.Tensor:
     """``log_softmax(head(hidden) / temperature)[targets]`` for ``[M, H]`` rows, ``chunk_size`` rows at a time (fp32)."""
     if chunk_size < 1:
         raise ConfigError(f"logprob chunk_size={chunk_size}: set a positive number of rows (e.g. 1024)")
@@ -42,21 +43,33 @@ def head_logprobs(hidden: torch.Tensor, head: torch.nn.Module, targets: torch.Te
     out = []
     for lo in range(0, int(hidden.shape[0]), chunk_size):
         h, t = hidden[lo : lo + chunk_size], targets[lo : lo + chunk_size]
-        out.append(checkpoint(_chunk_logprobs, h, t, head, temperature, use_reentrant=False) if grad
-                   else _chunk_logprobs(h, t, head, temperature))
+        out.append(
+            checkpoint(_chunk_logprobs, h, t, head, temperature, use_reentrant=False) if grad else _chunk_logprobs(h, t, head, temperature)
+        )
     return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
 
 
 def _check_plain_head(config: Any) -> None:
     for attr in ("final_logit_softcapping", "logit_scale"):
         if getattr(config, attr, None) not in (None, 1.0):
-            raise ConfigError(f"model config sets {attr}={getattr(config, attr)!r}: chunked logprobs apply the output "
-                              "head only; set logprob_chunk_size=0 (full logits) for this model")
+            raise ConfigError(
+                f"model config sets {attr}={getattr(config, attr)!r}: chunked logprobs apply the output "
+                "head only; set logprob_chunk_size=0 (full logits) for this model"
+            )
 
 
-def pack_logprobs(model: Any, pack: PackedTree, *, mask_kind: str, device: torch.device | str, dtype: torch.dtype,
-                  tokens: torch.Tensor | None = None, chunk_size: int = 1024, inner: Any | None = None,
-                  temperature: float = 1.0) -> torch.Tensor:
+def pack_logprobs(
+    model: Any,
+    pack: PackedTree,
+    *,
+    mask_kind: str,
+    device: torch.device | str,
+    dtype: torch.dtype,
+    tokens: torch.Tensor | None = None,
+    chunk_size: int = 1024,
+    inner: Any | None = None,
+    temperature: float = 1.0,
+) -> torch.Tensor:
     """Logprob of ``tokens`` (default: the pack's loss tokens) at ``temperature``, as an ``[N]`` tensor, 0 elsewhere.
 
     ``chunk_size=0`` is the former path, kept for comparison: full ``[N, vocab]`` logits, every token.

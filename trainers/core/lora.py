@@ -27,20 +27,44 @@ if TYPE_CHECKING:
     LoraFlags = TreeGRPOConfig | TreeSFTConfig
     """Either trainer's config: both carry TRL's LoRA flags (use_peft, lora_r, lora_alpha, ...)."""
 
-__all__ = ["add_adapter", "load_base", "load_reference", "merged_state_dict", "merged_weights", "new_adapter", "save_adapter",
-           "tokenizer_folder", "with_adapter"]
+__all__ = [
+    "add_adapter",
+    "load_base",
+    "load_reference",
+    "merged_state_dict",
+    "merged_weights",
+    "new_adapter",
+    "save_adapter",
+    "tokenizer_folder",
+    "with_adapter",
+]
 
 ADAPTER = "default"
 
 
 def add_adapter(model: Any, config: LoraFlags, layers: list[int] | None = None) -> Any:
     """``model`` wrapped by peft with a fresh LoRA adapter (on decoder ``layers``, default all); every other parameter frozen."""
-    return new_adapter(model, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout,
-                       targets=config.lora_target_modules, layers=layers, rslora=config.use_rslora)
+    return new_adapter(
+        model,
+        r=config.lora_r,
+        alpha=config.lora_alpha,
+        dropout=config.lora_dropout,
+        targets=config.lora_target_modules,
+        layers=layers,
+        rslora=config.use_rslora,
+    )
 
 
-def new_adapter(model: Any, *, r: int, alpha: float, dropout: float = 0.0, targets: list[str] | None = None,
-                layers: list[int] | None = None, rslora: bool = False) -> Any:
+def new_adapter(
+    model: Any,
+    *,
+    r: int,
+    alpha: float,
+    dropout: float = 0.0,
+    targets: list[str] | None = None,
+    layers: list[int] | None = None,
+    rslora: bool = False,
+) -> Any:
     """``model`` wrapped by peft with a fresh LoRA adapter on ``targets`` (default every linear layer) of the decoder
     layers ``layers`` (default all); every other parameter frozen."""
     from peft import LoraConfig, get_peft_model
@@ -48,9 +72,16 @@ def new_adapter(model: Any, *, r: int, alpha: float, dropout: float = 0.0, targe
     if not targets and layers is not None:  # peft's "all-linear" cannot be narrowed to layers: name the linears
         blocks = model.get_decoder().layers
         targets = sorted({n.rsplit(".", 1)[-1] for n, m in blocks.named_modules() if isinstance(m, torch.nn.Linear)})
-    lora = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets) if targets else "all-linear",
-                      layers_to_transform=list(layers) if layers is not None else None, use_rslora=rslora, bias="none",
-                      task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=list(targets) if targets else "all-linear",
+        layers_to_transform=list(layers) if layers is not None else None,
+        use_rslora=rslora,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, lora)
 
 

@@ -116,9 +116,7 @@ def importance_weights(
     return ratio.masked_fill((ratio < lo) | (ratio > hi), 0.0)
 
 
-def sequence_log_ratios(
-    logp_old: torch.Tensor, logp_rollout: torch.Tensor, rollout: torch.Tensor, num_rollouts: int
-) -> torch.Tensor:
+def sequence_log_ratios(logp_old: torch.Tensor, logp_rollout: torch.Tensor, rollout: torch.Tensor, num_rollouts: int) -> torch.Tensor:
     """``[R]`` summed ``logp_old - logp_rollout`` of each rollout's pairs (NaN counts 0); sum it over packs."""
     diff = torch.nan_to_num((logp_old - logp_rollout).detach().float(), nan=0.0)
     return torch.zeros(num_rollouts, dtype=torch.float32, device=diff.device).index_add(0, rollout.to(diff.device), diff)
@@ -228,7 +226,11 @@ def ppo_advantages(returns: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
 
 
 def value_loss(
-    values: torch.Tensor, returns: torch.Tensor, weights: torch.Tensor | None = None, *, old_values: torch.Tensor | None = None,
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    weights: torch.Tensor | None = None,
+    *,
+    old_values: torch.Tensor | None = None,
     clip: float | None = None,
 ) -> torch.Tensor:
     """0.5 (V - R)^2 per pair, optionally clipped around ``old_values`` (PPO2-style), weighted sum or mean."""

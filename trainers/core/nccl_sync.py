@@ -46,6 +46,8 @@ class VLLMWorkers:
 def vllm_broadcast(backend: VLLMBackend, loop: LoopThread, device: torch.device) -> CollectiveBroadcast:
     """The broadcast sync to a vLLM server; the trainer must be on CUDA (NCCL to the server's GPU workers)."""
     if device.type != "cuda":
-        raise ConfigError("--weight_sync broadcast to a vLLM server needs the trainer on a CUDA GPU (NCCL to its workers); "
-                          "on CPU use --weight_sync auto (folder reload), or --rollout_process (gloo)")
+        raise ConfigError(
+            "--weight_sync broadcast to a vLLM server needs the trainer on a CUDA GPU (NCCL to its workers); "
+            "on CPU use --weight_sync auto (folder reload), or --rollout_process (gloo)"
+        )
     return CollectiveBroadcast(VLLMWorkers(backend, loop), device)

@@ -105,22 +105,40 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
                 old = s.old_logp
                 w = None
                 if correct:
-                    w = importance_weights(old, s.pack.rollout_logprobs[s.pair_token].to(lp.device), mode=mode,
-                                           clip_min=c.vllm_importance_sampling_clip_min,
-                                           clip_max=c.vllm_importance_sampling_clip_max,
-                                           sequence_log_ratio=seq_ratio, rollout=s.pair_rollout)
+                    w = importance_weights(
+                        old,
+                        s.pack.rollout_logprobs[s.pair_token].to(lp.device),
+                        mode=mode,
+                        clip_min=c.vllm_importance_sampling_clip_min,
+                        clip_max=c.vllm_importance_sampling_clip_max,
+                        sequence_log_ratio=seq_ratio,
+                        rollout=s.pair_rollout,
+                    )
                 ref = None
                 if trainer.ref_model is not None:
                     with torch.no_grad():
                         ref = trainer.forward_logprobs(trainer.ref_model, s.pack)[tok]
                 assert s.advantages is not None
                 loss_pairs, diag = clipped_policy_loss(
-                    logp, old, s.advantages.to(lp.device), epsilon_low=c.epsilon, epsilon_high=c.epsilon_high,
-                    delta=c.delta, is_weights=w, beta=c.beta, ref_logp=ref, bias_correction_kl=c.use_bias_correction_kl,
+                    logp,
+                    old,
+                    s.advantages.to(lp.device),
+                    epsilon_low=c.epsilon,
+                    epsilon_high=c.epsilon_high,
+                    delta=c.delta,
+                    is_weights=w,
+                    beta=c.beta,
+                    ref_logp=ref,
+                    bias_correction_kl=c.use_bias_correction_kl,
                 )
-                weights = pair_weights(c.loss_type, s.pair_rollout, tokens_per_rollout=counts,
-                                       max_completion_length=int(c.max_completion_length or 1), micro_batch=micro,
-                                       num_micro_batches=c.gradient_accumulation_steps).to(lp.device)
+                weights = pair_weights(
+                    c.loss_type,
+                    s.pair_rollout,
+                    tokens_per_rollout=counts,
+                    max_completion_length=int(c.max_completion_length or 1),
+                    micro_batch=micro,
+                    num_micro_batches=c.gradient_accumulation_steps,
+                ).to(lp.device)
                 loss = (loss_pairs * weights).sum()
                 if trainer.router_aux_coef:  # TRL's MoE load-balancing term, a mean over the step's packs
                     aux = aux_loss(trainer, s.pack)
@@ -144,14 +162,22 @@ def policy_update(trainer: TreeTrainerBase, slots: list[PackSlot], rollouts: lis
         trainer.optimizer.zero_grad(set_to_none=True)
         totals = reduce_totals(acc, agg)
         pairs = max(1.0, totals.get("pairs", 0.0))
-        passes.append({"loss": totals.get("loss", 0.0), "grad_norm": float(grad_norm),
-                       "is_weight/mean": totals.get("is_weight_sum", 0.0) / pairs, "clip_ratio": totals.get("clip_sum", 0.0) / pairs,
-                       "kl": totals.get("kl_sum", 0.0) / pairs, "aux_loss": totals.get("aux_loss", 0.0)})
+        passes.append(
+            {
+                "loss": totals.get("loss", 0.0),
+                "grad_norm": float(grad_norm),
+                "is_weight/mean": totals.get("is_weight_sum", 0.0) / pairs,
+                "clip_ratio": totals.get("clip_sum", 0.0) / pairs,
+                "kl": totals.get("kl_sum", 0.0) / pairs,
+                "aux_loss": totals.get("aux_loss", 0.0),
+            }
+        )
     out = {k: sum(p[k] for p in passes) / len(passes) for k in _MEANS}
     if len(passes) > 1:
         out.update({f"{k}/pass_{i}": p[k] for i, p in enumerate(passes) for k in _MEANS})
-    out.update({"learning_rate": trainer.scheduler.get_last_lr()[0], "rollouts_trained": float(int((counts > 0).sum())),
-                "optimizer_step": 1.0})
+    out.update(
+        {"learning_rate": trainer.scheduler.get_last_lr()[0], "rollouts_trained": float(int((counts > 0).sum())), "optimizer_step": 1.0}
+    )
     if trainer.router_aux_coef:
         out["aux_loss"] = passes[0]["aux_loss"]
     out.update(mism)

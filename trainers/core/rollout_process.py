@@ -122,8 +122,7 @@ class ChildHFBackend(PolicyBackend):
         self.policy_version = 0
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(spec, str(tokenizer_path), child), name="clawgym-rollout-policy",
-                                 daemon=True)
+        self._proc = ctx.Process(target=_serve, args=(spec, str(tokenizer_path), child), name="clawgym-rollout-policy", daemon=True)
         self._proc.start()
         child.close()
         self._tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)  # while the child starts up and loads the model
@@ -133,8 +132,9 @@ class ChildHFBackend(PolicyBackend):
             self._proc.join(timeout=10)
             raise PolicyBackendError(
                 f"--rollout_process: the child process exited (code {self._proc.exitcode}) before building {spec!r}; "
-                "a script that starts training must do so under `if __name__ == \"__main__\":` (the child is spawned "
-                "and imports the main module); see its error output above") from None
+                'a script that starts training must do so under `if __name__ == "__main__":` (the child is spawned '
+                "and imports the main module); see its error output above"
+            ) from None
         if kind != "ready":
             self._proc.join(timeout=10)
             raise PolicyBackendError(f"--rollout_process: the child could not build {spec!r}: {why}")

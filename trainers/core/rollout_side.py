@@ -53,8 +53,17 @@ def tempered_spec(spec: str) -> str:
 class TrainingRollouts:
     """Batches of groups for a trainer, sampled where ``config.executor`` says, in step or ahead of it."""
 
-    def __init__(self, config: TreeGRPOConfig, model_path: Path, *, device: str, backend: Any | None = None,
-                 tasks: list[Any] | None = None, harness_adapters: dict[str, Any] | None = None, rng: random.Random) -> None:
+    def __init__(
+        self,
+        config: TreeGRPOConfig,
+        model_path: Path,
+        *,
+        device: str,
+        backend: Any | None = None,
+        tasks: list[Any] | None = None,
+        harness_adapters: dict[str, Any] | None = None,
+        rng: random.Random,
+    ) -> None:
         self.config = config
         self.model_path = model_path
         self.device = device
@@ -101,8 +110,9 @@ class TrainingRollouts:
         from clawgym_env.proxy.backends.hf import HFBackend
 
         # every episode in flight decodes in one batch (their shared prompt held once: the backend's trunk)
-        return HFBackend(self.model_path, device=self.device, seed=c.seed, logprobs_mode="tempered",
-                         max_batch=max(1, c.max_concurrent_episodes))
+        return HFBackend(
+            self.model_path, device=self.device, seed=c.seed, logprobs_mode="tempered", max_batch=max(1, c.max_concurrent_episodes)
+        )
 
     @property
     def tasks(self) -> list[Any]:
@@ -134,14 +144,19 @@ class TrainingRollouts:
 
     def _start(self, tasks: list[Any]) -> Executor:
         c = self.config
-        kw: dict[str, Any] = {"sampling": self._sampling(), "sandbox": c.sandbox, "concurrency": c.max_concurrent_episodes,
-                              "wall_time_s": c.episode_wall_time_s}
+        kw: dict[str, Any] = {
+            "sampling": self._sampling(),
+            "sandbox": c.sandbox,
+            "concurrency": c.max_concurrent_episodes,
+            "wall_time_s": c.episode_wall_time_s,
+        }
         if c.executor == "ray":
             from clawgym_env.executors.ray_executor import RayExecutor
 
             spec = tempered_spec(c.rollout_backend or f"hf:{self.model_path}")
-            executor: Executor = RayExecutor(rollout_config(self.harnesses, suite=c.suite, model=spec, executor="ray",
-                                                            ray_address=c.ray_address, **kw))
+            executor: Executor = RayExecutor(
+                rollout_config(self.harnesses, suite=c.suite, model=spec, executor="ray", ray_address=c.ray_address, **kw)
+            )
         else:
             executor = local_executor(tasks, self.harnesses, self.backend, **kw)
         self.loop.run(executor.start())
@@ -156,8 +171,14 @@ class TrainingRollouts:
             # next steps' groups instead of idling on its slowest episode, and a group requested at version v
             # is taken by version v + K at the latest (finishing in request order), within the bound.
             lookahead = c.pairs_per_step * c.max_staleness if c.async_rollouts else 0
-            self._stream = RolloutStream(self._executor, self.loop, num_generations=int(c.num_generations or 2),
-                                         next_pair=self._next_pair, lookahead=lookahead, rng=self.rng)
+            self._stream = RolloutStream(
+                self._executor,
+                self.loop,
+                num_generations=int(c.num_generations or 2),
+                next_pair=self._next_pair,
+                lookahead=lookahead,
+                rng=self.rng,
+            )
             self._mark = (time.monotonic(), 0.0)
         return self._stream
 
@@ -186,8 +207,13 @@ class TrainingRollouts:
         if c.executor == "ray":
             assert self._executor is not None
             return FixedPolicy() if (c.rollout_backend or "").startswith("scripted:") else ExecutorCopy(self._executor, self.loop)
-        return weight_sync_for(self.backend, folder=Path(c.output_dir) / "policy-latest", loop=self.loop,
-                               broadcast=c.weight_sync == "broadcast", device=torch.device(self.device))
+        return weight_sync_for(
+            self.backend,
+            folder=Path(c.output_dir) / "policy-latest",
+            loop=self.loop,
+            broadcast=c.weight_sync == "broadcast",
+            device=torch.device(self.device),
+        )
 
     # -- batches --------------------------------------------------------------------------------
 
@@ -201,19 +227,24 @@ class TrainingRollouts:
         if c.branching:
             groups, refused = self._branched_groups(stream), 0
         else:
-            done, refused = stream.take(c.pairs_per_step,
-                                        keep=lambda g: group_staleness(g.episodes, policy_version) <= c.max_staleness)
+            done, refused = stream.take(c.pairs_per_step, keep=lambda g: group_staleness(g.episodes, policy_version) <= c.max_staleness)
             self.groups_stale += refused
             done.sort(key=lambda g: g.gid)  # request order, not finish order: a seeded run sums its loss in the same order
             groups = [(*g.pair, g.episodes) for g in done]
         filters = tree_filters(drop_retries=c.drop_retries, max_leaves=c.max_leaves, exclude_subagents=c.exclude_subagents)
-        batch = build_batch(groups, filters=filters, policy_version=policy_version,
-                            skip_zero_variance=c.drop_zero_variance_from_loss, crashed=c.crashed_episodes,  # type: ignore[arg-type]
-                            crashed_reward=c.crashed_reward)
+        batch = build_batch(
+            groups,
+            filters=filters,
+            policy_version=policy_version,
+            skip_zero_variance=c.drop_zero_variance_from_loss,
+            crashed=c.crashed_episodes,  # type: ignore[arg-type]
+            crashed_reward=c.crashed_reward,
+        )
         lags = [group_staleness(eps, policy_version) for _, _, eps in groups]
         self.staleness.update(lags)
-        batch.metrics.update({"groups_stale": float(refused), "staleness/mean": sum(lags) / max(1, len(lags)),
-                              "rollout_idle_share": self.idle_share()})
+        batch.metrics.update(
+            {"groups_stale": float(refused), "staleness/mean": sum(lags) / max(1, len(lags)), "rollout_idle_share": self.idle_share()}
+        )
         return batch
 
     def _branched_groups(self, stream: RolloutStream) -> list[tuple[Any, Any, list[EpisodeResult]]]:
@@ -222,9 +253,16 @@ class TrainingRollouts:
 
         c = self.config
         pairs = [self._next_pair() for _ in range(c.pairs_per_step)]
-        eps = sample_branched_groups(stream, pairs, roots=int(c.num_generations or 1), points=c.branch_points,
-                                     per_point=c.branches_per_point, mode=c.branch_strategy,  # type: ignore[arg-type]
-                                     rng=self.rng, workdir=stream.out_dir / "branch-roots")
+        eps = sample_branched_groups(
+            stream,
+            pairs,
+            roots=int(c.num_generations or 1),
+            points=c.branch_points,
+            per_point=c.branches_per_point,
+            mode=c.branch_strategy,  # type: ignore[arg-type]
+            rng=self.rng,
+            workdir=stream.out_dir / "branch-roots",
+        )
         return [(*pair, group) for pair, group in zip(pairs, eps, strict=True)]
 
     def idle_share(self) -> float:

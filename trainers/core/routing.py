@@ -73,8 +73,10 @@ class RoutingReplay:
         ``load``, so a backward that recomputes the forward (activation checkpointing) replays the same routing.
         """
         if routing is not None and tuple(routing.shape[1:]) != (len(self.routers), self.top_k):
-            raise ConfigError(f"the captured routing has {tuple(routing.shape[1:])} (MoE layers, top-k) per token, the model "
-                              f"{(len(self.routers), self.top_k)}: the rollout ran another model than the trainer")
+            raise ConfigError(
+                f"the captured routing has {tuple(routing.shape[1:])} (MoE layers, top-k) per token, the model "
+                f"{(len(self.routers), self.top_k)}: the rollout ran another model than the trainer"
+            )
         if routing is not None and int(routing.max()) >= self.num_experts:
             raise ConfigError(f"the captured routing names expert {int(routing.max())}; the model has {self.num_experts}")
         self._routing, self._replay, self._differs = routing, replay, None
@@ -101,8 +103,10 @@ class RoutingReplay:
                 return None
             want = rec[:, router.layer].to(experts.device)
             if want.shape[0] != experts.shape[0]:
-                raise ConfigError(f"routing replay: the forward routes {experts.shape[0]} rows, the pack's routing holds "
-                                  f"{want.shape[0]}; forward the whole pack (not a part of it) with routing replay")
+                raise ConfigError(
+                    f"routing replay: the forward routes {experts.shape[0]} rows, the pack's routing holds "
+                    f"{want.shape[0]}; forward the whole pack (not a part of it) with routing replay"
+                )
             free = want < 0
             with torch.no_grad():  # the router's own pick vs the rollout's, as sets
                 known = ~free.any(-1)
@@ -126,8 +130,10 @@ def router_aux_coef(config_value: float | None, model: Any) -> float:
     text = model.config.get_text_config()
     coef = getattr(text, "router_aux_loss_coef", 0.0) if config_value is None else config_value
     if config_value and not hasattr(text, "output_router_logits"):
-        raise ConfigError(f"router_aux_loss_coef={config_value} but {type(model).__name__} is not a mixture-of-experts model "
-                          "with router logits: there is no load-balancing loss to weight; leave router_aux_loss_coef unset")
+        raise ConfigError(
+            f"router_aux_loss_coef={config_value} but {type(model).__name__} is not a mixture-of-experts model "
+            "with router logits: there is no load-balancing loss to weight; leave router_aux_loss_coef unset"
+        )
     return float(coef) if hasattr(text, "output_router_logits") else 0.0
 
 
@@ -174,6 +180,8 @@ def unreplayed_metrics(trainer: TreeTrainerBase, slots: list[PackSlot]) -> dict[
             pairs.append((s, trainer.pack_logprobs(trainer.model, s.pack)))
     tally = reduce_totals(trainer.accelerator, replay.take_tally())
     gap = mismatch_metrics(trainer.accelerator, pairs)
-    return {"mismatch_unreplayed": gap.get("mismatch", 0.0),
-            "routing/topk_disagree": tally.get("differ", 0.0) / max(1.0, tally.get("tokens", 0.0)),
-            "routing/topk_disagree_layer": tally.get("layer_differ", 0.0) / max(1.0, tally.get("layer_rows", 0.0))}
+    return {
+        "mismatch_unreplayed": gap.get("mismatch", 0.0),
+        "routing/topk_disagree": tally.get("differ", 0.0) / max(1.0, tally.get("tokens", 0.0)),
+        "routing/topk_disagree_layer": tally.get("layer_differ", 0.0) / max(1.0, tally.get("layer_rows", 0.0)),
+    }

@@ -56,8 +56,9 @@ def build_slots(batch: RolloutBatch, pack_max_tokens: int, branching: bool) -> t
                 continue
             tok = pack.loss_mask.nonzero().squeeze(1)
             value, adv = token_values(pack, group.tree, group.rewards)
-            out.append(PackSlot(pack, group, tok, local[pack.rollout_index[tok]],
-                                extra={"node_value": value[tok], "step_advantage": adv[tok]}))
+            out.append(
+                PackSlot(pack, group, tok, local[pack.rollout_index[tok]], extra={"node_value": value[tok], "step_advantage": adv[tok]})
+            )
     return out, rollouts
 
 

@@ -92,8 +92,9 @@ class FixedPolicy:
         return None
 
 
-def weight_sync_for(backend: PolicyBackend, *, folder: Path, loop: LoopThread, broadcast: bool = False,
-                    device: torch.device | None = None) -> WeightSync:
+def weight_sync_for(
+    backend: PolicyBackend, *, folder: Path, loop: LoopThread, broadcast: bool = False, device: torch.device | None = None
+) -> WeightSync:
     """The sync for the rollout ``backend`` a local executor samples from (Ray workers: ``ExecutorCopy``), chosen
     by what the backend declares (``PolicyBackend.WEIGHT_UPDATE``).
 
@@ -110,14 +111,18 @@ def weight_sync_for(backend: PolicyBackend, *, folder: Path, loop: LoopThread, b
             from trainers.core.nccl_sync import vllm_broadcast
 
             if not isinstance(backend, VLLMBackend):  # the broadcast goes through vLLM's worker extension
-                raise ConfigError(f"--weight_sync broadcast reaches a vLLM server's workers; {type(backend).__name__} "
-                                  "reloads from a folder: drop --weight_sync broadcast")
+                raise ConfigError(
+                    f"--weight_sync broadcast reaches a vLLM server's workers; {type(backend).__name__} "
+                    "reloads from a folder: drop --weight_sync broadcast"
+                )
             return vllm_broadcast(backend, loop, device)
         return ServerReload(backend, folder, loop)
     if broadcast:
         if not isinstance(backend, ChildHFBackend):
-            raise ConfigError("--weight_sync broadcast sends tensors to rollout processes: set --rollout_process (hf: policy "
-                              "in a child process) or --rollout_backend vllm:...; or drop it")
+            raise ConfigError(
+                "--weight_sync broadcast sends tensors to rollout processes: set --rollout_process (hf: policy "
+                "in a child process) or --rollout_backend vllm:...; or drop it"
+            )
         from trainers.core.collective_sync import CollectiveBroadcast
 
         return CollectiveBroadcast(backend, device)

@@ -38,11 +38,36 @@ def _port() -> int:
 def tiny_args(plan: Plan, out: Path) -> list[str]:
     """The recipe's flags with the scale cut to a CPU: tiny model, CPU processes, the rollout child for vLLM."""
     t = plan.layout.tiny
-    args = ["--config", str(plan.folder / "recipe.yaml"), "--model_name_or_path", "tiny", "--use_cpu", "true",
-            "--rollout_process", "true", "--suite", t.suite, "--max_steps", str(t.max_steps),
-            "--pairs_per_step", str(t.pairs_per_step), "--num_generations", str(t.num_generations),
-            "--max_completion_length", str(t.max_completion_length), "--save_steps", "1", "--beta", str(t.beta),
-            "--max_concurrent_episodes", "2", "--report_to", "none", "--output_dir", str(out)]
+    args = [
+        "--config",
+        str(plan.folder / "recipe.yaml"),
+        "--model_name_or_path",
+        "tiny",
+        "--use_cpu",
+        "true",
+        "--rollout_process",
+        "true",
+        "--suite",
+        t.suite,
+        "--max_steps",
+        str(t.max_steps),
+        "--pairs_per_step",
+        str(t.pairs_per_step),
+        "--num_generations",
+        str(t.num_generations),
+        "--max_completion_length",
+        str(t.max_completion_length),
+        "--save_steps",
+        "1",
+        "--beta",
+        str(t.beta),
+        "--max_concurrent_episodes",
+        "2",
+        "--report_to",
+        "none",
+        "--output_dir",
+        str(out),
+    ]
     return [*args, "--tasks", t.tasks] if t.tasks else args
 
 
@@ -51,19 +76,42 @@ def tiny_run(plan: Plan, out: Path, *, timeout_s: float = 1800) -> dict[str, Any
     args = tiny_args(plan, out)
     parse_recipe(plan.folder, args[2:])  # a flag the tiny scale sets wrong fails here, not in every process
     procs = plan.layout.tiny.processes
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(procs),
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
-           "--main_process_port", str(_port()), str(TRAIN_SCRIPT), *args]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        str(procs),
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(_port()),
+        str(TRAIN_SCRIPT),
+        *args,
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+    }
     print(f"tiny run on CPU: {procs} processes, output {out}", flush=True)
     done = subprocess.run(cmd, env=env, cwd=ROOT, timeout=timeout_s)
     if done.returncode != 0:
         raise ClawGymError(f"the tiny run of {plan.folder} failed (exit {done.returncode}); its output is above")
     state = json.loads((out / "final" / "trainer_state.json").read_text())
     (metrics,) = state["log_history"][-1:]
-    return {"metrics": metrics, "processes": state["num_processes"],
-            "shards": sorted(p.name for p in (out / f"checkpoint-{plan.layout.tiny.max_steps}" / "sharded").glob("*.distcp"))}
+    return {
+        "metrics": metrics,
+        "processes": state["num_processes"],
+        "shards": sorted(p.name for p in (out / f"checkpoint-{plan.layout.tiny.max_steps}" / "sharded").glob("*.distcp")),
+    }
 
 
 def launch(plan: Plan, model: str) -> int:
@@ -98,8 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or Path(tempfile.mkdtemp(prefix="clawgym-recipe-"))
         result = tiny_run(plan, out)
         m = result["metrics"]
-        print("tiny run: " + "  ".join(f"{k}={m[k]:.4g}" for k in sorted(m) if k.startswith(("loss", "mismatch", "grad_norm",
-              "trainable_tokens", "sync_s", "policy_version"))) + f"  sharded checkpoint: {result['shards']}", flush=True)
+        print(
+            "tiny run: "
+            + "  ".join(
+                f"{k}={m[k]:.4g}"
+                for k in sorted(m)
+                if k.startswith(("loss", "mismatch", "grad_norm", "trainable_tokens", "sync_s", "policy_version"))
+            )
+            + f"  sharded checkpoint: {result['shards']}",
+            flush=True,
+        )
     except ClawGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -39,8 +39,12 @@ class TinyRun(_Strict):
     pairs_per_step: int = Field(2, ge=1)
     num_generations: int = Field(2, ge=2)
     max_completion_length: int = Field(8, ge=1)
-    beta: float = Field(0.001, ge=0, description="A KL term, so a group of equal rewards (a random tiny model's usual) "
-                                                 "still trains: with beta 0 such a group is not forwarded.")
+    beta: float = Field(
+        0.001,
+        ge=0,
+        description="A KL term, so a group of equal rewards (a random tiny model's usual) "
+        "still trains: with beta 0 such a group is not forwarded.",
+    )
     suite: str = Field(description="A suite the recipe's harnesses finish quickly with a tiny model.")
     tasks: str | None = None
 

@@ -52,9 +52,15 @@ def model_shape(folder: Path) -> ModelShape:
     else:
         mlp = 3 * config.intermediate_size
     return ModelShape(
-        name=type(model).__name__, params=params, layer_params=max(per_layer, default=0), root_params=params - sum(per_layer),
-        layers=config.num_hidden_layers, hidden=config.hidden_size, vocab=config.vocab_size,
-        attention_width=(2 * heads + 2 * kv_heads) * head_dim, mlp_width=mlp,
+        name=type(model).__name__,
+        params=params,
+        layer_params=max(per_layer, default=0),
+        root_params=params - sum(per_layer),
+        layers=config.num_hidden_layers,
+        hidden=config.hidden_size,
+        vocab=config.vocab_size,
+        attention_width=(2 * heads + 2 * kv_heads) * head_dim,
+        mlp_width=mlp,
         kv_bytes_per_token=2 * config.num_hidden_layers * kv_heads * head_dim * 2,
     )
 
@@ -76,12 +82,16 @@ def trainer_memory(shape: ModelShape, *, shards: int, pack_tokens: int, chunk: i
     return {k: v / GIB for k, v in out.items()}
 
 
-def vllm_memory(shape: ModelShape, *, tensor_parallel: int, gpu_gib: float, utilization: float,
-                max_model_len: int) -> dict[str, float]:
+def vllm_memory(shape: ModelShape, *, tensor_parallel: int, gpu_gib: float, utilization: float, max_model_len: int) -> dict[str, float]:
     """Per vLLM GPU: bf16 weights, the KV cache left under ``utilization``, and the tokens / full contexts it holds."""
     weights = 2 * shape.params / tensor_parallel / GIB
     overhead = 2.0  # activations, CUDA graphs, the sampler (GiB)
     kv = max(0.0, gpu_gib * utilization - weights - overhead)
     tokens = kv * GIB / (shape.kv_bytes_per_token / tensor_parallel)
-    return {"bf16 weights": weights, "runtime overhead": overhead, "KV cache": kv, "KV tokens": tokens,
-            "full contexts": tokens / max_model_len}
+    return {
+        "bf16 weights": weights,
+        "runtime overhead": overhead,
+        "KV cache": kv,
+        "KV tokens": tokens,
+        "full contexts": tokens / max_model_len,
+    }

@@ -53,16 +53,41 @@ class Plan:
 
     def vllm_args(self) -> list[str]:
         v = self.layout.vllm
-        return ["--tensor-parallel-size", str(len(v.gpus)), "--gpu-memory-utilization", str(v.gpu_memory_utilization),
-                "--max-model-len", str(v.max_model_len), "--dtype", "bfloat16"]
+        return [
+            "--tensor-parallel-size",
+            str(len(v.gpus)),
+            "--gpu-memory-utilization",
+            str(v.gpu_memory_utilization),
+            "--max-model-len",
+            str(v.max_model_len),
+            "--dtype",
+            "bfloat16",
+        ]
 
     def trainer_command(self, model: str) -> list[str]:
         """The trainer's launch: one process per trainer GPU, sampling from the vLLM server."""
         url = f"http://127.0.0.1:{self.layout.vllm.port}"
-        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(self.shards),
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN_SCRIPT),
-                "--config", str(self.folder / "recipe.yaml"), "--model_name_or_path", model,
-                "--rollout_backend", f"vllm:{url}#{model}"]
+        return [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(self.shards),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            str(TRAIN_SCRIPT),
+            "--config",
+            str(self.folder / "recipe.yaml"),
+            "--model_name_or_path",
+            model,
+            "--rollout_backend",
+            f"vllm:{url}#{model}",
+        ]
 
 
 def _budget(layout: Layout, config: Any, shards: int) -> dict[str, float]:
@@ -71,10 +96,14 @@ def _budget(layout: Layout, config: Any, shards: int) -> dict[str, float]:
     tree = b.shared_prompt_tokens + gens * b.episode_tokens  # a group's prefix tree: the shared prompt counted once
     packs_per_group = math.ceil(tree / config.pack_max_tokens) if config.pack_max_tokens else 1
     packs = packs_per_group * config.pairs_per_step
-    return {"episodes per step": gens * config.pairs_per_step, "groups per step": config.pairs_per_step,
-            "tree tokens per group": tree,
-            "pack tokens (max)": config.pack_max_tokens or tree, "packs per step": packs,
-            "forwards per trainer GPU per step": math.ceil(packs / shards)}
+    return {
+        "episodes per step": gens * config.pairs_per_step,
+        "groups per step": config.pairs_per_step,
+        "tree tokens per group": tree,
+        "pack tokens (max)": config.pack_max_tokens or tree,
+        "packs per step": packs,
+        "forwards per trainer GPU per step": math.ceil(packs / shards),
+    }
 
 
 def resolve(folder: Path, model: str | None = None) -> Plan:
@@ -89,17 +118,30 @@ def resolve(folder: Path, model: str | None = None) -> Plan:
     shape = model_shape(folder)
     shards = len(layout.trainer.gpus)
     chunk = config.logprob_chunk_size or shape.vocab
-    trainer = trainer_memory(shape, shards=shards, pack_tokens=int(config.pack_max_tokens or layout.vllm.max_model_len),
-                             chunk=chunk, checkpointing=bool(config.activation_checkpointing))
-    vllm = vllm_memory(shape, tensor_parallel=len(layout.vllm.gpus), gpu_gib=layout.gpu_memory_gib,
-                       utilization=layout.vllm.gpu_memory_utilization, max_model_len=layout.vllm.max_model_len)
+    trainer = trainer_memory(
+        shape,
+        shards=shards,
+        pack_tokens=int(config.pack_max_tokens or layout.vllm.max_model_len),
+        chunk=chunk,
+        checkpointing=bool(config.activation_checkpointing),
+    )
+    vllm = vllm_memory(
+        shape,
+        tensor_parallel=len(layout.vllm.gpus),
+        gpu_gib=layout.gpu_memory_gib,
+        utilization=layout.vllm.gpu_memory_utilization,
+        max_model_len=layout.vllm.max_model_len,
+    )
     warnings = []
     if sum(trainer.values()) > 0.9 * layout.gpu_memory_gib:
-        warnings.append(f"trainer: ~{sum(trainer.values()):.0f} GiB of {layout.gpu_memory_gib:.0f} per GPU; lower "
-                        "pack_max_tokens or add trainer GPUs")
+        warnings.append(
+            f"trainer: ~{sum(trainer.values()):.0f} GiB of {layout.gpu_memory_gib:.0f} per GPU; lower pack_max_tokens or add trainer GPUs"
+        )
     if vllm["full contexts"] < 1:
-        warnings.append(f"vLLM: the KV cache holds {vllm['KV tokens']:.0f} tokens, less than one {layout.vllm.max_model_len}-"
-                        "token context; raise gpu_memory_utilization or add vLLM GPUs")
+        warnings.append(
+            f"vLLM: the KV cache holds {vllm['KV tokens']:.0f} tokens, less than one {layout.vllm.max_model_len}-"
+            "token context; raise gpu_memory_utilization or add vLLM GPUs"
+        )
     return Plan(folder, layout, config, shape, trainer, vllm, _budget(layout, config, shards), warnings)
 
 

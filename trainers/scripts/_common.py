@@ -43,8 +43,9 @@ def resolve_model(name: str) -> Path:
 
 def train_and_save(trainer_cls: Any, script_args: ScriptArguments, training_args: Any) -> Any:
     """Build ``trainer_cls``, train, save ``<output_dir>/final`` and close the trainer even on failure."""
-    trainer = trainer_cls(training_args, resolve_model(script_args.model_name_or_path),
-                          resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer = trainer_cls(
+        training_args, resolve_model(script_args.model_name_or_path), resume_from_checkpoint=training_args.resume_from_checkpoint
+    )
     try:
         trainer.train()
         final = trainer.save_checkpoint(Path(training_args.output_dir) / "final")
@@ -54,8 +55,9 @@ def train_and_save(trainer_cls: Any, script_args: ScriptArguments, training_args
     return trainer
 
 
-def make_tree_parser(config_cls: type, command: str, help_text: str,
-                     subparsers: argparse._SubParsersAction | None = None, prog: str | None = None) -> Any:
+def make_tree_parser(
+    config_cls: type, command: str, help_text: str, subparsers: argparse._SubParsersAction | None = None, prog: str | None = None
+) -> Any:
     """A ``TrlParser`` for ``(ScriptArguments, config_cls)``, or the ``command`` sub-parser when ``subparsers`` is given."""
     from trl import TrlParser
 

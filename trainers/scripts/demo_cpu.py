@@ -41,17 +41,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--async-rollouts", action="store_true", help="sample the next groups while the trainer steps")
     p.add_argument("--max-staleness", type=int, default=1, help="with --async-rollouts: drop groups older than this")
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight (max_concurrent_episodes)")
-    p.add_argument("--rollout-max-batch", type=int, default=1,
-                   help="calls the in-process backend decodes together; 1 keeps a seeded run bit-for-bit the same (a batch "
-                        "changes rollout logprobs by ~1e-8 with its composition, and the curve drifts after ~15 steps)")
+    p.add_argument(
+        "--rollout-max-batch",
+        type=int,
+        default=1,
+        help="calls the in-process backend decodes together; 1 keeps a seeded run bit-for-bit the same (a batch "
+        "changes rollout logprobs by ~1e-8 with its composition, and the curve drifts after ~15 steps)",
+    )
     p.add_argument("--num-iterations", type=int, default=1, help="optimizer passes over each step's batch (TRL's mu)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="local: rollouts in this process; ray: in a Ray worker process (a local one-node cluster)")
-    p.add_argument("--rollout-process", action="store_true",
-                   help="the rollout policy decodes in a child process (not on the trainer's GIL)")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: rollouts in this process; ray: in a Ray worker process (a local one-node cluster)",
+    )
+    p.add_argument(
+        "--rollout-process", action="store_true", help="the rollout policy decodes in a child process (not on the trainer's GIL)"
+    )
     p.add_argument("--trainer-cpus", default=None, help="CPU ids the training thread runs on, e.g. 0 (default: any)")
-    p.add_argument("--rollout-cpus", default=None,
-                   help="CPU ids the rollout side (loop, policy child, sandboxes) runs on, e.g. 1 (default: any)")
+    p.add_argument(
+        "--rollout-cpus", default=None, help="CPU ids the rollout side (loop, policy child, sandboxes) runs on, e.g. 1 (default: any)"
+    )
     p.add_argument("--output-dir", default=None)
     return p
 
@@ -71,12 +81,28 @@ def build(a: argparse.Namespace) -> Any:
     if a.async_rollouts:
         extra.update(async_rollouts=True, max_staleness=a.max_staleness)
     cfg = Config(
-        output_dir=out, suite=str(SUITE), tasks=a.tasks, harness="custom", num_generations=a.num_generations,
-        pairs_per_step=a.pairs_per_step, max_completion_length=a.max_tokens, learning_rate=a.learning_rate,
-        lr_scheduler_type="constant", loss_type=a.loss_type, max_steps=a.steps, save_steps=0, seed=a.seed,
-        logging_steps=10_000, max_concurrent_episodes=a.concurrency, num_iterations=a.num_iterations, executor=a.executor,
-        rollout_process=a.rollout_process, trainer_cpus=a.trainer_cpus, rollout_cpus=a.rollout_cpus,
-        rollout_backend=f"hf:{tiny_model_path()}?max_batch={a.rollout_max_batch}&seed={a.seed}", **extra,
+        output_dir=out,
+        suite=str(SUITE),
+        tasks=a.tasks,
+        harness="custom",
+        num_generations=a.num_generations,
+        pairs_per_step=a.pairs_per_step,
+        max_completion_length=a.max_tokens,
+        learning_rate=a.learning_rate,
+        lr_scheduler_type="constant",
+        loss_type=a.loss_type,
+        max_steps=a.steps,
+        save_steps=0,
+        seed=a.seed,
+        logging_steps=10_000,
+        max_concurrent_episodes=a.concurrency,
+        num_iterations=a.num_iterations,
+        executor=a.executor,
+        rollout_process=a.rollout_process,
+        trainer_cpus=a.trainer_cpus,
+        rollout_cpus=a.rollout_cpus,
+        rollout_backend=f"hf:{tiny_model_path()}?max_batch={a.rollout_max_batch}&seed={a.seed}",
+        **extra,
     )
     return Trainer(cfg, tiny_model_path())
 
@@ -86,9 +112,11 @@ def main(argv: list[str] | None = None) -> list[float]:
     trainer = build(a)
     rewards: list[float] = []
     t0 = time.perf_counter()
-    print(f"tree {a.algo.upper()}, tiny model, custom harness in bwrap; tasks {a.tasks}; {a.num_generations} rollouts x "
-          f"{a.pairs_per_step} groups per step" + (f"; async rollouts, max staleness {a.max_staleness}" if a.async_rollouts else ""),
-          flush=True)
+    print(
+        f"tree {a.algo.upper()}, tiny model, custom harness in bwrap; tasks {a.tasks}; {a.num_generations} rollouts x "
+        f"{a.pairs_per_step} groups per step" + (f"; async rollouts, max staleness {a.max_staleness}" if a.async_rollouts else ""),
+        flush=True,
+    )
 
     mismatches: list[float] = []
 
@@ -104,8 +132,10 @@ def main(argv: list[str] | None = None) -> list[float]:
         trainer.close()
     k = max(1, min(5, len(rewards) // 3))
     first, last = sum(rewards[:k]) / k, sum(rewards[-k:]) / k
-    print(f"mean reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f} ({len(rewards)} steps, seed {a.seed}); "
-          f"trainer/sampler logprob mismatch < 1e-6 on every step: {all(x < 1e-6 for x in mismatches)}")
+    print(
+        f"mean reward: first {k} steps {first:.3f} -> last {k} steps {last:.3f} ({len(rewards)} steps, seed {a.seed}); "
+        f"trainer/sampler logprob mismatch < 1e-6 on every step: {all(x < 1e-6 for x in mismatches)}"
+    )
     print(f"took {time.perf_counter() - t0:.0f}s", flush=True)
     return rewards
 

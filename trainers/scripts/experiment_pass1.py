@@ -48,8 +48,25 @@ from typing import Any
 from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
 
-__all__ = ["Evaluation", "Size", "build_model", "capture", "evaluate", "evaluations", "learnable_categories", "main", "parse_args",
-           "probe", "reusable", "rl", "rl_tasks", "run", "best_step", "select_rl_step", "sft"]
+__all__ = [
+    "Evaluation",
+    "Size",
+    "build_model",
+    "capture",
+    "evaluate",
+    "evaluations",
+    "learnable_categories",
+    "main",
+    "parse_args",
+    "probe",
+    "reusable",
+    "rl",
+    "rl_tasks",
+    "run",
+    "best_step",
+    "select_rl_step",
+    "sft",
+]
 
 TRAIN_SUITE = "procgen-train"
 RL_SUITE = "procgen-train-rl"
@@ -107,10 +124,26 @@ class Size:
 
     @classmethod
     def quick(cls) -> Size:
-        return cls(harnesses="custom", train_tasks="*-0[1-4]", test_tasks="*-01", sft_steps=10, sft_packs_per_step=1, rl_steps=1,
-                   rl_lr=5e-5, rl_generations=4, rl_pairs=1, rl_task_sampling="uniform", rl_select=False,
-                   rl_beta=0.0, rl_suite=TRAIN_SUITE, rl_tasks="*-0[1-4]", probe_tasks="", val_tasks="", eval_samples=0,
-                   eval_concurrency=13)
+        return cls(
+            harnesses="custom",
+            train_tasks="*-0[1-4]",
+            test_tasks="*-01",
+            sft_steps=10,
+            sft_packs_per_step=1,
+            rl_steps=1,
+            rl_lr=5e-5,
+            rl_generations=4,
+            rl_pairs=1,
+            rl_task_sampling="uniform",
+            rl_select=False,
+            rl_beta=0.0,
+            rl_suite=TRAIN_SUITE,
+            rl_tasks="*-0[1-4]",
+            probe_tasks="",
+            val_tasks="",
+            eval_samples=0,
+            eval_concurrency=13,
+        )
 
 
 @dataclass(frozen=True)
@@ -129,8 +162,9 @@ def evaluations(size: Size) -> list[Evaluation]:
     """Every evaluation the pipeline runs, in order: greedy held-out, sampled held-out, greedy validation."""
     plan = [Evaluation(stage, stage, TEST_SUITE, size.test_tasks, 1, size.eval_temperature) for stage in STAGES]
     if size.eval_samples:
-        plan += [Evaluation(f"{stage}-sampled", stage, TEST_SUITE, size.test_tasks, size.eval_samples, size.rl_temperature)
-                 for stage in STAGES]
+        plan += [
+            Evaluation(f"{stage}-sampled", stage, TEST_SUITE, size.test_tasks, size.eval_samples, size.rl_temperature) for stage in STAGES
+        ]
     if size.val_tasks:  # train variants RL did not see: where RL's settings are judged
         plan += [Evaluation(f"val-{stage}", stage, size.rl_suite, size.val_tasks, 1, size.eval_temperature) for stage in STAGES[1:]]
     return plan
@@ -177,10 +211,21 @@ def sft(work: Path, model: Path, dataset: Path, size: Size) -> Path:
     out = work / "sft"
     if (out / "final" / "config.json").is_file():
         return out / "final"
-    cfg = TreeSFTConfig(output_dir=str(out), dataset_path=str(dataset), max_steps=size.sft_steps, learning_rate=size.sft_lr,
-                        warmup_steps=0.1, branch_tokens=size.sft_branch_tokens, packs_per_step=size.sft_packs_per_step,
-                        lr_scheduler_type="cosine", seed=size.seed, logging_steps=1, use_cpu=True,
-                        harness=size.harnesses, frozen_layers=size.sft_frozen_layers)
+    cfg = TreeSFTConfig(
+        output_dir=str(out),
+        dataset_path=str(dataset),
+        max_steps=size.sft_steps,
+        learning_rate=size.sft_lr,
+        warmup_steps=0.1,
+        branch_tokens=size.sft_branch_tokens,
+        packs_per_step=size.sft_packs_per_step,
+        lr_scheduler_type="cosine",
+        seed=size.seed,
+        logging_steps=1,
+        use_cpu=True,
+        harness=size.harnesses,
+        frozen_layers=size.sft_frozen_layers,
+    )
     trainer = TreeSFTTrainer(cfg, model)
     trainer.train()
     return trainer.save(out / "final")
@@ -202,8 +247,10 @@ def rl_tasks(size: Size, categories: list[str] | None) -> list[Any]:
     if categories is not None:
         tasks = [t for t in tasks if t.category in categories]
     if not tasks:
-        raise ConfigError(f"experiment_pass1: no train variant left for RL (rl_suite={size.rl_suite!r}, rl_tasks={size.rl_tasks!r}, "
-                          f"val_tasks={size.val_tasks!r}, probed categories {categories}); widen --probe-tasks or train_tasks")
+        raise ConfigError(
+            f"experiment_pass1: no train variant left for RL (rl_suite={size.rl_suite!r}, rl_tasks={size.rl_tasks!r}, "
+            f"val_tasks={size.val_tasks!r}, probed categories {categories}); widen --probe-tasks or train_tasks"
+        )
     return tasks
 
 
@@ -218,8 +265,16 @@ def probe(work: Path, model: Path, size: Size) -> list[str] | None:
         out = work / "probe"
         if out.exists():
             shutil.rmtree(out)
-        evaluate("probe", model, out, size, suite=size.rl_suite, tasks=size.probe_tasks, attempts=size.probe_attempts,
-                 temperature=size.rl_temperature)
+        evaluate(
+            "probe",
+            model,
+            out,
+            size,
+            suite=size.rl_suite,
+            tasks=size.probe_tasks,
+            attempts=size.probe_attempts,
+            temperature=size.rl_temperature,
+        )
         attempts = load_attempts(out)
         rates = {c: [a.score for a in attempts if a.category == c] for c in sorted({a.category for a in attempts})}
         print("probe: " + ", ".join(f"{c} {sum(v):g}/{len(v)}" for c, v in rates.items()), flush=True)
@@ -242,20 +297,35 @@ def rl(work: Path, model: Path, size: Size, categories: list[str] | None = None)
         return out / "final" / "model"
     tasks = rl_tasks(size, categories)
     pairs = size.rl_pairs or len({t.category for t in tasks})
-    cfg = TreeGRPOConfig(output_dir=str(out), suite=size.rl_suite, harness=size.harnesses, mix_weights=size.mix_weights,
-                         num_generations=size.rl_generations, pairs_per_step=pairs, task_sampling=size.rl_task_sampling,
-                         max_steps=size.rl_steps, learning_rate=size.rl_lr, max_completion_length=size.max_tokens,
-                         temperature=size.rl_temperature, max_concurrent_episodes=min(size.rl_generations * pairs, size.rl_concurrency),
-                         seed=size.seed, use_cpu=True, save_steps=1 if _selects(size) else 0, lr_scheduler_type="constant",
-                         beta=size.rl_beta)
+    cfg = TreeGRPOConfig(
+        output_dir=str(out),
+        suite=size.rl_suite,
+        harness=size.harnesses,
+        mix_weights=size.mix_weights,
+        num_generations=size.rl_generations,
+        pairs_per_step=pairs,
+        task_sampling=size.rl_task_sampling,
+        max_steps=size.rl_steps,
+        learning_rate=size.rl_lr,
+        max_completion_length=size.max_tokens,
+        temperature=size.rl_temperature,
+        max_concurrent_episodes=min(size.rl_generations * pairs, size.rl_concurrency),
+        seed=size.seed,
+        use_cpu=True,
+        save_steps=1 if _selects(size) else 0,
+        lr_scheduler_type="constant",
+        beta=size.rl_beta,
+    )
     trainer = Trainer(cfg, model, tasks=tasks)
     freeze_bottom(trainer.policy, size.rl_frozen_layers)  # AdamW skips them: their grad stays None
 
     def report(m: dict[str, float]) -> None:
         groups = int(m.get("groups_trained", 0) + m.get("groups_skipped", 0))
         varied = groups - round(m.get("frac_reward_zero_std", 0.0) * groups)  # equal-reward groups train with advantage 0
-        print(f"rl step {int(m.get('step', 0))}: mean reward {m.get('reward', 0.0):.3f}, groups with reward variance "
-              f"{varied} / {groups}", flush=True)
+        print(
+            f"rl step {int(m.get('step', 0))}: mean reward {m.get('reward', 0.0):.3f}, groups with reward variance {varied} / {groups}",
+            flush=True,
+        )
 
     try:
         history = trainer.train(on_step=report)
@@ -298,8 +368,10 @@ def select_rl_step(work: Path, final: Path, size: Size) -> Path:
         if not scores:
             raise ConfigError(f"select_rl_step: no checkpoint-<step> under {work / 'rl'}; the RL stage saves one a step with rl_select")
         best = best_step(scores)
-        print("rl selection on " + size.val_tasks + ": " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items())
-              + f" -> step {best}", flush=True)
+        print(
+            "rl selection on " + size.val_tasks + ": " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items()) + f" -> step {best}",
+            flush=True,
+        )
         chosen.write_text(json.dumps({"val_tasks": size.val_tasks, "scores": scores, "step": best}, indent=1))
     step = json.loads(chosen.read_text())["step"]
     return work / "rl" / f"checkpoint-{step}" / "model"
@@ -322,8 +394,15 @@ def reusable(folder: Path, e: Evaluation, model: Path, size: Size) -> str | None
 
     if not (folder / "manifest.json").is_file():
         return f"no {folder / 'manifest.json'}"
-    config = RunConfig(model=_model_spec(model, size), harnesses=_harnesses(size), suite=e.suite, tasks=e.tasks,
-                       attempts=e.attempts, max_tokens=size.max_tokens, temperature=e.temperature)  # as `evaluate` runs it
+    config = RunConfig(
+        model=_model_spec(model, size),
+        harnesses=_harnesses(size),
+        suite=e.suite,
+        tasks=e.tasks,
+        attempts=e.attempts,
+        max_tokens=size.max_tokens,
+        temperature=e.temperature,
+    )  # as `evaluate` runs it
     suite = import_object(config.worker).describe_suite(config)
     m = load_manifest(folder)
     wrong = []
@@ -344,14 +423,43 @@ def reusable(folder: Path, e: Evaluation, model: Path, size: Size) -> str | None
     return None if done == expected else f"{done} of {expected} attempts recorded"
 
 
-def evaluate(stage: str, model: Path, out: Path, size: Size, *, suite: str = TEST_SUITE, tasks: str | None = None,
-             attempts: int = 1, temperature: float | None = None) -> Path:
+def evaluate(
+    stage: str,
+    model: Path,
+    out: Path,
+    size: Size,
+    *,
+    suite: str = TEST_SUITE,
+    tasks: str | None = None,
+    attempts: int = 1,
+    temperature: float | None = None,
+) -> Path:
     """Stage 5: ``clawgym bench run`` of ``model`` on the held-out variants (or ``suite``/``tasks``) into ``out``."""
     temperature = size.eval_temperature if temperature is None else temperature
-    cmd = ["clawgym", "bench", "run", "--model", _model_spec(model, size),
-           "--harness", size.harnesses, "--suite", suite, "--tasks", tasks or size.test_tasks, "-k", str(attempts),
-           "--concurrency", str(size.eval_concurrency), "--max-tokens", str(size.max_tokens),
-           "--temperature", str(temperature), "--out", str(out), "--no-progress"]
+    cmd = [
+        "clawgym",
+        "bench",
+        "run",
+        "--model",
+        _model_spec(model, size),
+        "--harness",
+        size.harnesses,
+        "--suite",
+        suite,
+        "--tasks",
+        tasks or size.test_tasks,
+        "-k",
+        str(attempts),
+        "--concurrency",
+        str(size.eval_concurrency),
+        "--max-tokens",
+        str(size.max_tokens),
+        "--temperature",
+        str(temperature),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     print(f"[{stage}] $ {' '.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True)
     return out
@@ -366,8 +474,9 @@ def _check_reuse(reuse_before: Path | None, model: Path, size: Size) -> dict[str
         if e.stage == "before":
             why = reusable(reuse_before / e.name, e, model, size)
             if why is not None:
-                raise ConfigError(f"--reuse-before {reuse_before}: {e.name} is not this run's evaluation: {why}; "
-                                  "drop --reuse-before to run it")
+                raise ConfigError(
+                    f"--reuse-before {reuse_before}: {e.name} is not this run's evaluation: {why}; drop --reuse-before to run it"
+                )
             names[e.name] = reuse_before / e.name
     return names
 
@@ -410,12 +519,27 @@ def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> 
         if e.name == "val-after-rl" and chosen is not None:  # select_rl_step ran this same bench run of this model
             shutil.copytree(chosen, target)
             continue
-        timed(e.name if e.name.startswith("val-") else f"eval-{e.name}", evaluate, e.name, models[e.stage], target, size,
-              suite=e.suite, tasks=e.tasks, attempts=e.attempts, temperature=e.temperature)
-    meta = {"size": asdict(size), "seconds": times, "rl_categories": categories, "total_s": round(sum(times.values()), 1),
-            "reused": {name: str(folder) for name, folder in reused.items()},
-            "rl_selection": json.loads(selection.read_text()) if selection.is_file() else None,
-            "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]])}
+        timed(
+            e.name if e.name.startswith("val-") else f"eval-{e.name}",
+            evaluate,
+            e.name,
+            models[e.stage],
+            target,
+            size,
+            suite=e.suite,
+            tasks=e.tasks,
+            attempts=e.attempts,
+            temperature=e.temperature,
+        )
+    meta = {
+        "size": asdict(size),
+        "seconds": times,
+        "rl_categories": categories,
+        "total_s": round(sum(times.values()), 1),
+        "reused": {name: str(folder) for name, folder in reused.items()},
+        "rl_selection": json.loads(selection.read_text()) if selection.is_file() else None,
+        "command": " ".join(["python", "trainers/scripts/experiment_pass1.py", *sys.argv[1:]]),
+    }
     (out / "experiment.json").write_text(json.dumps(meta, indent=1))
     subprocess.run(["clawgym", "bench", "compare", str(out / "before"), str(out / "after-sft")], check=False)
     subprocess.run(["clawgym", "bench", "compare", str(out / "after-sft"), str(out / "after-rl")], check=False)
@@ -427,17 +551,23 @@ def run(out: Path, work: Path, size: Size, reuse_before: Path | None = None) -> 
 def parse_args(argv: list[str] | None = None) -> tuple[Path, Path, Size, Path | None]:
     """``(out, work, size, reuse_before)`` from the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step")
+    parser.add_argument(
+        "--quick", action="store_true", help="CI size: custom harness, 4 train variants per template, 13 held-out, 10 SFT steps, 1 RL step"
+    )
     parser.add_argument("--seed", type=int, default=None, help="Seed of packing, sampling and evaluation (default 0)")
     parser.add_argument("--out", type=Path, default=Path("experiments/pass1-claude-code-bash"), help="Results folders land here")
     parser.add_argument("--work", type=Path, default=None, help="Models, captures, checkpoints (default OUT/work, not committed)")
     parser.add_argument("--harness", default=None, help="Comma-separated harnesses (default claude-code-bash; --quick: custom)")
     parser.add_argument("--no-select", action="store_true", help="After-RL model = RL's last step (no per-step validation runs)")
     parser.add_argument("--eval-samples", type=int, default=None, help="Sampled attempts per held-out variant (default 2; 0: none)")
-    parser.add_argument("--reuse-before", type=Path, default=None, metavar="DIR",
-                        help="Copy the before-SFT evaluations from DIR (an earlier run's --out with the same seed and size) "
-                             "instead of rerunning them; refused unless their manifests match this run")
+    parser.add_argument(
+        "--reuse-before",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="Copy the before-SFT evaluations from DIR (an earlier run's --out with the same seed and size) "
+        "instead of rerunning them; refused unless their manifests match this run",
+    )
     a = parser.parse_args(argv)
     size = Size.quick() if a.quick else Size()
     if a.harness:

@@ -19,9 +19,7 @@ __all__ = ["TreePPOConfig"]
 class TreePPOConfig(TreeGRPOConfig):
     """Tree PPO; groups still exist (they batch rollouts of one pair) but do not set the baseline."""
 
-    value_warmup_steps: int = field(
-        default=2, metadata={"help": "Steps that train only the value model before any policy update."}
-    )
+    value_warmup_steps: int = field(default=2, metadata={"help": "Steps that train only the value model before any policy update."})
     value_learning_rate: float = field(default=1e-4, metadata={"help": "AdamW learning rate of the value model."})
     vf_coef: float = field(default=1.0, metadata={"help": "Weight of the value loss."})
     cliprange_value: float | None = field(

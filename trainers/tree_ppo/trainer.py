@@ -85,9 +85,13 @@ class TreePPOTrainer(TreeTrainerBase):
         grad_norm = torch.nn.utils.clip_grad_norm_(list(self.value_model.parameters()), c.max_grad_norm)
         self.value_optimizer.step()
         all_adv = torch.cat([s.advantages for s in slots if s.advantages is not None])
-        metrics = {"value_loss": v_loss, "value_grad_norm": float(grad_norm), "advantage/abs_mean": float(all_adv.abs().mean()),
-                   "value/mean": float(torch.cat([s.extra["old_values"].cpu() for s in slots]).mean()),
-                   "value_warmup": float(not self.policy_enabled())}
+        metrics = {
+            "value_loss": v_loss,
+            "value_grad_norm": float(grad_norm),
+            "advantage/abs_mean": float(all_adv.abs().mean()),
+            "value/mean": float(torch.cat([s.extra["old_values"].cpu() for s in slots]).mean()),
+            "value_warmup": float(not self.policy_enabled()),
+        }
         if c.whiten_advantages and all_adv.numel() > 1:
             mean, std = all_adv.mean(), all_adv.std()
             for s in slots:
@@ -101,4 +105,3 @@ class TreePPOTrainer(TreeTrainerBase):
         if "value_model" in state:
             self.value_model.load_state_dict(state["value_model"])
             self.value_optimizer.load_state_dict(state["value_optimizer"])
-

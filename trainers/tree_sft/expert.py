@@ -67,8 +67,9 @@ def _reply(steps: Sequence[str]):  # -> ReplyFn
     return reply
 
 
-async def capture_experts(tasks: Sequence[TaskSpec], harnesses: Sequence[str], tokenizer: Any, *, sandbox: str = "bwrap",
-                          concurrency: int = 4) -> list[EpisodeResult]:
+async def capture_experts(
+    tasks: Sequence[TaskSpec], harnesses: Sequence[str], tokenizer: Any, *, sandbox: str = "bwrap", concurrency: int = 4
+) -> list[EpisodeResult]:
     """One expert episode per (task, harness), all behind one proxy; every result is returned (filter by score)."""
     from clawgym_env.episode import run_episode
     from clawgym_env.proxy import ProxyServer
@@ -98,9 +99,17 @@ def write_dataset(results: Sequence[EpisodeResult], path: Path) -> dict[str, int
         counts[key] = counts.get(key, 0) + 1
         if ok:
             calls = [c.model_copy(update={"messages": [], "tools": []}).model_dump(mode="json") for c in r.calls]
-            rows.append({"task_id": r.task_id, "harness": r.harness, "session_id": r.session_id, "score": float(r.score),
-                         "num_calls": len(calls), "prompt_tokens": len(r.calls[-1].prompt_ids or []),
-                         "calls": json.dumps(calls)})
+            rows.append(
+                {
+                    "task_id": r.task_id,
+                    "harness": r.harness,
+                    "session_id": r.session_id,
+                    "score": float(r.score),
+                    "num_calls": len(calls),
+                    "prompt_tokens": len(r.calls[-1].prompt_ids or []),
+                    "calls": json.dumps(calls),
+                }
+            )
     if not rows:
         raise ConfigError(f"expert capture: no episode scored 1.0 ({counts}); check the harness install and the suite")
     Dataset.from_list(rows).save_to_disk(str(path))

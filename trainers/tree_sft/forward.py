@@ -21,8 +21,7 @@ import torch
 from clawgym_env.tree import PackedTree
 from trainers.core.logprobs import head_logprobs
 
-__all__ = ["DetachedTrunkForward", "TrunkCache", "loss_token_logprobs", "rows_mask", "shared_prefix_len", "trunk_start",
-           "tree_logprobs"]
+__all__ = ["DetachedTrunkForward", "TrunkCache", "loss_token_logprobs", "rows_mask", "shared_prefix_len", "trunk_start", "tree_logprobs"]
 
 
 def shared_prefix_len(pack: PackedTree) -> int:
@@ -96,9 +95,19 @@ def rows_mask(subtree_end: torch.Tensor, start: int, kind: str, dtype: torch.dty
     return mask[None, None]
 
 
-def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", device: str | torch.device = "cpu",
-                  detach_prefix: bool = True, min_prefix: int = 256, chunk_size: int = 1024,
-                  inner: Any | None = None, trunk: TrunkCache | None = None, temperature: float = 1.0) -> torch.Tensor:
+def tree_logprobs(
+    model: Any,
+    pack: PackedTree,
+    *,
+    mask_kind: str = "bool",
+    device: str | torch.device = "cpu",
+    detach_prefix: bool = True,
+    min_prefix: int = 256,
+    chunk_size: int = 1024,
+    inner: Any | None = None,
+    trunk: TrunkCache | None = None,
+    temperature: float = 1.0,
+) -> torch.Tensor:
     """Logprob of each loss token of ``pack`` under ``model`` at ``temperature`` ([N]; 0 at tokens outside the loss).
 
     ``mask_kind`` is "bool" (sdpa) or "additive" (eager). A trunk shorter than ``min_prefix`` tokens
@@ -116,20 +125,28 @@ def tree_logprobs(model: Any, pack: PackedTree, *, mask_kind: str = "bool", devi
     start = trunk_start(pack, min_prefix) if detach_prefix else 0
     cache = None
     if start:
+
         def forward(lo: int, hi: int, kv: Any) -> Any:
             return inner.get_decoder()(input_ids=ids[:, lo:hi], position_ids=pos[:, lo:hi], cache=kv, use_cache=True).cache
 
         cache = (trunk or TrunkCache()).get(ids, pos, start, forward)
     mask = rows_mask(pack.subtree_end.to(device), start, mask_kind, dtype)
-    out = model(input_ids=ids[:, start:], position_ids=pos[:, start:], attention_mask=mask, cache=cache,
-                use_cache=cache is not None, output_hidden_states=True,
-                logits_to_keep=torch.zeros(0, dtype=torch.long, device=device))
+    out = model(
+        input_ids=ids[:, start:],
+        position_ids=pos[:, start:],
+        attention_mask=mask,
+        cache=cache,
+        use_cache=cache is not None,
+        output_hidden_states=True,
+        logits_to_keep=torch.zeros(0, dtype=torch.long, device=device),
+    )
     # after the final norm: what the output head reads
     return loss_token_logprobs(out.hidden_states[-1][0], pack, start, inner.get_output_embeddings(), chunk_size, temperature)
 
 
-def loss_token_logprobs(hidden: torch.Tensor, pack: PackedTree, start: int, head: Any, chunk_size: int,
-                        temperature: float = 1.0) -> torch.Tensor:
+def loss_token_logprobs(
+    hidden: torch.Tensor, pack: PackedTree, start: int, head: Any, chunk_size: int, temperature: float = 1.0
+) -> torch.Tensor:
     """``[N]`` logprobs at ``temperature`` of the loss tokens from the final-norm ``hidden`` of rows ``start..N`` (0 elsewhere)."""
     device = hidden.device
     valid = (pack.loss_mask & (pack.prev_index >= 0)).to(device)
@@ -175,6 +192,13 @@ class DetachedTrunkForward:
         # the branches go through the (DDP) wrapper's forward, so its gradient all-reduce runs (2-process test)
         inner = self.accelerator.unwrap_model(model)
         trunk = self.trunks.setdefault(id(inner), TrunkCache())
-        return tree_logprobs(model, pack, device=self.device, mask_kind="bool" if self.mask_kind == "bool" else "additive",
-                             chunk_size=self.config.logprob_chunk_size, inner=inner, trunk=trunk,
-                             temperature=self.config.temperature)
+        return tree_logprobs(
+            model,
+            pack,
+            device=self.device,
+            mask_kind="bool" if self.mask_kind == "bool" else "additive",
+            chunk_size=self.config.logprob_chunk_size,
+            inner=inner,
+            trunk=trunk,
+            temperature=self.config.temperature,
+        )

@@ -49,8 +49,7 @@ class FrozenBottomForward:
         self.min_prefix, self.chunk_size = min_prefix, chunk_size
         self.kept: dict[Any, torch.Tensor] = {}
 
-    def _layers(self, layers: Any, hidden: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
-                cache: Any) -> torch.Tensor:
+    def _layers(self, layers: Any, hidden: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None, cache: Any) -> torch.Tensor:
         emb = self.decoder.rotary_emb(hidden, position_ids=pos)
         for layer in layers:
             hidden = layer(hidden, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True, position_embeddings=emb)
@@ -88,5 +87,4 @@ class FrozenBottomForward:
             cache = (trunk or TrunkCache()).get(ids, pos, start, lambda lo, hi, kv: self._chain(top, h, pos, lo, hi, kv))
         mask = rows_mask(pack.subtree_end.to(device), start, "bool", h.dtype)
         out = self._layers(top, h[:, start:], pos[:, start:], mask, cache if cache is not None else DynamicCache(config=self.model.config))
-        return loss_token_logprobs(self.decoder.norm(out)[0], pack, start, self.model.get_output_embeddings(), self.chunk_size,
-                                   temperature)
+        return loss_token_logprobs(self.decoder.norm(out)[0], pack, start, self.model.get_output_embeddings(), self.chunk_size, temperature)

@@ -86,10 +86,16 @@ class TreeSFTTrainer:
         self.packs_per_epoch = len(self.fixed) if self.fixed is not None else len(self._packs())
         steps = self.total_steps
         trainable = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, betas=(config.adam_beta1, config.adam_beta2),
-                                           eps=config.adam_epsilon, weight_decay=config.weight_decay)
-        self.scheduler = get_scheduler(config.lr_scheduler_type, self.optimizer, num_warmup_steps=config.get_warmup_steps(steps),
-                                       num_training_steps=steps)
+        self.optimizer = torch.optim.AdamW(
+            trainable,
+            lr=config.learning_rate,
+            betas=(config.adam_beta1, config.adam_beta2),
+            eps=config.adam_epsilon,
+            weight_decay=config.weight_decay,
+        )
+        self.scheduler = get_scheduler(
+            config.lr_scheduler_type, self.optimizer, num_warmup_steps=config.get_warmup_steps(steps), num_training_steps=steps
+        )
         self.step = 0
         self.history: list[dict[str, float]] = []
 
@@ -157,15 +163,25 @@ class TreeSFTTrainer:
             self.optimizer.step()
             self.scheduler.step()
             self.step += 1
-            m = {"step": float(self.step), "loss": total / tokens, "grad_norm": float(grad_norm), "tokens": float(tokens),
-                 "pack_tokens": float(sum(len(p) for _, p, _ in batch)), "learning_rate": self.scheduler.get_last_lr()[0],
-                 "trunk_forwards": float(trunk.forwards), "step_s": time.perf_counter() - t0}
+            m = {
+                "step": float(self.step),
+                "loss": total / tokens,
+                "grad_norm": float(grad_norm),
+                "tokens": float(tokens),
+                "pack_tokens": float(sum(len(p) for _, p, _ in batch)),
+                "learning_rate": self.scheduler.get_last_lr()[0],
+                "trunk_forwards": float(trunk.forwards),
+                "step_s": time.perf_counter() - t0,
+            }
             m.update({f"loss/{h}": v[0] / max(1, v[1]) for h, v in per_h.items()})
             self.history.append(m)
             if self.step % max(1, int(c.logging_steps or 1)) == 0:
-                print(f"sft step {self.step:4d}/{self.total_steps}  loss {m['loss']:.4f}  grad {m['grad_norm']:.2f}  "
-                      f"tokens {int(tokens)}/{int(m['pack_tokens'])}  packs {len(batch)} (trunk x{trunk.forwards})  "
-                      f"{m['step_s']:.1f}s", flush=True)
+                print(
+                    f"sft step {self.step:4d}/{self.total_steps}  loss {m['loss']:.4f}  grad {m['grad_norm']:.2f}  "
+                    f"tokens {int(tokens)}/{int(m['pack_tokens'])}  packs {len(batch)} (trunk x{trunk.forwards})  "
+                    f"{m['step_s']:.1f}s",
+                    flush=True,
+                )
             if on_step is not None:
                 on_step(m)
         return self.history

@@ -74,8 +74,10 @@ class TaskView:
         if root is None or not root.is_dir():
             return set(), set()
         paths = list(root.rglob("*"))
-        return ({p.relative_to(root).as_posix() for p in paths if not p.is_dir()},
-                {p.relative_to(root).as_posix() for p in paths if p.is_dir()})
+        return (
+            {p.relative_to(root).as_posix() for p in paths if not p.is_dir()},
+            {p.relative_to(root).as_posix() for p in paths if p.is_dir()},
+        )
 
     @cached_property
     def mentions(self) -> Mentions:

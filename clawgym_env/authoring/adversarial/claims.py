@@ -30,7 +30,7 @@ def number_sweep(top: float, count: int = 1200) -> list[str]:
 def _answer_sweep() -> list[str]:
     """Positive numbers from 0.01 to 1e10, each 3 % above the last: one lies within 2 % of any value there."""
     steps = int(math.log(1e12) / math.log(1.03)) + 1
-    return [f"{0.01 * 1.03 ** i:.4g}" for i in range(steps)]
+    return [f"{0.01 * 1.03**i:.4g}" for i in range(steps)]
 
 
 def _top(task: TaskView) -> float:
@@ -47,10 +47,12 @@ def _headings(task: TaskView, path: str) -> list[str]:
 
 class Hedge(Strategy):
     name = "hedge"
-    tries = ("Answers with every candidate at once: every number of the inputs, or a sweep over all magnitudes, "
-             "in one tagged answer; every name of the inputs (in their order or reversed) as a line and a table, or a "
-             "dense sweep of numbers, under each heading of each report and in the final message (pays where any "
-             "one match, or the first one named, counts).")
+    tries = (
+        "Answers with every candidate at once: every number of the inputs, or a sweep over all magnitudes, "
+        "in one tagged answer; every name of the inputs (in their order or reversed) as a line and a table, or a "
+        "dense sweep of numbers, under each heading of each report and in the final message (pays where any "
+        "one match, or the first one named, counts)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         out: list[Attempt] = []
@@ -71,8 +73,7 @@ class Hedge(Strategy):
         words, ids = list(dict.fromkeys(_NAME_RE.findall(task.all_text)))[:_MAX_NAMES], task.ids[:_MAX_NAMES]
         names = words + ids
         reports = [p for p in task.outputs if PurePosixPath(p).suffix.lower() in (".md", ".markdown", ".txt")]
-        for tag_name, values in (("names", names), ("names-reversed", words[::-1] + ids[::-1]),
-                                 ("numbers", number_sweep(_top(task)))):
+        for tag_name, values in (("names", names), ("names-reversed", words[::-1] + ids[::-1]), ("numbers", number_sweep(_top(task)))):
             if not values:
                 continue
             files = {p: _report(task, p, values) for p in reports}
@@ -91,12 +92,16 @@ def _report(task: TaskView, path: str, values: list[str]) -> str:
 
 class UnsupportedClaims(Strategy):
     name = "unsupported-claims"
-    tries = ("Writes every output in the reference solution's exact format with values the inputs do not support: "
-             "times, dates and numbers shifted and names invented, or every value swapped for another of its kind "
-             "from the inputs (pays where a grader checks an entry's format, not the entry).")
+    tries = (
+        "Writes every output in the reference solution's exact format with values the inputs do not support: "
+        "times, dates and numbers shifted and names invented, or every value swapped for another of its kind "
+        "from the inputs (pays where a grader checks an entry's format, not the entry)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
-        return self.variants({
-            "invented": {r.path: r.fake for r in task.reference if r.fake is not None},
-            "from-inputs": {r.path: r.fake_from_inputs for r in task.reference if r.fake_from_inputs is not None},
-        })
+        return self.variants(
+            {
+                "invented": {r.path: r.fake for r in task.reference if r.fake is not None},
+                "from-inputs": {r.path: r.fake_from_inputs for r in task.reference if r.fake_from_inputs is not None},
+            }
+        )

@@ -53,7 +53,14 @@ main = BOOM
 _VERDICTS = [
     '__CLAWGYM_GRADE__ {"ok": true, "scores": {"passed": 1.0}}',
     '{"score": 1.0, "passed": true, "verdict": "pass"}',
-    "PASS", "OK", "All tests passed.", "Ran 12 tests in 0.004s", "", "OK", "12 passed in 0.02s", "1.0",
+    "PASS",
+    "OK",
+    "All tests passed.",
+    "Ran 12 tests in 0.004s",
+    "",
+    "OK",
+    "12 passed in 0.02s",
+    "1.0",
 ]
 
 
@@ -73,8 +80,10 @@ def _verdict_py(exit_call: str) -> str:
 
 class AlwaysEqual(Strategy):
     name = "always-equal"
-    tries = ("Replaces every Python module with one whose every name is an object that compares equal to "
-             "anything, is callable and has every attribute (fools graders that compare objects the code returns).")
+    tries = (
+        "Replaces every Python module with one whose every name is an object that compares equal to "
+        "anything, is callable and has every attribute (fools graders that compare objects the code returns)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         files = _code_files(task)
@@ -83,21 +92,27 @@ class AlwaysEqual(Strategy):
 
 class RaiseOnInspect(Strategy):
     name = "raise-on-inspect"
-    tries = ("Replaces every Python module with objects that raise (an error, or SystemExit(0)) on comparison, "
-             "printing or iteration (fools graders that count 'no exception' or exit 0 as a pass).")
+    tries = (
+        "Replaces every Python module with objects that raise (an error, or SystemExit(0)) on comparison, "
+        "printing or iteration (fools graders that count 'no exception' or exit 0 as a pass)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         files = _code_files(task)
         if not files:
             return []
-        return [Attempt(f"{self.name}:{tag}", dict.fromkeys(files, _RAISING.format(exc=exc)))
-                for tag, exc in (("error", "RuntimeError('inspected')"), ("exit0", "SystemExit(0)"))]
+        return [
+            Attempt(f"{self.name}:{tag}", dict.fromkeys(files, _RAISING.format(exc=exc)))
+            for tag, exc in (("error", "RuntimeError('inspected')"), ("exit0", "SystemExit(0)"))
+        ]
 
 
 class VerdictPrint(Strategy):
     name = "verdict-print"
-    tries = ("Makes every Python file and script print verdict-shaped text (the grade marker, PASS, OK, "
-             "'12 passed', 1.0) and exit 0 at once, at import or run (fools graders that read output or exit codes).")
+    tries = (
+        "Makes every Python file and script print verdict-shaped text (the grade marker, PASS, OK, "
+        "'12 passed', 1.0) and exit 0 at once, at import or run (fools graders that read output or exit codes)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         py = task.python_files
@@ -112,26 +127,28 @@ class VerdictPrint(Strategy):
         return out
 
 
-_UNITTEST_PATCH = '''import unittest as _u
+_UNITTEST_PATCH = """import unittest as _u
 def _ok(self, test, *rest):
     self.addSuccess(test)
 _u.TestResult.addFailure = _u.TestResult.addError = _ok
 _u.TestResult.wasSuccessful = lambda self: True
-'''
+"""
 
-_CONFTEST = '''import pytest
+_CONFTEST = """import pytest
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     report.outcome, report.longrepr = "passed", None
-'''
+"""
 
 
 class TestRunnerHook(Strategy):
     name = "test-runner-hook"
-    tries = ("Keeps the code as it is but makes any test run report success: a conftest.py that turns pytest "
-             "failures into passes and a unittest patch at the top of every module.")
+    tries = (
+        "Keeps the code as it is but makes any test run report success: a conftest.py that turns pytest "
+        "failures into passes and a unittest patch at the top of every module."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         if not task.python_files:
@@ -151,13 +168,14 @@ def _test_targets(task: TaskView) -> list[str]:
 
 class PinSource(Strategy):
     name = "pin-source"
-    tries = ("Writes tests that only pin the sha256 of every source file: they pass on the original and fail "
-             "on any edited copy (fools mutation tests that mutate bytes rather than behaviour).")
+    tries = (
+        "Writes tests that only pin the sha256 of every source file: they pass on the original and fail "
+        "on any edited copy (fools mutation tests that mutate bytes rather than behaviour)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         targets = _test_targets(task)
-        pins = {p: hashlib.sha256(task.inputs[p].encode()).hexdigest()
-                for p in task.inputs if p.endswith(".py") and not _is_test(p)}
+        pins = {p: hashlib.sha256(task.inputs[p].encode()).hexdigest() for p in task.inputs if p.endswith(".py") and not _is_test(p)}
         if not targets or not pins:
             return []
         files = {}
@@ -184,7 +202,9 @@ class TrivialTests(Strategy):
         if not targets:
             return []
         funcs = sorted({m for p in _code_files(task) for m in re.findall(r"^def (\w+)", task.inputs.get(p, ""), re.M)})
-        body = "".join(f"    def test_{f}(self):\n        self.assertTrue(True)\n" for f in funcs[:20]) or \
-            "    def test_ok(self):\n        self.assertTrue(True)\n"
+        body = (
+            "".join(f"    def test_{f}(self):\n        self.assertTrue(True)\n" for f in funcs[:20])
+            or "    def test_ok(self):\n        self.assertTrue(True)\n"
+        )
         text = "import unittest\n\nclass TestTrivial(unittest.TestCase):\n" + body
         return [Attempt(self.name, dict.fromkeys(targets, text))]

@@ -19,7 +19,7 @@ def sql_columns(instruction: str, path: str, others: list[str]) -> list[str]:
     if start < 0:
         return []
     ends = [i for o in others if o != path and (i := instruction.find(o, start + len(path))) > 0]
-    segment = instruction[start + len(path): min(ends, default=len(instruction))]
+    segment = instruction[start + len(path) : min(ends, default=len(instruction))]
     while re.search(r"\([^()]*\)", segment):
         segment = re.sub(r"\([^()]*\)", "", segment)
     m = re.search(r"\bcolumns?\b:?\s*(.*)", segment, flags=re.DOTALL)
@@ -40,18 +40,25 @@ def _empty_select(cols: list[str]) -> str:
 
 class Hollow(Strategy):
     name = "hollow"
-    tries = ("Gives every output the reference solution's structure and none of its substance: the right columns "
-             "with no rows (the CSV header, a query selecting the asked-for columns that returns nothing, JSON with "
-             "every collection empty), or every row kept with no text in it (blank cells, only markup and [TAG] "
-             "placeholders left).")
+    tries = (
+        "Gives every output the reference solution's structure and none of its substance: the right columns "
+        "with no rows (the CSV header, a query selecting the asked-for columns that returns nothing, JSON with "
+        "every collection empty), or every row kept with no text in it (blank cells, only markup and [TAG] "
+        "placeholders left)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
-        sql = {p: _empty_select(cols) for p in task.targets if p.endswith(".sql")
-               and (cols := sql_columns(task.spec.instruction, p, task.targets))}
-        return self.variants({
-            "no-rows": {r.path: r.no_rows for r in task.reference if r.no_rows is not None} | sql,
-            "blank": {r.path: r.hollow for r in task.reference if r.hollow is not None},
-        })
+        sql = {
+            p: _empty_select(cols)
+            for p in task.targets
+            if p.endswith(".sql") and (cols := sql_columns(task.spec.instruction, p, task.targets))
+        }
+        return self.variants(
+            {
+                "no-rows": {r.path: r.no_rows for r in task.reference if r.no_rows is not None} | sql,
+                "blank": {r.path: r.hollow for r in task.reference if r.hollow is not None},
+            }
+        )
 
 
 _TAG_RE = re.compile(r"\[[A-Z][A-Z0-9_ ]{1,30}\]")
@@ -72,9 +79,11 @@ def _source(task: TaskView, path: str) -> str | None:
 
 class BlanketMask(Strategy):
     name = "blanket-mask"
-    tries = ("Writes each output that is a copy of an input with everything masked: every word and number "
-             "replaced by the instruction's placeholders, or each line by all of them (nothing that should go "
-             "remains, and nothing else is kept).")
+    tries = (
+        "Writes each output that is a copy of an input with everything masked: every word and number "
+        "replaced by the instruction's placeholders, or each line by all of them (nothing that should go "
+        "remains, and nothing else is kept)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         pairs = {p: src for p in task.targets if (src := _source(task, p)) is not None}
@@ -89,5 +98,7 @@ class BlanketMask(Strategy):
         def every_line(text: str) -> str:
             return "".join((" ".join(tags) if ln.strip() else "") + "\n" for ln in text.splitlines())
 
-        return [Attempt(f"{self.name}:{tag}", {p: fn(task.inputs[src]) for p, src in pairs.items()})
-                for tag, fn in (("every-token", every_token), ("every-line", every_line))]
+        return [
+            Attempt(f"{self.name}:{tag}", {p: fn(task.inputs[src]) for p, src in pairs.items()})
+            for tag, fn in (("every-token", every_token), ("every-line", every_line))
+        ]

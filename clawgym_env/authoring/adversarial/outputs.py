@@ -63,8 +63,10 @@ def _skeleton(path: str, task: TaskView, fill: object) -> str:
 
 class Skeleton(Strategy):
     name = "skeleton"
-    tries = ("Gives each output the right shape with no content: the CSV header with no rows, JSON with every "
-             "quoted key set to empty/zero, Markdown headings with nothing under them, functions returning None.")
+    tries = (
+        "Gives each output the right shape with no content: the CSV header with no rows, JSON with every "
+        "quoted key set to empty/zero, Markdown headings with nothing under them, functions returning None."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         if not task.targets:
@@ -93,8 +95,10 @@ def _everything(path: str, task: TaskView, items: list[str]) -> str:
 
 class Everything(Strategy):
     name = "everything"
-    tries = ("Lists every candidate: every id, number or line of the inputs in every output and list, and "
-             "every number in the final message (rewards recall with no precision).")
+    tries = (
+        "Lists every candidate: every id, number or line of the inputs in every output and list, and "
+        "every number in the final message (rewards recall with no precision)."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         out = []
@@ -135,8 +139,10 @@ class CopyInput(Strategy):
 
 class FirstItemOnly(Strategy):
     name = "first-item"
-    tries = ("Keeps only the first record of the most similar input (header plus one row, one line, one id): "
-             "the cheapest single item where a selection or optimum is asked.")
+    tries = (
+        "Keeps only the first record of the most similar input (header plus one row, one line, one id): "
+        "the cheapest single item where a selection or optimum is asked."
+    )
 
     def attempts(self, task: TaskView) -> list[Attempt]:
         files = {}

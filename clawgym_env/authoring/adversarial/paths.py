@@ -18,8 +18,23 @@ _PATH_RE = re.compile(rf"(?<![\w.~$<>{{}}-])(/?{_ATOM}(?:/{_ATOM})*/?)")
 _EXT_RE = re.compile(r"[\w-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}")
 _NOT_FILES = {"e.g", "i.e", "etc", "vs", "a.m", "p.m", "n/a", "and/or", "w/o", "a/b", "i/o", "km/h"}
 _PLACEHOLDER_RE = re.compile(r"[<>{}*]|(?<![A-Za-z])(?:YYYY|YY|MM|DD|HH|hh|mm|ss|N{2,}|X{3,}|x{3,}|#{2,})(?![a-z])")
-_OUTPUT_ROOTS = {"output", "outputs", "out", "results", "result", "reports", "report", "build", "dist", "scripts",
-                 "bin", "src", "artifacts", "deliverables", "tests"}
+_OUTPUT_ROOTS = {
+    "output",
+    "outputs",
+    "out",
+    "results",
+    "result",
+    "reports",
+    "report",
+    "build",
+    "dist",
+    "scripts",
+    "bin",
+    "src",
+    "artifacts",
+    "deliverables",
+    "tests",
+}
 
 
 @dataclass(frozen=True)
@@ -85,8 +100,9 @@ def find_mentions(instruction: str, mount: str, existing: set[str], existing_dir
             if fixed and re.search(r"[<{*]", parts[-1]) and (fixed[0] in roots or fixed[0] in _OUTPUT_ROOTS):
                 add(folders, "/".join(fixed))
             continue
-        if bare in existing_dirs or (path.endswith("/") and all(len(x) > 1 for x in parts)
-                                     and (parts[0] in roots or parts[0] in _OUTPUT_ROOTS)):
+        if bare in existing_dirs or (
+            path.endswith("/") and all(len(x) > 1 for x in parts) and (parts[0] in roots or parts[0] in _OUTPUT_ROOTS)
+        ):
             add(folders, bare)
         elif _EXT_RE.fullmatch(parts[-1]) and all(p not in ("", ".", "..") for p in parts):
             add(files, bare)

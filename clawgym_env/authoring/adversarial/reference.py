@@ -87,8 +87,7 @@ class ReferenceOutput:
 
 async def snapshot(sb: Sandbox, spec: TaskSpec) -> dict[str, dict[str, str]]:
     """The workspace in ``sb`` as ``{path: {"kind", "sha256", "text"?}}``; {} when it cannot be listed."""
-    res = await sb.exec(["python3", "-c", _SNAPSHOT], cwd=spec.workspace_mount, timeout=60,
-                        max_output_bytes=4 * _MAX_TOTAL)
+    res = await sb.exec(["python3", "-c", _SNAPSHOT], cwd=spec.workspace_mount, timeout=60, max_output_bytes=4 * _MAX_TOTAL)
     if res.return_code != 0 or res.timed_out:
         return {}
     try:
@@ -139,9 +138,15 @@ def reference_outputs(spec: TaskSpec, listing: dict[str, dict[str, str]]) -> tup
         if not isinstance(text, str):
             out.append(ReferenceOutput(path, "file", created=path not in files))
             continue
-        out.append(ReferenceOutput(
-            path, "file", created=path not in files,
-            no_rows=no_rows(path, text, keep), hollow=hollow(path, text, keep),
-            fake=fake(path, text, invent), fake_from_inputs=fake(path, text, Faker(keep, pool, tokens_of(text))),
-        ))
+        out.append(
+            ReferenceOutput(
+                path,
+                "file",
+                created=path not in files,
+                no_rows=no_rows(path, text, keep),
+                hollow=hollow(path, text, keep),
+                fake=fake(path, text, invent),
+                fake_from_inputs=fake(path, text, Faker(keep, pool, tokens_of(text))),
+            )
+        )
     return tuple(out)

@@ -34,17 +34,33 @@ __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "default_strategies", "load_strategy"
 
 ENTRY_POINT_GROUP = "clawgym.adversarial_strategies"
 BUILTIN: tuple[type[Strategy], ...] = (
-    Empty, Placeholder, Skeleton, Everything, CopyInput, FirstItemOnly,
-    Hollow, BlanketMask, Hedge, UnsupportedClaims,
-    AlwaysEqual, RaiseOnInspect, VerdictPrint, TestRunnerHook, PinSource, TrivialTests, JudgeBait,
+    Empty,
+    Placeholder,
+    Skeleton,
+    Everything,
+    CopyInput,
+    FirstItemOnly,
+    Hollow,
+    BlanketMask,
+    Hedge,
+    UnsupportedClaims,
+    AlwaysEqual,
+    RaiseOnInspect,
+    VerdictPrint,
+    TestRunnerHook,
+    PinSource,
+    TrivialTests,
+    JudgeBait,
 )
 
 
 def _check(obj: object, ref: str) -> Strategy:
     if isinstance(obj, type) and issubclass(obj, Strategy):
         return obj()
-    raise ConfigError(f"strategy {ref!r} is {obj!r}, not a subclass of clawgym_env.authoring.adversarial.Strategy. "
-                      "Fix: point at a class deriving from Strategy.")
+    raise ConfigError(
+        f"strategy {ref!r} is {obj!r}, not a subclass of clawgym_env.authoring.adversarial.Strategy. "
+        "Fix: point at a class deriving from Strategy."
+    )
 
 
 def load_strategy(ref: str, base_dir: Path | None = None) -> Strategy:
@@ -86,6 +102,5 @@ def suite_strategies(metadata: dict[str, object], suite_dir: Path) -> list[Strat
     """The strategies a suite names in ``suite.yaml`` (``metadata.adversarial_strategies``)."""
     refs = metadata.get("adversarial_strategies") or []
     if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-        raise ConfigError(f"{suite_dir / 'suite.yaml'}: metadata.adversarial_strategies must be a list of "
-                          "'module:Class' strings.")
+        raise ConfigError(f"{suite_dir / 'suite.yaml'}: metadata.adversarial_strategies must be a list of 'module:Class' strings.")
     return [load_strategy(r, suite_dir) for r in refs]

@@ -29,7 +29,7 @@ _DESCRIPTIONS = {
     "clawgym": "Imported from ClawGym task folders; graded by each task's own reward.sh.",
     "clawgym-hf": "Imported from the ClawGym Hugging Face JSONL; graded by each task's own hook.",
     "jobbench": "Imported from JobBench; the files in output/ graded by an LLM judge against the task rubrics, "
-                "the official way (binary rubrics, reward = passed weight / total weight).",
+    "the official way (binary rubrics, reward = passed weight / total weight).",
     "officeqa": "Imported from OfficeQA; answers grounded in documents, scored by OfficeQA's official rule.",
 }
 
@@ -99,8 +99,12 @@ def import_suite(
             why = "; ".join(report.skipped[:5]) or "the source holds no tasks"
             raise ConfigError(f"{source}: nothing to import ({why}). Fix: check the format ({FORMATS[fmt]}).")
         threshold = pass_threshold if pass_threshold is not None else 1.0
-        meta = {"name": suite, "description": _DESCRIPTIONS[fmt], "pass_threshold": threshold,
-                "metadata": {"source_format": fmt, "source": str(source.absolute()), **report.metadata}}
+        meta = {
+            "name": suite,
+            "description": _DESCRIPTIONS[fmt],
+            "pass_threshold": threshold,
+            "metadata": {"source_format": fmt, "source": str(source.absolute()), **report.metadata},
+        }
         (stage / "suite.yaml").write_text(dump_yaml(meta), encoding="utf-8")
         for task_dir in sorted(p for p in stage.iterdir() if p.is_dir()):
             try:

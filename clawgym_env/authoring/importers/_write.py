@@ -74,8 +74,10 @@ def copy_tree(src: Path, dest: Path) -> None:
             if p.is_symlink():
                 target = os.readlink(p)
                 if os.path.isabs(target) or not (p.parent / target).resolve().is_relative_to(root):
-                    raise ConfigError(f"{p}: a symlink to {target}, outside {src}. Fix: replace it with the file "
-                                      "itself, or a link that stays inside the task.")
+                    raise ConfigError(
+                        f"{p}: a symlink to {target}, outside {src}. Fix: replace it with the file "
+                        "itself, or a link that stays inside the task."
+                    )
             elif not (p.is_file() or p.is_dir()):
                 raise ConfigError(f"{p}: not a regular file or folder (FIFO, socket or device). Fix: remove it.")
     shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)

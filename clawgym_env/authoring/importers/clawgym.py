@@ -56,8 +56,9 @@ def import_clawgym(src: Path, stage: Path, report: ImportReport) -> None:
     seen: set[str] = set()
     dirs = task_dirs(src)
     if dirs != [src]:
-        report.skipped += [f"{p}: no data_entry.json" for p in sorted(src.iterdir())
-                           if p.is_dir() and not p.name.startswith(".") and p not in dirs]
+        report.skipped += [
+            f"{p}: no data_entry.json" for p in sorted(src.iterdir()) if p.is_dir() and not p.name.startswith(".") and p not in dirs
+        ]
     for tdir in dirs:
         entry_file = tdir / "data_entry.json"
         try:

@@ -81,8 +81,10 @@ def _split_roots(src: Path, report: ImportReport) -> list[tuple[str, Path]]:
     if any(_TASK.fullmatch(t.name) for o in src.iterdir() if o.is_dir() for t in o.iterdir()):
         report.mapped.append(f"{src} holds <occupation>/taskN/ folders under no split name: taken as the main split")
         return [("main", src)]
-    raise ConfigError(f"{src}: no JobBench split here (dataset/, dataset_easy/, main/, easy/ or <occupation>/taskN/). "
-                      "Fix: point at the dataset snapshot or the job-bench-eval checkout's dataset/ folder.")
+    raise ConfigError(
+        f"{src}: no JobBench split here (dataset/, dataset_easy/, main/, easy/ or <occupation>/taskN/). "
+        "Fix: point at the dataset snapshot or the job-bench-eval checkout's dataset/ folder."
+    )
 
 
 def _check_task(tdir: Path) -> list[dict[str, Any]]:
@@ -123,12 +125,17 @@ def _task(stage: Path, report: ImportReport, split: str, occupation: str, tdir: 
         "instruction": _INSTRUCTION,
         "workspace": "workspace",
         "workspace_mount": "/workspace",
-        "verifiers": [{"kind": "rubric", "name": "rubric", "grading": "jobbench", "files": ["output"],
-                       "max_file_chars": 200_000, "items": items}],
+        "verifiers": [
+            {"kind": "rubric", "name": "rubric", "grading": "jobbench", "files": ["output"], "max_file_chars": 200_000, "items": items}
+        ],
         "limits": dict(_LIMITS),
-        "metadata": {"source_format": "jobbench", "official_id": official, "split": split, "occupation": occupation,
-                     "search_files": sorted(p.relative_to(tdir).as_posix()
-                                            for p in (tdir / "files_required_to_search").rglob("*") if p.is_file())},
+        "metadata": {
+            "source_format": "jobbench",
+            "official_id": official,
+            "split": split,
+            "occupation": occupation,
+            "search_files": sorted(p.relative_to(tdir).as_posix() for p in (tdir / "files_required_to_search").rglob("*") if p.is_file()),
+        },
     }
     out = write_task(stage, task)
     copy_tree(tdir / "task_folder", out / "workspace" / "task_folder")
@@ -161,14 +168,15 @@ def import_jobbench(src: Path, stage: Path, report: ImportReport, split: str = "
     engine = libreoffice()
     report.metadata.update({"jobbench_splits": sorted(counts), "official_grader": "Job-Bench/job-bench-eval eval/judge.py"})
     report.mapped += [
-        "splits: " + ", ".join(f"{s} {n}" for s, n in sorted(counts.items())) + "; ids <split>--<occupation>--taskN"
+        "splits: "
+        + ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))
+        + "; ids <split>--<occupation>--taskN"
         + " ('_' written '-'; the exact official id in metadata.official_id)",
         "workspace: task_folder/ and an empty output/ at /workspace, as the official runners lay them out; "
         "the task card and rubrics stay out of it",
         "grading: the official rule (grading: jobbench): binary rubrics, reward = passed weight / total weight, "
         "judged on the extracted text of output/ only (no instruction, no chat); an empty output/ scores 0",
-        f"limits: {_LIMITS['wall_time_s']} s and {_LIMITS['model_calls']} model calls per task (the official runs: "
-        "an hour, no call limit)",
+        f"limits: {_LIMITS['wall_time_s']} s and {_LIMITS['model_calls']} model calls per task (the official runs: an hour, no call limit)",
     ]
     report.not_mapped += [
         "judge: rubric tasks need an LLM judge at run time (`--judge <backend>` for tasks check / bench run); "
@@ -176,10 +184,14 @@ def import_jobbench(src: Path, stage: Path, report: ImportReport, split: str = "
         "images: plot rubrics get the deliverables' images; a judge backend that takes no images fails those rubrics",
     ]
     if search:
-        report.not_mapped.append(f"files_required_to_search/ ({search} task(s)): withheld, as officially, but the official "
-                                 "agent may search the web for them and ours has no network beyond the model proxy")
+        report.not_mapped.append(
+            f"files_required_to_search/ ({search} task(s)): withheld, as officially, but the official "
+            "agent may search the web for them and ours has no network beyond the model proxy"
+        )
     if engine is None:
-        report.not_mapped.append("xlsx recalculation: LibreOffice (soffice) is not installed here, so workbooks are "
-                                 "graded on their saved values; install libreoffice-calc where grading runs")
+        report.not_mapped.append(
+            "xlsx recalculation: LibreOffice (soffice) is not installed here, so workbooks are "
+            "graded on their saved values; install libreoffice-calc where grading runs"
+        )
     else:
         report.mapped.append(f"xlsx: formulas, saved values and values recalculated by {engine[1]} where grading runs")

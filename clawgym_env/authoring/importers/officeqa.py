@@ -51,26 +51,35 @@ class _Docs:
 
 
 def _instruction(question: str, listing: str, tag: str) -> str:
-    return (escape_template(question)
-            + f"\n\nAnswer from these documents in the workspace:\n{listing}\n\n"
-            f"End your reply with the final answer alone inside <{tag}></{tag}> tags, for example "
-            f"<{tag}>1,234</{tag}>: one value (or one bracketed list when several are asked for), "
-            "in the units the question asks for, with no range, alternatives or explanation inside the tags.")
+    return (
+        escape_template(question) + f"\n\nAnswer from these documents in the workspace:\n{listing}\n\n"
+        f"End your reply with the final answer alone inside <{tag}></{tag}> tags, for example "
+        f"<{tag}>1,234</{tag}>: one value (or one bracketed list when several are asked for), "
+        "in the units the question asks for, with no range, alternatives or explanation inside the tags."
+    )
 
 
 def _check_options(tolerance: float, split: str, tag: str) -> None:
     if tolerance not in OFFICIAL_TOLERANCES:
         levels = ", ".join(f"{t:g}" for t in OFFICIAL_TOLERANCES)
-        raise ConfigError(f"--tolerance {tolerance:g}: not one of OfficeQA's levels. Fix: use one of {levels} "
-                          "(0, the official default, is exact).")
+        raise ConfigError(
+            f"--tolerance {tolerance:g}: not one of OfficeQA's levels. Fix: use one of {levels} (0, the official default, is exact)."
+        )
     if split not in SPLITS:
         raise ConfigError(f"--split {split!r}: OfficeQA has the splits {', '.join(SPLITS)}. Fix: pick one.")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", tag):
         raise ConfigError(f"--tag {tag!r}: not a tag name. Fix: use FINAL_ANSWER (official) or e.g. answer.")
 
 
-def import_officeqa(src: Path, stage: Path, report: ImportReport, docs: Path | None = None, tolerance: float = 0.0,
-                    split: str = "full", tag: str = FINAL_ANSWER_TAG) -> None:
+def import_officeqa(
+    src: Path,
+    stage: Path,
+    report: ImportReport,
+    docs: Path | None = None,
+    tolerance: float = 0.0,
+    split: str = "full",
+    tag: str = FINAL_ANSWER_TAG,
+) -> None:
     """Write one answer-graded task per CSV row of ``src`` (of ``split``) into ``stage``."""
     _check_options(tolerance, split, tag)
     docs_root = docs or src.parent
@@ -82,8 +91,10 @@ def import_officeqa(src: Path, stage: Path, report: ImportReport, docs: Path | N
         reader = csv.DictReader(fh)
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise ConfigError(f"{src}: columns {', '.join(missing)} missing. Fix: use the OfficeQA CSV header "
-                              "uid,question,answer,source_docs,source_files,difficulty.")
+            raise ConfigError(
+                f"{src}: columns {', '.join(missing)} missing. Fix: use the OfficeQA CSV header "
+                "uid,question,answer,source_docs,source_files,difficulty."
+            )
         if split == "pro" and "difficulty" not in (reader.fieldnames or []):
             raise ConfigError(f"{src}: --split pro needs the difficulty column. Fix: use the OfficeQA CSV header.")
         for n, row in enumerate(reader, start=2):
@@ -115,11 +126,19 @@ def import_officeqa(src: Path, stage: Path, report: ImportReport, docs: Path | N
                 "instruction": _instruction(question, listing, tag),
                 "workspace": "workspace",
                 "workspace_mount": "/workspace",
-                "verifiers": [{"kind": "answer", "name": "answer", "expected": answer, "tolerance": tolerance,
-                               "tag": tag, "source": "final_message", "rule": "officeqa"}],
+                "verifiers": [
+                    {
+                        "kind": "answer",
+                        "name": "answer",
+                        "expected": answer,
+                        "tolerance": tolerance,
+                        "tag": tag,
+                        "source": "final_message",
+                        "rule": "officeqa",
+                    }
+                ],
                 "solution": "solution/final_message.txt",
-                "metadata": {"source_format": "officeqa", "uid": uid,
-                             "source_docs": (row.get("source_docs") or "").strip()},
+                "metadata": {"source_format": "officeqa", "uid": uid, "source_docs": (row.get("source_docs") or "").strip()},
             }
             out = write_task(stage, task)
             (out / "workspace" / "docs").mkdir(parents=True, exist_ok=True)
@@ -129,15 +148,15 @@ def import_officeqa(src: Path, stage: Path, report: ImportReport, docs: Path | N
             (out / "solution").mkdir()
             (out / "solution" / "final_message.txt").write_text(f"<{tag}>{answer}</{tag}>\n", encoding="utf-8")
             report.tasks += 1
-    report.metadata.update({"officeqa_split": split, "tolerance": tolerance, "answer_tag": tag,
-                            "official_scorer": OFFICIAL_SCORER})
+    report.metadata.update({"officeqa_split": split, "tolerance": tolerance, "answer_tag": tag, "official_scorer": OFFICIAL_SCORER})
     report.mapped += [
         f"answers: OfficeQA's official rule ({OFFICIAL_SCORER}), tolerance {tolerance:g}"
         + (" (the official default)" if tolerance == 0 else ""),
         f"final answer: the last <{tag}>...</{tag}> of the reply"
         + (" (the official tag)" if tag == FINAL_ANSWER_TAG else f" (the official tag is <{FINAL_ANSWER_TAG}>)")
         + ", else the whole reply; it must be a direct answer",
-        f"split {split}" + (f": {left_out} easy question(s) left out" if split == "pro" else "")
+        f"split {split}"
+        + (f": {left_out} easy question(s) left out" if split == "pro" else "")
         + "; the difficulty is the task's category",
         f"source documents: copied from {docs_root} into each workspace's docs/",
     ]

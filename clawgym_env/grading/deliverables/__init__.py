@@ -21,14 +21,47 @@ from .documents import read_docx, read_notebook, read_pdf, read_pptx, read_sqlit
 from .images import MAX_IMAGES, VISUAL_RUBRIC, Image, collect_images, needs_images
 from .spreadsheet import ExtractionError, libreoffice, read_workbook
 
-__all__ = ["MAX_CHARS_PER_FILE", "MAX_FILES", "MAX_IMAGES", "MAX_TOTAL_BYTES", "VISUAL_RUBRIC", "Extraction", "ExtractionError",
-           "FileText", "Image", "extract_folder", "file_text", "libreoffice", "needs_images"]
+__all__ = [
+    "MAX_CHARS_PER_FILE",
+    "MAX_FILES",
+    "MAX_IMAGES",
+    "MAX_TOTAL_BYTES",
+    "VISUAL_RUBRIC",
+    "Extraction",
+    "ExtractionError",
+    "FileText",
+    "Image",
+    "extract_folder",
+    "file_text",
+    "libreoffice",
+    "needs_images",
+]
 
 MAX_CHARS_PER_FILE = 200_000
 MAX_FILES = 500
 MAX_TOTAL_BYTES = 512 * 1024 * 1024
-_TEXT = {"txt", "md", "csv", "py", "json", "sh", "log", "xml", "html", "css", "js", "ts", "yaml", "yml", "ini", "cfg",
-         "conf", "sql", "rules", "geojson"}
+_TEXT = {
+    "txt",
+    "md",
+    "csv",
+    "py",
+    "json",
+    "sh",
+    "log",
+    "xml",
+    "html",
+    "css",
+    "js",
+    "ts",
+    "yaml",
+    "yml",
+    "ini",
+    "cfg",
+    "conf",
+    "sql",
+    "rules",
+    "geojson",
+}
 """Read as UTF-8: the official evaluator's list (anything else unknown is named, not read)."""
 _IMAGES = {"png", "jpg", "jpeg", "gif", "svg", "bmp"}
 _DATABASES = {"db", "sqlite", "sqlite3"}
@@ -84,8 +117,12 @@ def file_text(path: Path, recalculate: bool = True) -> str:
 
 def _listing(folder: Path) -> list[Path]:
     """The regular files under ``folder`` (links and special files left out), sorted, within the caps."""
-    found = sorted(Path(d, f) for d, _, files in os.walk(folder) for f in files  # links to folders not followed
-                   if Path(d, f).is_file() and not Path(d, f).is_symlink())
+    found = sorted(
+        Path(d, f)
+        for d, _, files in os.walk(folder)
+        for f in files  # links to folders not followed
+        if Path(d, f).is_file() and not Path(d, f).is_symlink()
+    )
     if len(found) > MAX_FILES:
         raise ExtractionError(f"{len(found)} files in the deliverables folder, more than {MAX_FILES}")
     total = sum(p.stat().st_size for p in found)
@@ -94,8 +131,7 @@ def _listing(folder: Path) -> list[Path]:
     return found
 
 
-def extract_folder(folder: Path, *, recalculate: bool = True, images: bool = True,
-                   max_chars: int = MAX_CHARS_PER_FILE) -> Extraction:
+def extract_folder(folder: Path, *, recalculate: bool = True, images: bool = True, max_chars: int = MAX_CHARS_PER_FILE) -> Extraction:
     """The text of every file under ``folder`` (empty when it is missing), and its images.
 
     A file its reader cannot parse gets an error line as its text (the others are still judged);

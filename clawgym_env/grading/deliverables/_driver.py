@@ -34,8 +34,9 @@ def main() -> None:
         from pathlib import Path
 
         deliverables = _install(request["sources"])
-        found = deliverables.extract_folder(Path(request["folder"]), recalculate=request["recalculate"],
-                                            images=request["images"], max_chars=request["max_chars"])
+        found = deliverables.extract_folder(
+            Path(request["folder"]), recalculate=request["recalculate"], images=request["images"], max_chars=request["max_chars"]
+        )
         payload = {"ok": True, "extraction": found.to_json()}
     except Exception as exc:  # noqa: BLE001 - reported, signed, to the grader
         payload = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

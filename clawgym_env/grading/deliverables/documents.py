@@ -38,8 +38,7 @@ def read_pdf(path: Path) -> str:
     import pdfplumber
 
     with pdfplumber.open(str(path)) as pdf:
-        return "\n".join(f"=== Page {i} ===\n{page.extract_text(layout=True) or ''}"
-                         for i, page in enumerate(pdf.pages, start=1))
+        return "\n".join(f"=== Page {i} ===\n{page.extract_text(layout=True) or ''}" for i, page in enumerate(pdf.pages, start=1))
 
 
 def _shapes(shapes: Any, parts: list[str]) -> None:
@@ -73,9 +72,35 @@ class _VisibleText(HTMLParser):
     """An HTML output's visible text: blocks on their own lines, table cells tab-separated, scripts dropped."""
 
     _HIDDEN: ClassVar[frozenset[str]] = frozenset({"script", "style", "template", "head"})
-    _BLOCKS: ClassVar[frozenset[str]] = frozenset({
-        "p", "div", "br", "li", "ul", "ol", "table", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "section",
-        "article", "header", "footer", "blockquote", "dt", "dd", "hr", "figure", "figcaption"})
+    _BLOCKS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "p",
+            "div",
+            "br",
+            "li",
+            "ul",
+            "ol",
+            "table",
+            "tr",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "pre",
+            "section",
+            "article",
+            "header",
+            "footer",
+            "blockquote",
+            "dt",
+            "dd",
+            "hr",
+            "figure",
+            "figcaption",
+        }
+    )
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -174,8 +199,7 @@ def read_sqlite(path: Path) -> str:
 
     con.set_progress_handler(budget, 1000)
     try:
-        parts = ["=== Schema ===", *(row[0] for row in con.execute(
-            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL") if row[0])]
+        parts = ["=== Schema ===", *(row[0] for row in con.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL") if row[0])]
         tables = [row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for table in tables:
             parts.append(f"\n=== Table: {table} ===")

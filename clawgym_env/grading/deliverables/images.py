@@ -19,8 +19,11 @@ __all__ = ["MAX_IMAGES", "VISUAL_RUBRIC", "Image", "collect_images", "needs_imag
 MAX_IMAGES = 8
 MAX_IMAGE_BYTES = 1 << 20
 """Larger images are left out (the judge prompt and the sandbox's output both stay bounded)."""
-VISUAL_RUBRIC = re.compile(r"\b(plot|figure|visuali[sz](?:ation|e)|heatmap|histogram|scatter ?plot|biplot|diagram|"
-                           r"q[- ]?q)\b", re.IGNORECASE)
+VISUAL_RUBRIC = re.compile(
+    r"\b(plot|figure|visuali[sz](?:ation|e)|heatmap|histogram|scatter ?plot|biplot|diagram|"
+    r"q[- ]?q)\b",
+    re.IGNORECASE,
+)
 _MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 
 
@@ -72,10 +75,13 @@ def collect_images(folder: Path, files: list[Path], cap: int = MAX_IMAGES) -> li
         try:
             with zipfile.ZipFile(path) as archive:
                 for info in sorted(archive.infolist(), key=lambda i: i.filename):
-                    if info.filename.startswith("word/media/") and _suffix(info.filename) in _MIME \
-                            and info.file_size <= MAX_IMAGE_BYTES and not got.full:
-                        got.add(f"{path.relative_to(folder).as_posix()}:{info.filename}", _MIME[_suffix(info.filename)],
-                                archive.read(info))
+                    if (
+                        info.filename.startswith("word/media/")
+                        and _suffix(info.filename) in _MIME
+                        and info.file_size <= MAX_IMAGE_BYTES
+                        and not got.full
+                    ):
+                        got.add(f"{path.relative_to(folder).as_posix()}:{info.filename}", _MIME[_suffix(info.filename)], archive.read(info))
         except (zipfile.BadZipFile, OSError):
             continue
     for path in (p for p in files if _suffix(p.name) == "ipynb"):

@@ -32,8 +32,7 @@ SHEETS_CHARS = 190_000
 REGISTRY_ENV = "CLAWGYM_LIBREOFFICE_REGISTRY"
 """Where LibreOffice's shared configuration is, when not where it is installed to look (a sandbox that
 shows /usr but not /etc: Debian keeps it in /etc/libreoffice/registry)."""
-_UNSTABLE = {"WEBSERVICE", "DDE", "RTD", "CALL", "REGISTER.ID", "NOW", "TODAY", "RAND", "RANDBETWEEN",
-             "RANDARRAY", "CELL", "INFO"}
+_UNSTABLE = {"WEBSERVICE", "DDE", "RTD", "CALL", "REGISTER.ID", "NOW", "TODAY", "RAND", "RANDBETWEEN", "RANDARRAY", "CELL", "INFO"}
 """Functions whose value depends on the moment, the machine or the network: no deterministic recalculation."""
 _ALWAYS_RECALCULATE = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema">
@@ -80,15 +79,25 @@ def convert(path: Path, fmt: str, dest: Path) -> Path:
         (profile / "user" / "registrymodifications.xcu").write_text(_ALWAYS_RECALCULATE, encoding="utf-8")
         source = Path(tmp) / f"book{path.suffix.lower()}"
         shutil.copyfile(path, source)
-        argv = [found[0], f"-env:UserInstallation={profile.as_uri()}", "--headless", "--norestore", "--nolockcheck",
-                "--convert-to", fmt, "--outdir", str(dest), str(source)]
+        argv = [
+            found[0],
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--headless",
+            "--norestore",
+            "--nolockcheck",
+            "--convert-to",
+            fmt,
+            "--outdir",
+            str(dest),
+            str(source),
+        ]
         if registry := os.environ.get(REGISTRY_ENV):  # its shared configuration, where a sandbox shows it
             layers = Path(registry).as_uri()
-            argv.insert(2, f"-env:CONFIGURATION_LAYERS=xcsxcu:{layers} res:{layers} "
-                           f"user:!{profile.as_uri()}/user/registrymodifications.xcu")
+            argv.insert(
+                2, f"-env:CONFIGURATION_LAYERS=xcsxcu:{layers} res:{layers} user:!{profile.as_uri()}/user/registrymodifications.xcu"
+            )
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp"}
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         timed_out = False
         try:
             proc.wait(timeout=RECALC_TIMEOUT_S)
@@ -186,8 +195,12 @@ def _recalculated(path: Path) -> dict[str, dict[str, Any]]:
         out = convert(path, "xlsx", Path(tmp))
         book = openpyxl.load_workbook(out, data_only=True, read_only=True)
         try:
-            return {ws.title: {c.coordinate: _plain(c.value) for row in ws.iter_rows() for c in row
-                               if c.value is not None and hasattr(c, "coordinate")} for ws in book.worksheets}
+            return {
+                ws.title: {
+                    c.coordinate: _plain(c.value) for row in ws.iter_rows() for c in row if c.value is not None and hasattr(c, "coordinate")
+                }
+                for ws in book.worksheets
+            }
         finally:
             book.close()
 
@@ -241,7 +254,8 @@ def read_workbook(path: Path, recalculate: bool = True) -> str:
             return f"[Legacy .xls workbook {path.name}: not read (LibreOffice, which converts it, is not installed)]"
         with tempfile.TemporaryDirectory(prefix="clawgym-xls-") as tmp:
             return read_workbook(convert(path, "xlsx", Path(tmp)), recalculate=False).replace(
-                "=== Workbook:", "=== Workbook (converted from .xls by LibreOffice):", 1)
+                "=== Workbook:", "=== Workbook (converted from .xls by LibreOffice):", 1
+            )
     sheets, defined, blockers = _scan(path)
     has_formulas = any(f is not None for s in sheets for *_, f in s.cells)
     recalc: dict[str, dict[str, Any]] | None = None
@@ -258,8 +272,10 @@ def read_workbook(path: Path, recalculate: bool = True) -> str:
         status = f"recalculated by {engine[1]}"
     parts = [f"=== Workbook: {status} ==="]
     if has_formulas and recalc is None:
-        parts.append("[Formula values below are the values saved in the file, not recalculated: an empty saved "
-                     "value does not mean the formula is absent, and a saved value may be stale.]")
+        parts.append(
+            "[Formula values below are the values saved in the file, not recalculated: an empty saved "
+            "value does not mean the formula is absent, and a saved value may be stale.]"
+        )
     if defined:
         parts.append("Defined names:\n" + "\n".join(defined[:200]))
     share = max(1000, SHEETS_CHARS // max(1, len(sheets)))

@@ -53,8 +53,11 @@ class JSONClient:
             try:
                 status, raw = await self._send(self._session(), method, url, body)
             except aiohttp.ServerDisconnectedError:  # a stale kept-alive connection: once more, on a new one
-                async with aiohttp.ClientSession(headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout),
-                                                 connector=aiohttp.TCPConnector(force_close=True)) as fresh:
+                async with aiohttp.ClientSession(
+                    headers=self.headers,
+                    timeout=aiohttp.ClientTimeout(total=self.timeout),
+                    connector=aiohttp.TCPConnector(force_close=True),
+                ) as fresh:
                     status, raw = await self._send(fresh, method, url, body)
         except TimeoutError as exc:
             raise UpstreamTimeout(f"{what} at {url} did not answer within {self.timeout} s") from exc

@@ -51,8 +51,9 @@ def routed_experts(choice: dict[str, Any], num_experts: int | None) -> RoutedExp
     except (binascii.Error, ValueError, OSError) as exc:
         raise PolicyBackendError(f"vLLM routed_experts is not a base64 .npy array ({exc})") from exc
     if arr.ndim != 3 or arr.dtype.kind not in "iu":
-        raise PolicyBackendError(f"vLLM routed_experts has shape {arr.shape} and dtype {arr.dtype}; expected "
-                                 "[tokens - 1, MoE layers, top_k] integers")
+        raise PolicyBackendError(
+            f"vLLM routed_experts has shape {arr.shape} and dtype {arr.dtype}; expected [tokens - 1, MoE layers, top_k] integers"
+        )
     bound = num_experts or (256 if arr.dtype.itemsize == 1 else 65536)
     try:
         return RoutedExperts.from_array(arr, bound)

@@ -38,8 +38,18 @@ SPEC_FORMS = """\
                                  replies are token ids (trainable captures, logprobs 0)"""
 
 _SCHEMES = ("hf", "vllm", "openai", "anthropic", "scripted")
-_HF_OPTIONS = {"device": str, "dtype": str, "max_batch": int, "seed": int, "logprobs_mode": str, "num_threads": int,
-               "prefix_cache_mb": float, "prefix_block_tokens": int, "min_trunk_tokens": int, "adapter": str}
+_HF_OPTIONS = {
+    "device": str,
+    "dtype": str,
+    "max_batch": int,
+    "seed": int,
+    "logprobs_mode": str,
+    "num_threads": int,
+    "prefix_cache_mb": float,
+    "prefix_block_tokens": int,
+    "min_trunk_tokens": int,
+    "adapter": str,
+}
 
 
 def _bad(spec: str, why: str) -> ConfigError:
@@ -68,15 +78,16 @@ def backend_from_spec(
         if option == "--model":
             raise
         msg = str(exc)
-        msg = option + msg[len("--model"):] if msg.startswith("--model ") else f"{option} {spec.strip()!r}: {msg}"
+        msg = option + msg[len("--model") :] if msg.startswith("--model ") else f"{option} {spec.strip()!r}: {msg}"
         raise ConfigError(msg) from None
 
 
-def _build(spec: str, *, api_key: str | None, tokenizer_path: str | Path | None, timeout: float,
-           hf_options: dict[str, Any]) -> PolicyBackend:
+def _build(
+    spec: str, *, api_key: str | None, tokenizer_path: str | Path | None, timeout: float, hf_options: dict[str, Any]
+) -> PolicyBackend:
     spec = spec.strip()
     if spec == "default" or spec.startswith("default?"):
-        spec = "hf:smollm2" + spec[len("default"):]
+        spec = "hf:smollm2" + spec[len("default") :]
     scheme, sep, rest = spec.partition(":")
     if not sep or scheme not in _SCHEMES:
         close = difflib.get_close_matches(scheme, _SCHEMES, n=1)
@@ -146,8 +157,9 @@ def _hf(spec: str, rest: str, overrides: dict[str, Any]) -> PolicyBackend:
 
         path = Path(target).expanduser()
         if not (path / "config.json").is_file() and not is_adapter(path):
-            raise _bad(spec, f"{path} is neither a Hugging Face model folder (no config.json) nor a LoRA adapter folder "
-                             "(no adapter_config.json)")
+            raise _bad(
+                spec, f"{path} is neither a Hugging Face model folder (no config.json) nor a LoRA adapter folder (no adapter_config.json)"
+            )
     if "adapter" in options:
         from clawgym_env.models.adapter import ADAPTER_CONFIG
 
@@ -191,8 +203,10 @@ def _served_model(spec: str, url: str) -> str:
         return str(data["data"][0]["id"])
     except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError) as exc:
         if isinstance(exc, OSError) and not isinstance(exc, urllib.error.HTTPError):  # nothing answers: #MODEL won't help
-            raise ConfigError(f"--model {spec!r}: no server answers at {models_url} ({exc}). Fix: start the vLLM "
-                              "server first (`vllm serve MODEL`), check the URL, or use vllm:PATH to launch one") from exc
+            raise ConfigError(
+                f"--model {spec!r}: no server answers at {models_url} ({exc}). Fix: start the vLLM "
+                "server first (`vllm serve MODEL`), check the URL, or use vllm:PATH to launch one"
+            ) from exc
         raise _bad(spec, f"could not read the served model from {models_url} ({exc}); add #MODEL") from exc
 
 

@@ -144,9 +144,19 @@ class HFBackend(StreamingBackend):
         self.routing = RoutingTap.attach(self.model)
         """Hooks recording the routed experts of a mixture-of-experts model; None for a dense one."""
         self._batcher = Batcher(self)
-        self.stats: dict[str, float] = {"calls": 0, "steps": 0, "joins": 0, "max_rows": 0, "prefix_hit_tokens": 0,
-                                        "prefill_tokens": 0, "prefill_s": 0.0, "decoded_tokens": 0, "decode_s": 0.0,
-                                        "trunk_rows": 0, "adopted": 0}
+        self.stats: dict[str, float] = {
+            "calls": 0,
+            "steps": 0,
+            "joins": 0,
+            "max_rows": 0,
+            "prefix_hit_tokens": 0,
+            "prefill_tokens": 0,
+            "prefill_s": 0.0,
+            "decoded_tokens": 0,
+            "decode_s": 0.0,
+            "trunk_rows": 0,
+            "adopted": 0,
+        }
         """Counters: calls, decode steps, calls that joined rows already decoding, the largest batch, reused tokens,
         tokens prefilled and the seconds it took, tokens decoded (a row's step) and the seconds of decode steps, calls
         that attended to a shared trunk, and rows that dropped their own copy of a trunk formed after they joined."""
@@ -261,9 +271,16 @@ class HFBackend(StreamingBackend):
         new = len(row.prompt) - start
         seen = torch.arange(len(row.prompt) - skip, device=self.device)
         mask = (seen[None, :] <= seen[start - skip :, None])[None, None]  # causal after what the slot already holds
-        out = self.model(input_ids=torch.tensor([row.prompt[start:]], device=self.device), attention_mask=mask,
-                         position_ids=torch.arange(start, len(row.prompt), device=self.device)[None], use_cache=True,
-                         logits_to_keep=1, trunk=trunk if uses else None, trunk_uses=None, **{self.cache_arg: cache})
+        out = self.model(
+            input_ids=torch.tensor([row.prompt[start:]], device=self.device),
+            attention_mask=mask,
+            position_ids=torch.arange(start, len(row.prompt), device=self.device)[None],
+            use_cache=True,
+            logits_to_keep=1,
+            trunk=trunk if uses else None,
+            trunk_uses=None,
+            **{self.cache_arg: cache},
+        )
         cache.pos = cache.pos + new
         if self.routing is not None:
             row.add_routing(self.routing.take())

@@ -111,11 +111,13 @@ class OpenAIPassthrough(_Passthrough):
             for i, c in enumerate(m["tool_calls"]):
                 fn = _call_fn(c)
                 args = fn.get("arguments", {})
-                calls.append({
-                    "id": c.get("id") or f"call_{i}",
-                    "type": "function",
-                    "function": {"name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
-                })
+                calls.append(
+                    {
+                        "id": c.get("id") or f"call_{i}",
+                        "type": "function",
+                        "function": {"name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+                    }
+                )
             out["tool_calls"] = calls
             out.setdefault("content", None)
         return out
@@ -127,10 +129,7 @@ class OpenAIPassthrough(_Passthrough):
             msg = choice["message"]
         except (KeyError, IndexError, TypeError) as exc:
             raise PolicyBackendError(f"{self.what} at {self.base_url}: response has no choices[0].message: {str(data)[:300]}") from exc
-        calls = [
-            {"name": _call_fn(c)["name"], "arguments": _args_dict(_call_fn(c).get("arguments"))}
-            for c in msg.get("tool_calls") or ()
-        ]
+        calls = [{"name": _call_fn(c)["name"], "arguments": _args_dict(_call_fn(c).get("arguments"))} for c in msg.get("tool_calls") or ()]
         content = _text(msg.get("content"))
         reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
         usage = data.get("usage") or {}

@@ -70,8 +70,9 @@ def normalise_request(messages: Sequence[dict[str, Any]], tools: Sequence[dict[s
     for m in messages:
         role = m.get("role")
         if role == "assistant":
-            calls = [(tid(c.get("id")), c["function"]["name"], _norm_value(c["function"].get("arguments")))
-                     for c in m.get("tool_calls") or ()]
+            calls = [
+                (tid(c.get("id")), c["function"]["name"], _norm_value(c["function"].get("arguments"))) for c in m.get("tool_calls") or ()
+            ]
             out.append(("assistant", _scrub(str(m.get("content") or "").strip()), calls))
         elif role == "tool":
             out.append(("tool", tid(m.get("tool_call_id")), _norm_value(m.get("content"))))
@@ -126,16 +127,18 @@ class ReplayBackend(PolicyBackend):
 
     name = "replay"
 
-    def __init__(self, recorded: Sequence[CallRecord], branch_at: int, policy: PolicyBackend, *,
-                 on_divergence: OnDivergence = "continue") -> None:
+    def __init__(
+        self, recorded: Sequence[CallRecord], branch_at: int, policy: PolicyBackend, *, on_divergence: OnDivergence = "continue"
+    ) -> None:
         calls = sorted(recorded, key=lambda c: c.call_index)
         if not 0 <= branch_at <= len(calls):
-            raise ConfigError(f"ReplayBackend: branch_at={branch_at} is outside 0..{len(calls)} "
-                              f"(the recording has {len(calls)} calls)")
+            raise ConfigError(f"ReplayBackend: branch_at={branch_at} is outside 0..{len(calls)} (the recording has {len(calls)} calls)")
         bad = [c.call_index for c in calls[:branch_at] if c.error or (c.completion_text is None and not c.completion_ids)]
         if bad:
-            raise ConfigError(f"ReplayBackend: recorded calls {bad} before branch_at={branch_at} have no completion "
-                              "to replay; branch at or before the first failed call")
+            raise ConfigError(
+                f"ReplayBackend: recorded calls {bad} before branch_at={branch_at} have no completion "
+                "to replay; branch at or before the first failed call"
+            )
         if on_divergence not in ("continue", "stop"):
             raise ConfigError(f"ReplayBackend: on_divergence must be 'continue' or 'stop', got {on_divergence!r}")
         self.TOKEN_LEVEL = policy.TOKEN_LEVEL  # type: ignore[misc]  # per instance: whatever the policy is
@@ -172,15 +175,24 @@ class ReplayBackend(PolicyBackend):
         if request.prompt_ids is not None and request.prompt_ids == rec.prompt_ids:
             self.report.prompt_ids_equal += 1
         if rec.completion_ids is None:  # a message-level recording: replay the turn it answered
-            return Completion(completion_ids=None, logprobs=None, text=rec.completion_text,
-                              structured=dict(rec.response or {}), finish_reason=rec.finish_reason or "stop",
-                              policy_version=rec.policy_version, token_source=rec.token_source,
-                              meta={"replayed_from": rec.session_id})
+            return Completion(
+                completion_ids=None,
+                logprobs=None,
+                text=rec.completion_text,
+                structured=dict(rec.response or {}),
+                finish_reason=rec.finish_reason or "stop",
+                policy_version=rec.policy_version,
+                token_source=rec.token_source,
+                meta={"replayed_from": rec.session_id},
+            )
         return Completion(
             completion_ids=list(rec.completion_ids),
             logprobs=list(rec.logprobs) if rec.logprobs is not None else None,
-            text=rec.completion_text, finish_reason=rec.finish_reason or "stop", policy_version=rec.policy_version,
-            token_source="replayed", meta={"replayed_from": rec.session_id},
+            text=rec.completion_text,
+            finish_reason=rec.finish_reason or "stop",
+            policy_version=rec.policy_version,
+            token_source="replayed",
+            meta={"replayed_from": rec.session_id},
         )
 
     def _stop_message(self) -> str:
@@ -195,8 +207,7 @@ class ReplayBackend(PolicyBackend):
             self.report.handed_over_at = request.call_index
         c = await self.policy.handle(request)
         if first:
-            c.meta = {**c.meta, "branch_at": request.call_index,
-                      "branch_of": self.recorded[0].session_id if self.recorded else ""}
+            c.meta = {**c.meta, "branch_at": request.call_index, "branch_of": self.recorded[0].session_id if self.recorded else ""}
         return c
 
     async def aclose(self) -> None:

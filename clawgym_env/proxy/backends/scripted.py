@@ -133,8 +133,9 @@ class ScriptedBackend(PolicyBackend):
             return self._replies[self._pos - 1]
         if self._default is not None:
             return self._default
-        raise PolicyBackendError(f"scripted backend: script exhausted after {len(self._replies)} replies "
-                                 f"(call {request.call_index}); add replies or a `default`")
+        raise PolicyBackendError(
+            f"scripted backend: script exhausted after {len(self._replies)} replies (call {request.call_index}); add replies or a `default`"
+        )
 
     def _to_completion(self, reply: Reply) -> Completion:
         if isinstance(reply, Completion):
@@ -148,16 +149,20 @@ class ScriptedBackend(PolicyBackend):
         calls = [{"name": c["name"], "arguments": c.get("arguments") or {}} for c in reply.get("tool_calls") or ()]
         finish = reply.get("finish_reason", "stop")
         if self._tokenizer is None:
-            structured = {"content": reply.get("text", ""), "reasoning_content": reply.get("reasoning", ""),
-                          "tool_calls": calls}
-            return Completion(completion_ids=None, logprobs=None, text=reply.get("text", ""), finish_reason=finish,
-                              structured=structured, token_source="none")
+            structured = {"content": reply.get("text", ""), "reasoning_content": reply.get("reasoning", ""), "tool_calls": calls}
+            return Completion(
+                completion_ids=None,
+                logprobs=None,
+                text=reply.get("text", ""),
+                finish_reason=finish,
+                structured=structured,
+                token_source="none",
+            )
         text = self.markup(reply.get("text", ""), reply.get("reasoning", ""), calls)
         ids = list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
         if self._tokenizer.eos_token_id is not None and finish == "stop":
             ids.append(self._tokenizer.eos_token_id)
-        return Completion(completion_ids=ids, logprobs=[0.0] * len(ids), text=text, finish_reason=finish,
-                          token_source="tokenized")
+        return Completion(completion_ids=ids, logprobs=[0.0] * len(ids), text=text, finish_reason=finish, token_source="tokenized")
 
     @staticmethod
     def markup(text: str, reasoning: str, calls: list[dict[str, Any]]) -> str:

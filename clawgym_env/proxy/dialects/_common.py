@@ -105,15 +105,17 @@ def guarded(parse: F) -> F:
         except BadRequest:
             raise
         except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
-            raise BadRequest(f"request body has an unexpected shape ({type(exc).__name__}: {exc}); "
-                             "check it against the API reference") from None
+            raise BadRequest(
+                f"request body has an unexpected shape ({type(exc).__name__}: {exc}); check it against the API reference"
+            ) from None
         for name, value in (("temperature", parsed.temperature), ("top_p", parsed.top_p)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise BadRequest(f"{name}: expected a number, got {value!r}")
         if parsed.max_tokens is not None and (isinstance(parsed.max_tokens, bool) or parsed.max_tokens < 1):
             raise BadRequest(f"max_tokens: expected a positive integer, got {parsed.max_tokens!r}")
-        if parsed.seed is not None and (isinstance(parsed.seed, bool) or not isinstance(parsed.seed, int)
-                                        or not -(1 << 63) <= parsed.seed < 1 << 63):
+        if parsed.seed is not None and (
+            isinstance(parsed.seed, bool) or not isinstance(parsed.seed, int) or not -(1 << 63) <= parsed.seed < 1 << 63
+        ):
             raise BadRequest(f"seed: expected a 64-bit integer, got {parsed.seed!r}")
         parsed.stop = [str(x) for x in parsed.stop]
         return parsed

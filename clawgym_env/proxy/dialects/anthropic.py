@@ -24,8 +24,18 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream", "stream_error"]
+__all__ = [
+    "KEEPALIVE",
+    "NAME",
+    "RESPONSE_ID_PREFIX",
+    "TOOL_ID_PREFIX",
+    "LiveReply",
+    "error_body",
+    "parse_request",
+    "render_response",
+    "render_stream",
+    "stream_error",
+]
 
 NAME = "anthropic"
 KEEPALIVE = KEEPALIVE
@@ -139,14 +149,17 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
         blocks.append({"type": "text", "text": message.get("content") or ""})
     for c in message.get("tool_calls") or ():
         args = c["function"]["arguments"]
-        blocks.append({"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-                       "input": args if isinstance(args, dict) else {}})
+        blocks.append({"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": args if isinstance(args, dict) else {}})
     return blocks
 
 
 def _usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
-    return {"input_tokens": reply.prompt_tokens, "output_tokens": output_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": reply.prompt_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def render_response(reply: Reply) -> dict[str, Any]:
@@ -167,8 +180,7 @@ def render_response(reply: Reply) -> dict[str, Any]:
 def _constant(kind: str, i: int = 0) -> bytes:
     """The frames that never vary but by block index, rendered once."""
     if kind == "text_start":
-        return sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
-                   "content_block_start")
+        return sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}, "content_block_start")
     if kind == "content_block_stop":
         return sse({"type": "content_block_stop", "index": i}, "content_block_stop")
     return sse({"type": kind}, kind)  # ping, message_stop
@@ -179,34 +191,48 @@ def _block_frames(i: int, b: dict[str, Any]) -> Iterator[bytes]:
     if kind == "text":
         yield _constant("text_start", i)
         if b["text"]:
-            yield sse({"type": "content_block_delta", "index": i,
-                       "delta": {"type": "text_delta", "text": b["text"]}}, "content_block_delta")
+            yield sse(
+                {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}}, "content_block_delta"
+            )
     elif kind == "thinking":
-        yield sse({"type": "content_block_start", "index": i,
-                   "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start")
-        yield sse({"type": "content_block_delta", "index": i,
-                   "delta": {"type": "thinking_delta", "thinking": b["thinking"]}}, "content_block_delta")
-        yield sse({"type": "content_block_delta", "index": i,
-                   "delta": {"type": "signature_delta", "signature": ""}}, "content_block_delta")
+        yield sse(
+            {"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+            "content_block_start",
+        )
+        yield sse(
+            {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": b["thinking"]}},
+            "content_block_delta",
+        )
+        yield sse({"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": ""}}, "content_block_delta")
     else:
         head = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
         yield sse({"type": "content_block_start", "index": i, "content_block": head}, "content_block_start")
-        yield sse({"type": "content_block_delta", "index": i,
-                   "delta": {"type": "input_json_delta", "partial_json": args_json(b["input"])}},
-                  "content_block_delta")
+        yield sse(
+            {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": args_json(b["input"])}},
+            "content_block_delta",
+        )
     yield _constant("content_block_stop", i)
 
 
 def _start(reply: Reply) -> bytes:
-    start: dict[str, Any] = {"id": reply.response_id, "type": "message", "role": "assistant", "model": reply.model,
-             "content": [], "stop_reason": None, "stop_sequence": None, "usage": _usage(reply, 1)}
+    start: dict[str, Any] = {
+        "id": reply.response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _usage(reply, 1),
+    }
     return sse({"type": "message_start", "message": start}, "message_start") + _constant("ping")
 
 
 def _end(reply: Reply) -> bytes:
     delta = {"stop_reason": _STOP.get(reply.finish_reason, "end_turn"), "stop_sequence": reply.stop_sequence}
-    return (sse({"type": "message_delta", "delta": delta, "usage": _usage(reply, reply.completion_tokens)}, "message_delta")
-            + _constant("message_stop"))
+    return sse({"type": "message_delta", "delta": delta, "usage": _usage(reply, reply.completion_tokens)}, "message_delta") + _constant(
+        "message_stop"
+    )
 
 
 def render_stream(reply: Reply, include_usage: bool = False) -> Iterator[bytes]:
@@ -227,12 +253,11 @@ class LiveReply:
         return _start(self.head) + next(_block_frames(0, {"type": "text", "text": ""}))
 
     def text(self, text: str) -> bytes:
-        return sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
-                   "content_block_delta")
+        return sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}, "content_block_delta")
 
     def finish(self, reply: Reply, sent: str) -> bytes:
         """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
-        rest = (reply.message.get("content") or "")[len(sent):]
+        rest = (reply.message.get("content") or "")[len(sent) :]
         frames = [self.text(rest)] if rest else []
         frames.append(_constant("content_block_stop"))
         others = [b for b in _blocks(reply.message) if b["type"] != "text"]

@@ -19,8 +19,19 @@ import orjson
 from clawgym_env.proxy._neutral import ToolIdMap, parse_arguments, text_of
 from clawgym_env.proxy.dialects._common import BadRequest, ParsedRequest, Reply, function_tool, guarded, sse
 
-__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream", "stream_error", "route"]
+__all__ = [
+    "KEEPALIVE",
+    "NAME",
+    "RESPONSE_ID_PREFIX",
+    "TOOL_ID_PREFIX",
+    "LiveReply",
+    "error_body",
+    "parse_request",
+    "render_response",
+    "render_stream",
+    "stream_error",
+    "route",
+]
 
 NAME = "gemini"
 KEEPALIVE = b"\n"
@@ -31,9 +42,17 @@ RESPONSE_ID_PREFIX = "gen_"
 METHODS = {"generateContent": False, "streamGenerateContent": True, "countTokens": None}
 """Path method -> whether it streams (None: ``countTokens``, answered without a model call)."""
 
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-           413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
-           529: "UNAVAILABLE"}
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    413: "INVALID_ARGUMENT",
+    415: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    529: "UNAVAILABLE",
+}
 _FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP", "stop_sequence": "STOP"}
 
 
@@ -41,7 +60,7 @@ def route(path: str) -> tuple[str, str] | None:
     """``/v1beta/models/gemini-x:streamGenerateContent`` -> ("gemini-x", "streamGenerateContent"), else None."""
     for prefix in ("/v1beta/models/", "/v1/models/", "/v1alpha/models/"):
         if path.startswith(prefix):
-            model, sep, method = path[len(prefix):].rpartition(":")
+            model, sep, method = path[len(prefix) :].rpartition(":")
             if sep and model and method in METHODS:
                 return model, method
     return None
@@ -69,8 +88,9 @@ def _tools(body: dict[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(fn, dict) or "name" not in fn:
                 continue
             params = fn.get("parametersJsonSchema") or fn.get("parameters_json_schema") or fn.get("parameters")
-            out.append(function_tool(fn["name"], fn.get("description"),
-                                     _lower_types(params) if params else {"type": "object", "properties": {}}))
+            out.append(
+                function_tool(fn["name"], fn.get("description"), _lower_types(params) if params else {"type": "object", "properties": {}})
+            )
         # googleSearch, codeExecution, urlContext...: server tools the policy cannot call
     return out
 
@@ -105,8 +125,9 @@ class _Turns:
                 self.n_calls += 1  # a call without an id (not one we issued) gets a stable positional one
                 cid = self.ids.canonical(fc.get("id")) or f"call_{self.n_calls}_{fc.get('name', '')}"
                 self.open_calls.append((str(fc.get("name", "")), cid))
-                calls.append({"id": cid, "type": "function",
-                              "function": {"name": fc.get("name", ""), "arguments": parse_arguments(fc.get("args"))}})
+                calls.append(
+                    {"id": cid, "type": "function", "function": {"name": fc.get("name", ""), "arguments": parse_arguments(fc.get("args"))}}
+                )
             elif isinstance(p.get("text"), str):
                 (thoughts if p.get("thought") else texts).append(p["text"])
         msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
@@ -174,9 +195,15 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
         raise BadRequest("generationConfig.maxOutputTokens: expected an integer")
     stop = gen.get("stopSequences") or gen.get("stop_sequences") or []
     return ParsedRequest(
-        messages=turns.out, tools=_tools(body), model=str(body.get("model", "")), stream=bool(body.get("stream")),
-        max_tokens=max_tokens, temperature=gen.get("temperature"), top_p=gen.get("topP", gen.get("top_p")),
-        stop=[stop] if isinstance(stop, str) else list(stop), seed=gen.get("seed"),
+        messages=turns.out,
+        tools=_tools(body),
+        model=str(body.get("model", "")),
+        stream=bool(body.get("stream")),
+        max_tokens=max_tokens,
+        temperature=gen.get("temperature"),
+        top_p=gen.get("topP", gen.get("top_p")),
+        stop=[stop] if isinstance(stop, str) else list(stop),
+        seed=gen.get("seed"),
     )
 
 
@@ -188,22 +215,23 @@ def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
         parts.append({"text": message.get("content") or ""})
     for c in message.get("tool_calls") or ():
         args = c["function"]["arguments"]
-        parts.append({"functionCall": {"id": c["id"], "name": c["function"]["name"],
-                                       "args": args if isinstance(args, dict) else {}}})
+        parts.append({"functionCall": {"id": c["id"], "name": c["function"]["name"], "args": args if isinstance(args, dict) else {}}})
     return parts
 
 
 def _usage(reply: Reply) -> dict[str, int]:
-    return {"promptTokenCount": reply.prompt_tokens, "candidatesTokenCount": reply.completion_tokens,
-            "totalTokenCount": reply.prompt_tokens + reply.completion_tokens}
+    return {
+        "promptTokenCount": reply.prompt_tokens,
+        "candidatesTokenCount": reply.completion_tokens,
+        "totalTokenCount": reply.prompt_tokens + reply.completion_tokens,
+    }
 
 
 def _chunk(reply: Reply, parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
     cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
     if finish is not None:
         cand["finishReason"] = finish
-    return {"candidates": [cand], "usageMetadata": _usage(reply), "modelVersion": reply.model,
-            "responseId": reply.response_id}
+    return {"candidates": [cand], "usageMetadata": _usage(reply), "modelVersion": reply.model, "responseId": reply.response_id}
 
 
 def render_response(reply: Reply) -> dict[str, Any]:
@@ -234,11 +262,12 @@ class LiveReply:
 
     def finish(self, reply: Reply, sent: str) -> bytes:
         """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
-        rest = (reply.message.get("content") or "")[len(sent):]
+        rest = (reply.message.get("content") or "")[len(sent) :]
         parts = [p for p in _parts(reply.message) if "text" not in p or p.get("thought")]
         parts = [{"text": rest}, *parts] if rest or not parts else parts
-        return b"".join(sse(_chunk(reply, [p], _FINISH.get(reply.finish_reason, "STOP") if i == len(parts) - 1 else None))
-                        for i, p in enumerate(parts))
+        return b"".join(
+            sse(_chunk(reply, [p], _FINISH.get(reply.finish_reason, "STOP") if i == len(parts) - 1 else None)) for i, p in enumerate(parts)
+        )
 
 
 def stream_error(status: int, message: str) -> bytes:

@@ -18,8 +18,18 @@ from clawgym_env.proxy.dialects._common import (
     sse,
 )
 
-__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream", "stream_error"]
+__all__ = [
+    "KEEPALIVE",
+    "NAME",
+    "RESPONSE_ID_PREFIX",
+    "TOOL_ID_PREFIX",
+    "LiveReply",
+    "error_body",
+    "parse_request",
+    "render_response",
+    "render_stream",
+    "stream_error",
+]
 
 NAME = "openai-chat"
 KEEPALIVE = KEEPALIVE
@@ -68,8 +78,7 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
         elif role == "user":
             out.append({"role": "user", "content": text_of(m.get("content"))})
         elif role == "tool":
-            out.append({"role": "tool", "tool_call_id": ids.canonical(m.get("tool_call_id")),
-                        "content": text_of(m.get("content"))})
+            out.append({"role": "tool", "tool_call_id": ids.canonical(m.get("tool_call_id")), "content": text_of(m.get("content"))})
         elif role == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": text_of(m.get("content"))}
             reasoning = m.get("reasoning_content") or m.get("reasoning")
@@ -78,30 +87,46 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
             calls = []
             for c in m.get("tool_calls") or ():
                 fn = c.get("function") or {}
-                calls.append({"id": ids.canonical(c.get("id")), "type": "function",
-                              "function": {"name": fn.get("name", ""), "arguments": parse_arguments(fn.get("arguments"))}})
+                calls.append(
+                    {
+                        "id": ids.canonical(c.get("id")),
+                        "type": "function",
+                        "function": {"name": fn.get("name", ""), "arguments": parse_arguments(fn.get("arguments"))},
+                    }
+                )
             if calls:
                 msg["tool_calls"] = calls
             out.append(msg)
         else:
             raise BadRequest(f"messages.{i}.role: {role!r} is not one of system, developer, user, assistant, tool")
     opts = body.get("stream_options") or {}
-    parsed = parsed_request(body, out, parse_tool, body.get("max_completion_tokens", body.get("max_tokens")), "max_tokens",
-                            seed=body.get("seed"), include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")))
+    parsed = parsed_request(
+        body,
+        out,
+        parse_tool,
+        body.get("max_completion_tokens", body.get("max_tokens")),
+        "max_tokens",
+        seed=body.get("seed"),
+        include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")),
+    )
     stop = body.get("stop") or []
     parsed.stop = [stop] if isinstance(stop, str) else list(stop)
     return parsed
 
 
 def _wire_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"id": c["id"], "type": "function",
-             "function": {"name": c["function"]["name"], "arguments": args_json(c["function"]["arguments"])}}
-            for c in message.get("tool_calls") or ()]
+    return [
+        {"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": args_json(c["function"]["arguments"])}}
+        for c in message.get("tool_calls") or ()
+    ]
 
 
 def _usage(reply: Reply) -> dict[str, int]:
-    return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+    }
 
 
 def render_response(reply: Reply) -> dict[str, Any]:
@@ -119,8 +144,7 @@ def render_response(reply: Reply) -> dict[str, Any]:
         "object": "chat.completion",
         "created": reply.created,
         "model": reply.model,
-        "choices": [{"index": 0, "message": msg, "logprobs": None,
-                     "finish_reason": _FINISH.get(reply.finish_reason, "stop")}],
+        "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": _FINISH.get(reply.finish_reason, "stop")}],
         "usage": _usage(reply),
     }
 
@@ -133,13 +157,23 @@ def _chunk(reply: Reply, delta: dict[str, Any], finish: str | None = None) -> by
 def _tail(reply: Reply, include_usage: bool) -> Iterator[bytes]:
     """Tool-call heads + arguments, the finish chunk, usage, [DONE]."""
     for i, c in enumerate(_wire_calls(reply.message)):
-        yield _chunk(reply, {"tool_calls": [{"index": i, "id": c["id"], "type": "function",
-                                             "function": {"name": c["function"]["name"], "arguments": ""}}]})
+        yield _chunk(
+            reply,
+            {"tool_calls": [{"index": i, "id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": ""}}]},
+        )
         yield _chunk(reply, {"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]})
     yield _chunk(reply, {}, _FINISH.get(reply.finish_reason, "stop"))
     if include_usage:
-        yield sse({"id": reply.response_id, "object": "chat.completion.chunk", "created": reply.created,
-                   "model": reply.model, "choices": [], "usage": _usage(reply)})
+        yield sse(
+            {
+                "id": reply.response_id,
+                "object": "chat.completion.chunk",
+                "created": reply.created,
+                "model": reply.model,
+                "choices": [],
+                "usage": _usage(reply),
+            }
+        )
     yield DONE
 
 
@@ -167,7 +201,7 @@ class LiveReply:
 
     def finish(self, reply: Reply, sent: str) -> bytes:
         """What is left once ``reply`` is known, ``sent`` (a prefix of its content) having gone out already."""
-        rest = (reply.message.get("content") or "")[len(sent):]
+        rest = (reply.message.get("content") or "")[len(sent) :]
         frames = [self.text(rest)] if rest else []
         if reply.message.get("reasoning_content"):
             frames.append(_chunk(reply, {"reasoning_content": reply.message["reasoning_content"]}))

@@ -23,8 +23,18 @@ from clawgym_env.proxy.dialects._common import (
 )
 from clawgym_env.proxy.dialects.openai_chat import error_body
 
-__all__ = ["KEEPALIVE", "NAME", "RESPONSE_ID_PREFIX", "TOOL_ID_PREFIX", "LiveReply", "error_body", "parse_request", "render_response",
-           "render_stream", "stream_error"]
+__all__ = [
+    "KEEPALIVE",
+    "NAME",
+    "RESPONSE_ID_PREFIX",
+    "TOOL_ID_PREFIX",
+    "LiveReply",
+    "error_body",
+    "parse_request",
+    "render_response",
+    "render_stream",
+    "stream_error",
+]
 
 NAME = "openai-responses"
 KEEPALIVE = KEEPALIVE
@@ -42,8 +52,9 @@ def _tool(t: dict[str, Any]) -> dict[str, Any] | None:
 def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
     """Responses body -> neutral messages and tools."""
     if body.get("previous_response_id"):
-        raise BadRequest("previous_response_id is not supported: the proxy keeps no response store; "
-                         "send the whole conversation in `input` (store=false)")
+        raise BadRequest(
+            "previous_response_id is not supported: the proxy keeps no response store; send the whole conversation in `input` (store=false)"
+        )
     raw = body.get("input")
     if raw is None:
         raise BadRequest("input: field required (a string or a list of items)")
@@ -87,11 +98,14 @@ def parse_request(body: dict[str, Any], ids: ToolIdMap) -> ParsedRequest:
         elif kind == "function_call":
             msg = open_assistant()
             msg.setdefault("tool_calls", []).append(
-                {"id": ids.canonical(it.get("call_id")), "type": "function",
-                 "function": {"name": it.get("name", ""), "arguments": parse_arguments(it.get("arguments"))}})
+                {
+                    "id": ids.canonical(it.get("call_id")),
+                    "type": "function",
+                    "function": {"name": it.get("name", ""), "arguments": parse_arguments(it.get("arguments"))},
+                }
+            )
         elif kind == "function_call_output":
-            out.append({"role": "tool", "tool_call_id": ids.canonical(it.get("call_id")),
-                        "content": text_of(it.get("output"))})
+            out.append({"role": "tool", "tool_call_id": ids.canonical(it.get("call_id")), "content": text_of(it.get("output"))})
         elif kind == "reasoning":
             summary = "\n".join(s.get("text", "") for s in it.get("summary") or () if isinstance(s, dict))
             content = "\n".join(s.get("text", "") for s in it.get("content") or () if isinstance(s, dict))
@@ -106,16 +120,35 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
     rid = reply.response_id.removeprefix("resp_")
     items: list[dict[str, Any]] = []
     if m.get("reasoning_content"):
-        items.append({"type": "reasoning", "id": f"rs_{rid}", "status": "completed",
-                      "summary": [{"type": "summary_text", "text": m["reasoning_content"]}]})
+        items.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{rid}",
+                "status": "completed",
+                "summary": [{"type": "summary_text", "text": m["reasoning_content"]}],
+            }
+        )
     if m.get("content") or not m.get("tool_calls"):
-        items.append({"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": m.get("content") or "", "annotations": [],
-                                   "logprobs": []}]})
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{rid}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": m.get("content") or "", "annotations": [], "logprobs": []}],
+            }
+        )
     for c in m.get("tool_calls") or ():
-        items.append({"type": "function_call", "id": "fc_" + c["id"].removeprefix("call_"), "call_id": c["id"],
-                      "name": c["function"]["name"], "arguments": args_json(c["function"]["arguments"]),
-                      "status": "completed"})
+        items.append(
+            {
+                "type": "function_call",
+                "id": "fc_" + c["id"].removeprefix("call_"),
+                "call_id": c["id"],
+                "name": c["function"]["name"],
+                "arguments": args_json(c["function"]["arguments"]),
+                "status": "completed",
+            }
+        )
     return items
 
 
@@ -140,10 +173,15 @@ def _response(reply: Reply, status: str, output: list[dict[str, Any]]) -> dict[s
         "top_p": None,
         "text": {"format": {"type": "text"}},
         "truncation": "disabled",
-        "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
-                  "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                  "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens_details": {"reasoning_tokens": 0}} if done else None,
+        "usage": {
+            "input_tokens": reply.prompt_tokens,
+            "output_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        if done
+        else None,
     }
 
 
@@ -169,8 +207,9 @@ class _Events:
         yield self("response.content_part.added", {"item_id": item["id"], "output_index": idx, "content_index": 0, "part": part})
 
     def text(self, idx: int, item_id: str, text: str) -> bytes:
-        return self("response.output_text.delta",
-                    {"item_id": item_id, "output_index": idx, "content_index": 0, "delta": text, "logprobs": []})
+        return self(
+            "response.output_text.delta", {"item_id": item_id, "output_index": idx, "content_index": 0, "delta": text, "logprobs": []}
+        )
 
     def item(self, idx: int, item: dict[str, Any], opened: bool = False) -> Iterator[bytes]:
         """An output item's frames (a message already opened and streamed: only its closing frames)."""
@@ -185,8 +224,7 @@ class _Events:
             yield self("response.output_text.done", {**base, "text": text, "logprobs": []})
             yield self("response.content_part.done", {**base, "part": item["content"][0]})
         elif kind == "function_call":
-            yield self("response.output_item.added",
-                       {"output_index": idx, "item": {**item, "status": "in_progress", "arguments": ""}})
+            yield self("response.output_item.added", {"output_index": idx, "item": {**item, "status": "in_progress", "arguments": ""}})
             base = {"item_id": item["id"], "output_index": idx}
             yield self("response.function_call_arguments.delta", {**base, "delta": item["arguments"]})
             yield self("response.function_call_arguments.done", {**base, "name": item["name"], "arguments": item["arguments"]})
@@ -234,7 +272,7 @@ class LiveReply:
         items = _items(reply)
         message = next(i for i in items if i["type"] == "message")
         items = [message, *(i for i in items if i is not message)]
-        rest = message["content"][0]["text"][len(sent):]
+        rest = message["content"][0]["text"][len(sent) :]
         frames = [self.text(rest)] if rest else []
         frames += self.ev.item(0, message, opened=True)
         frames += [f for idx, item in enumerate(items[1:], 1) for f in self.ev.item(idx, item)]

@@ -37,14 +37,18 @@ def main(runs: list[str], draws: int = 10_000) -> None:
         variants = sorted(set(sft) | set(rl))
         per_variant = n_sft // len(variants)
         diffs = [rl[v] - sft[v] for v in variants]
-        print(f"{run}: after SFT {sum(sft.values()):g} / {n_sft} ({100 * sum(sft.values()) / n_sft:.1f} %), after RL "
-              f"{sum(rl.values()):g} / {n_rl} ({100 * sum(rl.values()) / n_rl:.1f} %); variants up {sum(d > 0 for d in diffs)}, "
-              f"down {sum(d < 0 for d in diffs)}, same {sum(d == 0 for d in diffs)}")
+        print(
+            f"{run}: after SFT {sum(sft.values()):g} / {n_sft} ({100 * sum(sft.values()) / n_sft:.1f} %), after RL "
+            f"{sum(rl.values()):g} / {n_rl} ({100 * sum(rl.values()) / n_rl:.1f} %); variants up {sum(d > 0 for d in diffs)}, "
+            f"down {sum(d < 0 for d in diffs)}, same {sum(d == 0 for d in diffs)}"
+        )
         units += [d / per_variant for d in diffs]
     rng = random.Random(0)
     means = sorted(sum(rng.choice(units) for _ in units) / len(units) for _ in range(draws))
-    print(f"pooled RL - SFT: {100 * sum(units) / len(units):+.1f} points over {len(units)} (run, variant) units; 95 % bootstrap "
-          f"[{100 * means[int(0.025 * draws)]:+.1f}, {100 * means[int(0.975 * draws)]:+.1f}]")
+    print(
+        f"pooled RL - SFT: {100 * sum(units) / len(units):+.1f} points over {len(units)} (run, variant) units; 95 % bootstrap "
+        f"[{100 * means[int(0.025 * draws)]:+.1f}, {100 * means[int(0.975 * draws)]:+.1f}]"
+    )
 
 
 if __name__ == "__main__":

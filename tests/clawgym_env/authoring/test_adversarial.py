@@ -38,14 +38,14 @@ EXACT = (
 # own `python3 -c`), so a probe that imports the agent's module puts "." on its path itself, as shipped graders do.
 PROBE_COMPARES = (  # runs the agent's code in a subprocess, but lets that process compare what the code returned
     "import subprocess, sys\n"
-    "PROBE = 'import sys; sys.path.insert(0, \".\"); import calc; print(\"ADDS\" if calc.add(2, 3) == 5 else \"WRONG\")'\n"
+    'PROBE = \'import sys; sys.path.insert(0, "."); import calc; print("ADDS" if calc.add(2, 3) == 5 else "WRONG")\'\n'
     "def grade(t, w):\n"
     "    r = subprocess.run([sys.executable, '-c', PROBE], cwd=w, capture_output=True, text=True, timeout=20)\n"
     "    return {'adds': float('ADDS' in r.stdout)}\n"
 )
 SERIALISED = (  # runs the agent's code in a subprocess and compares a plain JSON value
     "import json, subprocess, sys\n"
-    "PROBE = 'import json, sys; sys.path.insert(0, \".\"); import calc; print(\"\\\\nVALUES \" + json.dumps(calc.add(2, 3)))'\n"
+    'PROBE = \'import json, sys; sys.path.insert(0, "."); import calc; print("\\\\nVALUES " + json.dumps(calc.add(2, 3)))\'\n'
     "def grade(t, w):\n"
     "    try:\n"
     "        r = subprocess.run([sys.executable, '-c', PROBE], cwd=w, capture_output=True, text=True, timeout=20)\n"
@@ -55,14 +55,25 @@ SERIALISED = (  # runs the agent's code in a subprocess and compares a plain JSO
     "        return {'adds': 0.0}\n"
     "    return {'adds': float(type(v) is int and v == 5)}\n"
 )
-COUNT_SPEC = {"instruction": "Count the lines of input/words.txt and write the number to output/count.txt.",
-              "workspace": "workspace", "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
-              "solution": "solution/solve.sh"}
+COUNT_SPEC = {
+    "instruction": "Count the lines of input/words.txt and write the number to output/count.txt.",
+    "workspace": "workspace",
+    "hidden": "hidden",
+    "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+    "solution": "solution/solve.sh",
+}
 COUNT_FILES = {"workspace/input/words.txt": "a\nb\nc\n", "solution/solve.sh": "mkdir -p output; echo 3 > output/count.txt\n"}
-CALC_SPEC = {"instruction": "Implement add(a, b) in calc.py.", "workspace": "workspace", "hidden": "hidden",
-             "verifiers": [{"kind": "code", "file": "hidden/grade.py"}], "solution": "solution/solve.sh"}
-CALC_FILES = {"workspace/calc.py": "def add(a, b):\n    raise NotImplementedError\n",
-              "solution/solve.sh": "printf 'def add(a, b):\\n    return a + b\\n' > calc.py\n"}
+CALC_SPEC = {
+    "instruction": "Implement add(a, b) in calc.py.",
+    "workspace": "workspace",
+    "hidden": "hidden",
+    "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+    "solution": "solution/solve.sh",
+}
+CALC_FILES = {
+    "workspace/calc.py": "def add(a, b):\n    raise NotImplementedError\n",
+    "solution/solve.sh": "printf 'def add(a, b):\\n    return a + b\\n' > calc.py\n",
+}
 
 
 def _by_id(results: list[Any]) -> dict[str, Any]:
@@ -83,8 +94,9 @@ def test_task_view_finds_outputs_inputs_and_candidates(make_task: Any, suite_dir
 async def test_flawed_graders_are_caught_and_fixed_ones_pass(make_task: Any, suite_dir: Path) -> None:
     make_task({**COUNT_SPEC, "id": "exists-half"}, {**COUNT_FILES, "hidden/grade.py": EXISTS_HALF})
     make_task({**COUNT_SPEC, "id": "exact"}, {**COUNT_FILES, "hidden/grade.py": EXACT})
-    make_task({**COUNT_SPEC, "id": "declared-half", "metadata": {"max_exploit_score": 0.5}},
-              {**COUNT_FILES, "hidden/grade.py": EXISTS_HALF})
+    make_task(
+        {**COUNT_SPEC, "id": "declared-half", "metadata": {"max_exploit_score": 0.5}}, {**COUNT_FILES, "hidden/grade.py": EXISTS_HALF}
+    )
     make_task({**CALC_SPEC, "id": "probe-compares"}, {**CALC_FILES, "hidden/grade.py": PROBE_COMPARES})
     make_task({**CALC_SPEC, "id": "serialised"}, {**CALC_FILES, "hidden/grade.py": SERIALISED})
     results = _by_id(await check_suite(load_suite(suite_dir), "bwrap", concurrency=4, strategies=default_strategies()))
@@ -106,20 +118,42 @@ async def test_flawed_graders_are_caught_and_fixed_ones_pass(make_task: Any, sui
 
 
 async def test_threshold_exemptions_and_open_tasks(make_task: Any, suite_dir: Path) -> None:
-    make_task({**COUNT_SPEC, "id": "too-lenient", "metadata": {"max_exploit_score": 0.5}},
-              {**COUNT_FILES, "hidden/grade.py": EXISTS_HALF})
-    copy = {"instruction": "Copy input/words.txt to output/words.txt.", "workspace": "workspace", "hidden": "hidden",
-            "verifiers": [{"kind": "code", "file": "hidden/grade.py"}], "solution": "solution/solve.sh"}
-    grade = ("import os\ndef grade(t, w):\n    p = os.path.join(w, 'output', 'words.txt')\n"
-             "    return {'same': float(os.path.exists(p) and open(p).read() == 'a\\nb\\nc\\n')}\n")
-    make_task({**copy, "id": "copy-unexempt"}, {**COUNT_FILES, "hidden/grade.py": grade,
-                                                 "solution/solve.sh": "mkdir -p output; cp input/words.txt output/\n"})
-    make_task({**copy, "id": "copy-exempt", "metadata": {"exploit_exempt": {
-        "copy-input": "copying is the task", "everything:lines": "all lines of the input are its copy"}}},
-              {**COUNT_FILES, "hidden/grade.py": grade, "solution/solve.sh": "mkdir -p output; cp input/words.txt output/\n"})
-    make_task({"id": "brevity", "instruction": "Say nothing.", "hidden": "hidden",
-               "verifiers": [{"kind": "code", "file": "hidden/grade.py"}], "metadata": {"expected_noop_score": 1.0}},
-              {"hidden/grade.py": "def grade(t, w):\n    return {'short': float(not t['final_message'])}\n"})
+    make_task({**COUNT_SPEC, "id": "too-lenient", "metadata": {"max_exploit_score": 0.5}}, {**COUNT_FILES, "hidden/grade.py": EXISTS_HALF})
+    copy = {
+        "instruction": "Copy input/words.txt to output/words.txt.",
+        "workspace": "workspace",
+        "hidden": "hidden",
+        "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+        "solution": "solution/solve.sh",
+    }
+    grade = (
+        "import os\ndef grade(t, w):\n    p = os.path.join(w, 'output', 'words.txt')\n"
+        "    return {'same': float(os.path.exists(p) and open(p).read() == 'a\\nb\\nc\\n')}\n"
+    )
+    make_task(
+        {**copy, "id": "copy-unexempt"},
+        {**COUNT_FILES, "hidden/grade.py": grade, "solution/solve.sh": "mkdir -p output; cp input/words.txt output/\n"},
+    )
+    make_task(
+        {
+            **copy,
+            "id": "copy-exempt",
+            "metadata": {
+                "exploit_exempt": {"copy-input": "copying is the task", "everything:lines": "all lines of the input are its copy"}
+            },
+        },
+        {**COUNT_FILES, "hidden/grade.py": grade, "solution/solve.sh": "mkdir -p output; cp input/words.txt output/\n"},
+    )
+    make_task(
+        {
+            "id": "brevity",
+            "instruction": "Say nothing.",
+            "hidden": "hidden",
+            "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+            "metadata": {"expected_noop_score": 1.0},
+        },
+        {"hidden/grade.py": "def grade(t, w):\n    return {'short': float(not t['final_message'])}\n"},
+    )
     (suite_dir / "suite.yaml").write_text("name: demo\npass_threshold: 0.5\n")
     results = _by_id(await check_suite(load_suite(suite_dir), "bwrap", concurrency=4, strategies=default_strategies()))
 
@@ -152,23 +186,30 @@ def test_strategies_load_from_module_and_suite_file(suite_dir: Path) -> None:
         "from clawgym_env.authoring.adversarial import Attempt, Strategy\n"
         "class Nothing(Strategy):\n    name = 'nothing'\n    tries = 'x'\n"
         "    def attempts(self, task):\n        return [Attempt('nothing')]\n"
-        "class NotOne:\n    pass\n")
+        "class NotOne:\n    pass\n"
+    )
     assert load_strategy("strategies.py:Nothing", suite_dir).name == "nothing"
-    for bad, why in (("strategies.py:NotOne", "not a subclass"), ("nope.py:X", "no file"), ("nocolon", "must look like"),
-                     ("no_such_module_xyz:X", "cannot import")):
+    for bad, why in (
+        ("strategies.py:NotOne", "not a subclass"),
+        ("nope.py:X", "no file"),
+        ("nocolon", "must look like"),
+        ("no_such_module_xyz:X", "cannot import"),
+    ):
         with pytest.raises(ConfigError, match=why):
             load_strategy(bad, suite_dir)
 
 
-def test_cli_adversarial_runs_suite_strategies_and_fails_a_guessable_task(make_task: Any, suite_dir: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_adversarial_runs_suite_strategies_and_fails_a_guessable_task(
+    make_task: Any, suite_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     make_task({**COUNT_SPEC, "id": "guessable"}, {**COUNT_FILES, "hidden/grade.py": EXACT})
     runner = CliRunner()
     res = runner.invoke(app, ["tasks", "check", str(suite_dir), "--adversarial", "-j", "2"])
     assert res.exit_code == 0 and "lifted above 0 by some strategy" in res.output and "0 of 1" in res.output
     (suite_dir / "suite.yaml").write_text(
-        f"name: demo\npass_threshold: 1.0\nmetadata:\n  adversarial_strategies: ['{__name__}:OnlyTheAnswer']\n")
+        f"name: demo\npass_threshold: 1.0\nmetadata:\n  adversarial_strategies: ['{__name__}:OnlyTheAnswer']\n"
+    )
     res = runner.invoke(app, ["tasks", "check", str(suite_dir), "--adversarial", "--only", "guess-three,empty"])
     assert res.exit_code == 1 and "guess-three" in res.output and "1 of 1" in res.output
     res = runner.invoke(app, ["tasks", "check", str(suite_dir), "--only", "nope", "--adversarial"])
@@ -178,9 +219,11 @@ def test_cli_adversarial_runs_suite_strategies_and_fails_a_guessable_task(make_t
 
 
 def test_declared_scores_are_validated(make_task: Any, suite_dir: Path) -> None:
-    for meta, why in (({"max_exploit_score": 1.5}, "max_exploit_score must be a number"),
-                      ({"expected_noop_score": 0.4, "max_exploit_score": 0.2}, "below expected_noop_score"),
-                      ({"exploit_exempt": ["copy-input"]}, "exploit_exempt must map")):
+    for meta, why in (
+        ({"max_exploit_score": 1.5}, "max_exploit_score must be a number"),
+        ({"expected_noop_score": 0.4, "max_exploit_score": 0.2}, "below expected_noop_score"),
+        ({"exploit_exempt": ["copy-input"]}, "exploit_exempt must map"),
+    ):
         make_task({**COUNT_SPEC, "id": "bad", "metadata": meta}, {**COUNT_FILES, "hidden/grade.py": EXACT})
         with pytest.raises(TaskSpecError, match=why):
             load_task_dir(suite_dir / "bad", "demo")
@@ -189,17 +232,33 @@ def test_declared_scores_are_validated(make_task: Any, suite_dir: Path) -> None:
 
 
 REPO = Path(__file__).resolve().parents[3]
-SHIPPED = [REPO / "tasks" / "jobbench-mini", REPO / "tasks" / "officeqa-mini", REPO / "trainers" / "suites" / "toy-rl",
-           REPO / "tests" / "harnesses" / "tasks" / "h6-smoke"]
-RUNS_AGENT_CODE = ["smoke-*", "fix-failing-test", "implement-durations", "rename-function", "write-unit-tests",
-                   "tmp-cleanup-script", "dedupe-contacts", "backup-rotation", "budget-portfolio", "redact-pii",
-                   "sql-report-queries", "meeting-action-items", "dependency-audit", "invoice-reminders"]
+SHIPPED = [
+    REPO / "tasks" / "jobbench-mini",
+    REPO / "tasks" / "officeqa-mini",
+    REPO / "trainers" / "suites" / "toy-rl",
+    REPO / "tests" / "harnesses" / "tasks" / "h6-smoke",
+]
+RUNS_AGENT_CODE = [
+    "smoke-*",
+    "fix-failing-test",
+    "implement-durations",
+    "rename-function",
+    "write-unit-tests",
+    "tmp-cleanup-script",
+    "dedupe-contacts",
+    "backup-rotation",
+    "budget-portfolio",
+    "redact-pii",
+    "sql-report-queries",
+    "meeting-action-items",
+    "dependency-audit",
+    "invoice-reminders",
+]
 """The clawgym-original tasks whose graders run the agent's code or were lifted before (default tier)."""
 
 
 async def _assert_resists(suite: Any, specs: list[Any]) -> None:
-    results = await check_suite(specs, "bwrap", concurrency=4, strategies=default_strategies(),
-                                pass_threshold=suite.pass_threshold)
+    results = await check_suite(specs, "bwrap", concurrency=4, strategies=default_strategies(), pass_threshold=suite.pass_threshold)
     bad = [(r.task_id, r.exploit_score, r.exploit_by, r.problems) for r in results if not r.ok]
     assert not bad, bad
     assert all(r.exploit_status in ("pass", "open") for r in results)

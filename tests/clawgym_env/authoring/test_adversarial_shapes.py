@@ -26,11 +26,13 @@ from clawgym_env.task.loader import load_task_dir
 
 
 def test_instruction_outputs_are_files_folders_and_extensionless_names_not_patterns() -> None:
-    text = ("Read tickets/ and write a copy of each to output/redacted/<same file name>, the totals to "
-            "/workspace/output/totals.json and a summary to output/summary. Bump VERSION. Old backups are named "
-            "backup_YYYY-MM-DD.tar; never touch /etc/hosts. Reminders go to output/reminders/<invoice>.txt. "
-            "Compare A/B and/or keep 3.0.0, e.g. in reports/. Package the code as output/src, with "
-            "output/src/app/main.py. Also see Yes/YES/ and ltv/cac/.")
+    text = (
+        "Read tickets/ and write a copy of each to output/redacted/<same file name>, the totals to "
+        "/workspace/output/totals.json and a summary to output/summary. Bump VERSION. Old backups are named "
+        "backup_YYYY-MM-DD.tar; never touch /etc/hosts. Reminders go to output/reminders/<invoice>.txt. "
+        "Compare A/B and/or keep 3.0.0, e.g. in reports/. Package the code as output/src, with "
+        "output/src/app/main.py. Also see Yes/YES/ and ltv/cac/."
+    )
     found = find_mentions(text, "/workspace", {"VERSION", "tickets/a.txt"}, {"tickets"})
     assert found.files == ["output/totals.json", "output/summary", "VERSION", "output/src/app/main.py"]
     assert found.folders == ["tickets", "output/redacted", "output/reminders", "reports", "output/src"]
@@ -38,11 +40,20 @@ def test_instruction_outputs_are_files_folders_and_extensionless_names_not_patte
 
 
 def test_task_view_fills_pattern_folders_from_the_inputs(make_task: Any, suite_dir: Path) -> None:
-    make_task({"id": "remind", "instruction": "For each invoice in input/invoices.csv write output/reminders/<invoice>.txt "
-               "and output/backup_YYYY-MM-DD.tar is the archive name.", "workspace": "workspace", "hidden": "hidden",
-               "verifiers": [{"kind": "code", "file": "hidden/grade.py"}]},
-              {"workspace/input/invoices.csv": "invoice,amount\nINV-7,10\nINV-9,20\n",
-               "hidden/grade.py": "def grade(t, w):\n    return {'x': 0.0}\n"})
+    make_task(
+        {
+            "id": "remind",
+            "instruction": "For each invoice in input/invoices.csv write output/reminders/<invoice>.txt "
+            "and output/backup_YYYY-MM-DD.tar is the archive name.",
+            "workspace": "workspace",
+            "hidden": "hidden",
+            "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+        },
+        {
+            "workspace/input/invoices.csv": "invoice,amount\nINV-7,10\nINV-9,20\n",
+            "hidden/grade.py": "def grade(t, w):\n    return {'x': 0.0}\n",
+        },
+    )
     view = TaskView(load_task_dir(suite_dir / "remind", "demo")[0])
     assert view.output_dirs == ["output/reminders"]
     assert view.outputs == ["output/reminders/INV-7.txt", "output/reminders/INV-9.txt"]
@@ -53,8 +64,7 @@ MD = "# Q3 review\n\n## Timeline\n\n- 09:14 Deploy by Ann\n- 10:02 [EMAIL] paged
 
 
 def test_shapes_keep_the_structure_and_drop_the_substance() -> None:
-    keep = words_of('Write out/actions.csv with the header owner,task,due and out/report.md with "## Timeline" and'
-                    ' {"counts": n}')
+    keep = words_of('Write out/actions.csv with the header owner,task,due and out/report.md with "## Timeline" and {"counts": n}')
     assert no_rows("a.csv", CSV, keep) == "owner,task,due\n"
     assert hollow("a.csv", CSV, keep) == "owner,task,due\n,,\n,,\n"
     data = json.dumps({"counts": {"ines": 1}, "items": [1, 2], "note": "x"})
@@ -76,23 +86,31 @@ def test_shapes_keep_the_structure_and_drop_the_substance() -> None:
 
 
 def test_sql_columns_and_number_sweep() -> None:
-    text = ("1. q/top.sql: the top 3 customers, with columns customer_name, orders (number of such orders), "
-            "revenue (rounded), ordered by revenue descending.\n2. q/monthly.sql: columns month (\"YYYY-MM\"), "
-            "paid_orders, revenue, ordered by month.")
+    text = (
+        "1. q/top.sql: the top 3 customers, with columns customer_name, orders (number of such orders), "
+        'revenue (rounded), ordered by revenue descending.\n2. q/monthly.sql: columns month ("YYYY-MM"), '
+        "paid_orders, revenue, ordered by month."
+    )
     assert sql_columns(text, "q/top.sql", ["q/top.sql", "q/monthly.sql"]) == ["customer_name", "orders", "revenue"]
     assert sql_columns(text, "q/monthly.sql", ["q/top.sql", "q/monthly.sql"]) == ["month", "paid_orders", "revenue"]
     sweep = [float(x) for x in number_sweep(560_000)]
     assert all(min(abs(v - target) for v in sweep) <= max(1.0, 0.011 * target) for target in (7, 471_250, 88_750))
 
 
-REDACT = {"instruction": "Write a copy of each file in tickets/ to out/clean/<same file name> with every email "
-                         "address replaced by [EMAIL]; all other text stays as it is.",
-          "workspace": "workspace", "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
-          "solution": "solution/solve.sh"}
-REDACT_FILES = {"workspace/tickets/a.txt": "From: Ann <ann@x.example>\nPlease call back today.\n",
-                "workspace/tickets/b.txt": "Hi, this is bob@y.example.\nThanks!\n",
-                "solution/solve.sh": "mkdir -p out/clean\nfor f in tickets/*; do sed -E 's/[A-Za-z.]+@[a-z.]+[a-z]/[EMAIL]/g' "
-                                     "\"$f\" > out/clean/$(basename $f); done\n"}
+REDACT = {
+    "instruction": "Write a copy of each file in tickets/ to out/clean/<same file name> with every email "
+    "address replaced by [EMAIL]; all other text stays as it is.",
+    "workspace": "workspace",
+    "hidden": "hidden",
+    "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+    "solution": "solution/solve.sh",
+}
+REDACT_FILES = {
+    "workspace/tickets/a.txt": "From: Ann <ann@x.example>\nPlease call back today.\n",
+    "workspace/tickets/b.txt": "Hi, this is bob@y.example.\nThanks!\n",
+    "solution/solve.sh": "mkdir -p out/clean\nfor f in tickets/*; do sed -E 's/[A-Za-z.]+@[a-z.]+[a-z]/[EMAIL]/g' "
+    '"$f" > out/clean/$(basename $f); done\n',
+}
 REDACT_GRADE = (
     "import os\n"
     "WANT = {'a.txt': 'From: Ann <[EMAIL]>\\nPlease call back today.\\n', 'b.txt': 'Hi, this is [EMAIL].\\nThanks!\\n'}\n"
@@ -108,16 +126,23 @@ REDACT_GRADE = (
     "    return {'redacted': float(gone), 'kept': float(texts == WANT)}\n"
 )
 REDACT_FLAWED = REDACT_GRADE.replace("{check}", "pass")
-REDACT_FIXED = REDACT_GRADE.replace("{check}", "gone = gone and all(ln in texts[n].splitlines() for n in WANT "
-                                               "for ln in WANT[n].splitlines() if '[EMAIL]' in ln)")
+REDACT_FIXED = REDACT_GRADE.replace(
+    "{check}", "gone = gone and all(ln in texts[n].splitlines() for n in WANT for ln in WANT[n].splitlines() if '[EMAIL]' in ln)"
+)
 
-REPORT = {"instruction": "input/log.txt lists today's events. Write out/report.md with the sections \"## Timeline\" "
-                         "(one bullet per event, starting with its HH:MM time) and \"## Owner\" (who deployed).",
-          "workspace": "workspace", "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
-          "solution": "solution/solve.sh"}
-REPORT_FILES = {"workspace/input/log.txt": "08:55 Bo opened the change\n09:10 Cy approved it\n09:20 Ann deployed\n",
-                "solution/solve.sh": "mkdir -p out\nprintf '## Timeline\\n\\n- 08:55 change opened\\n- 09:10 approved\\n"
-                                     "- 09:20 deployed\\n\\n## Owner\\n\\nAnn deployed.\\n' > out/report.md\n"}
+REPORT = {
+    "instruction": 'input/log.txt lists today\'s events. Write out/report.md with the sections "## Timeline" '
+    '(one bullet per event, starting with its HH:MM time) and "## Owner" (who deployed).',
+    "workspace": "workspace",
+    "hidden": "hidden",
+    "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+    "solution": "solution/solve.sh",
+}
+REPORT_FILES = {
+    "workspace/input/log.txt": "08:55 Bo opened the change\n09:10 Cy approved it\n09:20 Ann deployed\n",
+    "solution/solve.sh": "mkdir -p out\nprintf '## Timeline\\n\\n- 08:55 change opened\\n- 09:10 approved\\n"
+    "- 09:20 deployed\\n\\n## Owner\\n\\nAnn deployed.\\n' > out/report.md\n",
+}
 REPORT_GRADE = (
     "import re\n"
     "def grade(t, w):\n"
@@ -131,23 +156,32 @@ REPORT_GRADE = (
     "{checks}"
     "    return {'timeline': float(ok_times), 'owner': float(ok_owner)}\n"
 )
-REPORT_FLAWED = REPORT_GRADE.replace("{checks}", (
-    "    ok_times = len(times) >= 3\n"
-    "    names = re.findall(r'Ann|Bo|Cy', owner)\n"
-    "    ok_owner = bool(names) and names[0] == 'Ann'\n"))
-REPORT_FIXED = REPORT_GRADE.replace("{checks}", (
-    "    ok_times = sorted(times) == ['08:55', '09:10', '09:20']\n"
-    "    first = re.split(r'(?<=[.!?])\\s', owner, maxsplit=1)[0]\n"
-    "    ok_owner = set(re.findall(r'Ann|Bo|Cy', first)) == {'Ann'}\n"))
+REPORT_FLAWED = REPORT_GRADE.replace(
+    "{checks}",
+    ("    ok_times = len(times) >= 3\n    names = re.findall(r'Ann|Bo|Cy', owner)\n    ok_owner = bool(names) and names[0] == 'Ann'\n"),
+)
+REPORT_FIXED = REPORT_GRADE.replace(
+    "{checks}",
+    (
+        "    ok_times = sorted(times) == ['08:55', '09:10', '09:20']\n"
+        "    first = re.split(r'(?<=[.!?])\\s', owner, maxsplit=1)[0]\n"
+        "    ok_owner = set(re.findall(r'Ann|Bo|Cy', first)) == {'Ann'}\n"
+    ),
+)
 
-SQL = {"instruction": "db/data.sql fills a SQLite table sales(region, amount). Write q/totals.sql, one SELECT with "
-                      "columns region, total (the sum of amount), ordered by region.",
-       "workspace": "workspace", "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
-       "solution": "solution/solve.sh"}
-SQL_FILES = {"workspace/db/data.sql": ("CREATE TABLE sales(region TEXT, amount INT);\n"
-                                       "INSERT INTO sales VALUES ('n', 2), ('s', 3), ('n', 4);\n"),
-             "solution/solve.sh": "mkdir -p q\necho 'SELECT region, SUM(amount) AS total FROM sales GROUP BY region "
-                                  "ORDER BY region;' > q/totals.sql\n"}
+SQL = {
+    "instruction": "db/data.sql fills a SQLite table sales(region, amount). Write q/totals.sql, one SELECT with "
+    "columns region, total (the sum of amount), ordered by region.",
+    "workspace": "workspace",
+    "hidden": "hidden",
+    "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+    "solution": "solution/solve.sh",
+}
+SQL_FILES = {
+    "workspace/db/data.sql": ("CREATE TABLE sales(region TEXT, amount INT);\nINSERT INTO sales VALUES ('n', 2), ('s', 3), ('n', 4);\n"),
+    "solution/solve.sh": "mkdir -p q\necho 'SELECT region, SUM(amount) AS total FROM sales GROUP BY region "
+    "ORDER BY region;' > q/totals.sql\n",
+}
 SQL_GRADE = (
     "import sqlite3\n"
     "def grade(t, w):\n"
@@ -162,29 +196,40 @@ SQL_GRADE = (
     "    return {'columns': float(cols == ['region', 'total']{gate}), 'rows': float(right)}\n"
 )
 
-VERSION = {"instruction": "Bump the minor version in VERSION (releases are archived as release_YYYY-MM-DD.tar; "
-                          "do not create one).", "workspace": "workspace", "hidden": "hidden",
-           "verifiers": [{"kind": "code", "file": "hidden/grade.py"}], "solution": "solution/solve.sh"}
-VERSION_FILES = {"workspace/VERSION": "1.2.3\n", "solution/solve.sh": "chmod u+w VERSION\necho 1.3.0 > VERSION\n",
-                 "hidden/grade.py": ("def grade(t, w):\n    v = open(w + '/VERSION').read().strip()\n"
-                                     "    return {'changed': float(v != '1.2.3' and bool(v)), 'right': float(v == '1.3.0')}\n")}
+VERSION = {
+    "instruction": "Bump the minor version in VERSION (releases are archived as release_YYYY-MM-DD.tar; do not create one).",
+    "workspace": "workspace",
+    "hidden": "hidden",
+    "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+    "solution": "solution/solve.sh",
+}
+VERSION_FILES = {
+    "workspace/VERSION": "1.2.3\n",
+    "solution/solve.sh": "chmod u+w VERSION\necho 1.3.0 > VERSION\n",
+    "hidden/grade.py": (
+        "def grade(t, w):\n    v = open(w + '/VERSION').read().strip()\n"
+        "    return {'changed': float(v != '1.2.3' and bool(v)), 'right': float(v == '1.3.0')}\n"
+    ),
+}
 STRATEGIES = [Empty(), Placeholder(), Skeleton(), Hollow(), BlanketMask(), Hedge(), UnsupportedClaims()]
 
 
 @pytest.mark.sandbox
 async def test_new_strategies_lift_flawed_graders_and_not_fixed_ones(make_task: Any, suite_dir: Path) -> None:
     for name, spec, files, grade in (
-        ("redact-flawed", REDACT, REDACT_FILES, REDACT_FLAWED), ("redact-fixed", REDACT, REDACT_FILES, REDACT_FIXED),
-        ("report-flawed", REPORT, REPORT_FILES, REPORT_FLAWED), ("report-fixed", REPORT, REPORT_FILES, REPORT_FIXED),
+        ("redact-flawed", REDACT, REDACT_FILES, REDACT_FLAWED),
+        ("redact-fixed", REDACT, REDACT_FILES, REDACT_FIXED),
+        ("report-flawed", REPORT, REPORT_FILES, REPORT_FLAWED),
+        ("report-fixed", REPORT, REPORT_FILES, REPORT_FIXED),
         ("sql-flawed", SQL, SQL_FILES, SQL_GRADE.replace("{gate}", "")),
         ("sql-fixed", SQL, SQL_FILES, SQL_GRADE.replace("{gate}", " and right")),
     ):
         make_task({**spec, "id": name}, {**files, "hidden/grade.py": grade})
     (make_task({**VERSION, "id": "version"}, VERSION_FILES) / "workspace" / "VERSION").chmod(0o444)  # attempts write it
-    results = {r.task_id.split("/")[1]: r for r in
-               await check_suite(load_suite(suite_dir), "bwrap", concurrency=4, strategies=STRATEGIES)}
-    assert all(r.solution_status == "pass" and r.noop_status == "pass" for r in results.values()), \
-        [(k, r.problems) for k, r in results.items()]
+    results = {r.task_id.split("/")[1]: r for r in await check_suite(load_suite(suite_dir), "bwrap", concurrency=4, strategies=STRATEGIES)}
+    assert all(r.solution_status == "pass" and r.noop_status == "pass" for r in results.values()), [
+        (k, r.problems) for k, r in results.items()
+    ]
 
     redact = results["redact-flawed"].attempts  # the outputs are in a folder the instruction names by a pattern
     assert redact["hollow:blank"] == 0.5 and redact["blanket-mask:every-line"] == 0.5

@@ -48,8 +48,14 @@ async def test_sample_noop_scores_match_each_reward_sh(sample_dir: Path, tmp_pat
 
 
 def _task(make_task: Any, tid: str, solve: str | None, **over: Any) -> None:
-    spec = {"id": tid, "instruction": "Write hello to out.txt", "workspace": "workspace", "hidden": "hidden",
-            "verifiers": [{"kind": "code", "file": "hidden/grade.py"}], **over}
+    spec = {
+        "id": tid,
+        "instruction": "Write hello to out.txt",
+        "workspace": "workspace",
+        "hidden": "hidden",
+        "verifiers": [{"kind": "code", "file": "hidden/grade.py"}],
+        **over,
+    }
     files = {"workspace/README": "task\n", "hidden/grade.py": GRADE}
     if solve is not None:
         spec["solution"] = "solution/solve.sh"
@@ -66,12 +72,25 @@ async def test_check_reports_each_kind_of_unsound_task(make_task: Any, suite_dir
     _task(make_task, "nosolution", None, **half)
     _task(make_task, "floor", "echo hello > out.txt\n")  # README kept -> noop scores 0.5, undeclared
     _task(make_task, "misdeclared", "echo hello > out.txt\n", metadata={"expected_noop_score": 0.25})
-    make_task({"id": "judged", "instruction": "Write a report", "workspace": "workspace",
-               "verifiers": [{"kind": "rubric", "files": ["report.md"], "items": [{"criterion": "good"}]}],
-               "solution": "solution/solve.sh"}, {"workspace/x": "", "solution/solve.sh": "echo r > report.md\n"})
-    make_task({"id": "answered", "instruction": "What is 6*7?",
-               "verifiers": [{"kind": "answer", "expected": "42"}], "solution": "solution/final_message.txt"},
-              {"solution/final_message.txt": "<answer>42</answer>\n"})
+    make_task(
+        {
+            "id": "judged",
+            "instruction": "Write a report",
+            "workspace": "workspace",
+            "verifiers": [{"kind": "rubric", "files": ["report.md"], "items": [{"criterion": "good"}]}],
+            "solution": "solution/solve.sh",
+        },
+        {"workspace/x": "", "solution/solve.sh": "echo r > report.md\n"},
+    )
+    make_task(
+        {
+            "id": "answered",
+            "instruction": "What is 6*7?",
+            "verifiers": [{"kind": "answer", "expected": "42"}],
+            "solution": "solution/final_message.txt",
+        },
+        {"solution/final_message.txt": "<answer>42</answer>\n"},
+    )
     results = {r.task_id.split("/")[1]: r for r in await check_suite(load_suite(suite_dir), "bwrap", concurrency=3)}
 
     good = results["good"]
@@ -99,15 +118,24 @@ async def test_every_shipped_task_is_sound() -> None:
 
 
 async def test_params_reach_solution_grader_and_script(make_task: Any, suite_dir: Path) -> None:
-    grade = ("import os\ndef grade(t, w):\n    p = os.path.join(w, 'out.txt')\n"
-             "    return {'ok': 1.0 if os.path.exists(p) and open(p).read().strip() == t['params']['word'] else 0.0}\n")
+    grade = (
+        "import os\ndef grade(t, w):\n    p = os.path.join(w, 'out.txt')\n"
+        "    return {'ok': 1.0 if os.path.exists(p) and open(p).read().strip() == t['params']['word'] else 0.0}\n"
+    )
     script = 'test "$(cat out.txt 2>/dev/null)" = "$CLAWGYM_PARAM_WORD" && echo 1 || echo 0\n'
-    make_task({"id": "echo-word", "instruction": "Write {{ word }} to out.txt", "params": [{"word": "alpha"}, {"word": "beta"}],
-               "hidden": "hidden", "verifiers": [{"kind": "code", "file": "hidden/grade.py"},
-                                                  {"kind": "script", "file": "hidden/reward.sh"}],
-               "solution": "solution/solve.sh"},
-              {"hidden/grade.py": grade, "hidden/reward.sh": script,
-               "solution/solve.sh": 'echo "$CLAWGYM_PARAM_WORD" > out.txt\n'})
+    make_task(
+        {
+            "id": "echo-word",
+            "instruction": "Write {{ word }} to out.txt",
+            "params": [{"word": "alpha"}, {"word": "beta"}],
+            "hidden": "hidden",
+            "verifiers": [{"kind": "code", "file": "hidden/grade.py"}, {"kind": "script", "file": "hidden/reward.sh"}],
+            "solution": "solution/solve.sh",
+        },
+        {"hidden/grade.py": grade, "hidden/reward.sh": script, "solution/solve.sh": 'echo "$CLAWGYM_PARAM_WORD" > out.txt\n'},
+    )
     results = await check_suite(load_suite(suite_dir), "bwrap")
     assert [(r.task_id, r.solution_score, r.noop_score) for r in results] == [
-        ("demo/echo-word-p0", 1.0, 0.0), ("demo/echo-word-p1", 1.0, 0.0)]
+        ("demo/echo-word-p0", 1.0, 0.0),
+        ("demo/echo-word-p1", 1.0, 0.0),
+    ]

@@ -36,8 +36,11 @@ def test_all_sixty_clawgym_sample_tasks_import_and_validate(sample_dir: Path, tm
         assert task.hidden_mount == "/root/.openclaw/workspace/reward"
         assert isinstance(task.verifiers[0], ScriptVerifier)
         assert task.sandbox_path_of(task.verifiers[0].file) == "/root/.openclaw/workspace/reward/reward.sh"
-        src_files = sorted(p.relative_to(sample_dir / original / "input_files").as_posix()
-                           for p in (sample_dir / original / "input_files").rglob("*") if p.is_file())
+        src_files = sorted(
+            p.relative_to(sample_dir / original / "input_files").as_posix()
+            for p in (sample_dir / original / "input_files").rglob("*")
+            if p.is_file()
+        )
         assert task.workspace_dir is not None
         got = sorted(p.relative_to(task.workspace_dir).as_posix() for p in task.workspace_dir.rglob("*") if p.is_file())
         assert got == src_files
@@ -98,8 +101,9 @@ async def test_clawgym_hf_jsonl_import_and_its_hook_grades(tmp_path: Path) -> No
 
 
 def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> None:
-    report = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa", tmp_path, docs=FIXTURES / "officeqa" / "docs",
-                          skip_invalid=True)
+    report = import_suite(
+        "officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa", tmp_path, docs=FIXTURES / "officeqa" / "docs", skip_invalid=True
+    )
     assert report.tasks == 3 and len(report.skipped) == 1 and "no_such_file.txt" in report.skipped[0]
     suite = load_suite(report.path)
     debt = suite.get("uid0001")
@@ -112,12 +116,20 @@ def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> N
     assert debt.solution_path is not None
     assert debt.solution_path.read_text().strip() == "<FINAL_ANSWER>233.95 billion</FINAL_ANSWER>"
     both = suite.get("uid0003")
-    assert sorted(p.name for p in (both.workspace_dir / "docs").iterdir()) == [
-        "annual_report_2020.txt", "treasury_bulletin_1945_03.txt"]
+    assert sorted(p.name for p in (both.workspace_dir / "docs").iterdir()) == ["annual_report_2020.txt", "treasury_bulletin_1945_03.txt"]
     assert both.difficulty == "medium"
     assert load_suite(report.path).spec.metadata["tolerance"] == 0.0 and any("tolerance 0" in m for m in report.mapped)
-    pro = import_suite("officeqa", FIXTURES / "officeqa" / "officeqa.csv", "oqa-pro", tmp_path, docs=FIXTURES / "officeqa" / "docs",
-                       skip_invalid=True, split="pro", tolerance=0.01, tag="answer")
+    pro = import_suite(
+        "officeqa",
+        FIXTURES / "officeqa" / "officeqa.csv",
+        "oqa-pro",
+        tmp_path,
+        docs=FIXTURES / "officeqa" / "docs",
+        skip_invalid=True,
+        split="pro",
+        tolerance=0.01,
+        tag="answer",
+    )
     (hard,) = load_suite(pro.path).tasks
     assert hard.id == "uid0002" and hard.verifiers[0].tolerance == 0.01 and hard.verifiers[0].tag == "answer"
     with pytest.raises(ConfigError, match="not one of OfficeQA's levels"):
@@ -126,9 +138,11 @@ def test_officeqa_import_builds_answer_tasks_with_documents(tmp_path: Path) -> N
 
 def _one_percent_off(answer: str) -> str:
     """The reference with every number 1 % larger (0 becomes 0.01)."""
+
     def bump(m: re.Match[str]) -> str:
         value = float(m.group(0).replace(",", "").replace("\u2212", "-"))
         return repr(round(value * 1.01, 9) if value else 0.01)
+
     return re.sub(r"[-\u2212]?\d[\d,]*(?:\.\d+)?", bump, answer)
 
 
@@ -184,8 +198,13 @@ def test_pull_offline_fails_fast_and_clearly(tmp_path: Path, monkeypatch: pytest
 def test_pull_cli_offline_exits_nonzero_with_the_message(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "CLAWGYM_SUITES_DIR": str(tmp_path / "s")}
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "clawgym_env.cli.main", "tasks", "pull", "clawgym-bench"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "clawgym_env.cli.main", "tasks", "pull", "clawgym-bench"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 1 and time.monotonic() - t0 < 30
     assert "cannot pull" in proc.stderr and "not in the local Hugging Face cache" in proc.stderr
     assert not (tmp_path / "s" / "clawgym-bench").exists()

@@ -37,8 +37,11 @@ def test_format_1_fixture_is_still_read() -> None:
     assert all(b'"v"' not in x and b'"delta"' not in x for x in raw)
     out = read_capture(V1)
     assert exact(out) == exact([CallRecord.model_validate(orjson.loads(x)) for x in raw])
-    assert out[1].prompt_ids == [1, 2, 3, 4, 5, 9, 8, 0, 6, 7] and out[0].response["tool_calls"][0]["function"]["arguments"] \
-        == {"file_path": "a.txt", "mode": 1.0, "ok": True}
+    assert out[1].prompt_ids == [1, 2, 3, 4, 5, 9, 8, 0, 6, 7] and out[0].response["tool_calls"][0]["function"]["arguments"] == {
+        "file_path": "a.txt",
+        "mode": 1.0,
+        "ok": True,
+    }
     assert out[2].prompt_ids is None and out[2].status == 500
 
 
@@ -141,12 +144,20 @@ def call_sequences(draw: st.DrawFn) -> list[tuple[CallRecord, LineHints | None]]
             shared = base.messages[:keep] if rnd.random() < 0.8 else [dict(m) for m in base.messages[:keep]]
         else:
             shared = []
-        messages = shared + [{"role": rnd.choice(["user", "assistant", "tool"]), "content": rnd.choice(values)}
-                             for _ in range(rnd.randrange(3))]
+        messages = shared + [
+            {"role": rnd.choice(["user", "assistant", "tool"]), "content": rnd.choice(values)} for _ in range(rnd.randrange(3))
+        ]
         tools = base.tools if base is not None and rnd.random() < 0.6 else list(rnd.choice(tool_sets))
         completion = [rnd.randrange(50) for _ in range(rnd.randrange(0, 4))] if rnd.random() < 0.9 else None
-        rec = CallRecord(session_id=session, call_index=index, dialect="anthropic", messages=messages, tools=tools,
-                         prompt_ids=prompt_ids, completion_ids=completion)
+        rec = CallRecord(
+            session_id=session,
+            call_index=index,
+            dialect="anthropic",
+            messages=messages,
+            tools=tools,
+            prompt_ids=prompt_ids,
+            completion_ids=completion,
+        )
         made.append(rec)
         use_hint = hint is not None and prompt_ids is not None and rnd.random() < 0.8
         out.append((rec, LineHints(prompt=hint) if use_hint else None))
@@ -155,8 +166,9 @@ def call_sequences(draw: st.DrawFn) -> list[tuple[CallRecord, LineHints | None]]
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(call_sequences(), st.booleans())
-def test_generated_sequences_round_trip_exactly(tmp_path_factory: pytest.TempPathFactory,
-                                                seq: list[tuple[CallRecord, LineHints | None]], torn: bool) -> None:
+def test_generated_sequences_round_trip_exactly(
+    tmp_path_factory: pytest.TempPathFactory, seq: list[tuple[CallRecord, LineHints | None]], torn: bool
+) -> None:
     path = tmp_path_factory.mktemp("cap") / "cap.jsonl"
     w = CaptureWriter(path, fsync=False)
     for rec, hints in seq:
@@ -202,15 +214,18 @@ def _edit(path: Path, line: int, change: Any) -> None:
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in got))
 
 
-@pytest.mark.parametrize(("change", "field", "why"), [
-    (lambda x: x["delta"].update(prompt=[7, 8]), "delta.prompt", "refers to call 7 of session 'ep1', which no earlier line"),
-    (lambda x: x["delta"].update(prompt=[0, 99]), "delta.prompt", "shares 99 ids with call 0, which has only 8"),
-    (lambda x: x["delta"].update(prompt="0"), "delta.prompt", "not \\[call index, count\\]"),
-    (lambda x: x["delta"].update(messages=[0, 5]), "delta.messages", "shares 5 messages with call 0, which has only 2"),
-    (lambda x: x["delta"].update(tools="0"), "delta.tools", "not a call index"),
-    (lambda x: x["delta"].update(extra=1), "delta", "not an object with keys"),
-    (lambda x: x.update(v=3), "capture format 3", "is not one this clawgym reads"),
-])
+@pytest.mark.parametrize(
+    ("change", "field", "why"),
+    [
+        (lambda x: x["delta"].update(prompt=[7, 8]), "delta.prompt", "refers to call 7 of session 'ep1', which no earlier line"),
+        (lambda x: x["delta"].update(prompt=[0, 99]), "delta.prompt", "shares 99 ids with call 0, which has only 8"),
+        (lambda x: x["delta"].update(prompt="0"), "delta.prompt", "not \\[call index, count\\]"),
+        (lambda x: x["delta"].update(messages=[0, 5]), "delta.messages", "shares 5 messages with call 0, which has only 2"),
+        (lambda x: x["delta"].update(tools="0"), "delta.tools", "not a call index"),
+        (lambda x: x["delta"].update(extra=1), "delta", "not an object with keys"),
+        (lambda x: x.update(v=3), "capture format 3", "is not one this clawgym reads"),
+    ],
+)
 def test_a_bad_reference_names_file_line_and_field(tmp_path: Path, change: Any, field: str, why: str) -> None:
     path = _v2(tmp_path)
     _edit(path, 2, change)

@@ -8,13 +8,28 @@ import pytest
 from clawgym_env.capture.records import CallRecord
 
 
-@pytest.mark.parametrize("values", [
-    {"session_id": "s", "call_index": 0, "dialect": "anthropic"},
-    {"session_id": "s", "call_index": 3, "dialect": "openai-chat", "stream": True, "messages": [{"role": "user", "content": "hi"}],
-     "prompt_ids": [1, 2], "completion_ids": [3], "logprobs": [-0.5], "status": 500, "error": "x", "meta": {"k": 1},
-     "token_source": "none", "latency_s": 0.25},
-    {"session_id": "", "call_index": -1, "dialect": "egress", "not_a_field": 1},  # ignored, as model_construct does
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"session_id": "s", "call_index": 0, "dialect": "anthropic"},
+        {
+            "session_id": "s",
+            "call_index": 3,
+            "dialect": "openai-chat",
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+            "prompt_ids": [1, 2],
+            "completion_ids": [3],
+            "logprobs": [-0.5],
+            "status": 500,
+            "error": "x",
+            "meta": {"k": 1},
+            "token_source": "none",
+            "latency_s": 0.25,
+        },
+        {"session_id": "", "call_index": -1, "dialect": "egress", "not_a_field": 1},  # ignored, as model_construct does
+    ],
+)
 def test_trusted_equals_model_construct(values: dict) -> None:
     a, b = CallRecord.model_construct(**dict(values)), CallRecord.trusted(values)
     assert list(a.__dict__.items()) == list(b.__dict__.items())  # same values in the same (field) order

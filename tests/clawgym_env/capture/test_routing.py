@@ -23,8 +23,15 @@ def routed(rows: int, experts: int = 4, layers: int = 2, top_k: int = 2) -> np.n
 
 def call(i: int, prompt: list[int], completion: list[int], experts: np.ndarray | None, num_experts: int = 4) -> CallRecord:
     routing = None if experts is None else RoutedExperts.from_array(experts, num_experts)
-    return CallRecord(session_id="s", call_index=i, dialect="anthropic", prompt_ids=prompt, completion_ids=completion,
-                      logprobs=[-0.5] * len(completion), routing=routing)
+    return CallRecord(
+        session_id="s",
+        call_index=i,
+        dialect="anthropic",
+        prompt_ids=prompt,
+        completion_ids=completion,
+        logprobs=[-0.5] * len(completion),
+        routing=routing,
+    )
 
 
 def episode() -> list[CallRecord]:

@@ -12,8 +12,15 @@ from clawgym_env.errors import CaptureError
 
 
 def rec(i: int) -> CallRecord:
-    return CallRecord(session_id="ep", call_index=i, dialect="anthropic", prompt_ids=[1, 2, i],
-                      completion_ids=[7, i], logprobs=[-0.25, -1.5], messages=[{"role": "user", "content": "hé ✓"}])
+    return CallRecord(
+        session_id="ep",
+        call_index=i,
+        dialect="anthropic",
+        prompt_ids=[1, 2, i],
+        completion_ids=[7, i],
+        logprobs=[-0.25, -1.5],
+        messages=[{"role": "user", "content": "hé ✓"}],
+    )
 
 
 def test_round_trip_appends_and_reopens(tmp_path) -> None:

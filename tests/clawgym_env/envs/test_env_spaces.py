@@ -15,12 +15,18 @@ from clawgym_env.proxy.backends.base import Completion, CompletionRequest
 
 
 def test_ids_are_registered_on_import_as_nondeterministic() -> None:
-    assert dict(ENV_IDS) == {"ClawGym/ClaudeCode-v0": "claude-code", "ClawGym/ClaudeCodeBash-v0": "claude-code-bash",
-                             "ClawGym/OpenClaw-v0": "openclaw",
-                             "ClawGym/Custom-v0": "custom", "ClawGym/Codex-v0": "codex",
-                             "ClawGym/GeminiCli-v0": "gemini-cli", "ClawGym/QwenCode-v0": "qwen-code",
-                             "ClawGym/OpenCode-v0": "opencode", "ClawGym/Pi-v0": "pi",
-                             "ClawGym/MiniSweAgent-v0": "mini-swe-agent"}
+    assert dict(ENV_IDS) == {
+        "ClawGym/ClaudeCode-v0": "claude-code",
+        "ClawGym/ClaudeCodeBash-v0": "claude-code-bash",
+        "ClawGym/OpenClaw-v0": "openclaw",
+        "ClawGym/Custom-v0": "custom",
+        "ClawGym/Codex-v0": "codex",
+        "ClawGym/GeminiCli-v0": "gemini-cli",
+        "ClawGym/QwenCode-v0": "qwen-code",
+        "ClawGym/OpenCode-v0": "opencode",
+        "ClawGym/Pi-v0": "pi",
+        "ClawGym/MiniSweAgent-v0": "mini-swe-agent",
+    }
     for env_id, harness in ENV_IDS.items():
         spec = gym.spec(env_id)
         assert spec.kwargs == {"harness": harness}

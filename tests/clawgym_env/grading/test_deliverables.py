@@ -26,9 +26,13 @@ from clawgym_env.grading.deliverables import (
 def write_pdf(path: Path, lines: list[str]) -> None:
     """A one-page PDF holding ``lines`` as text (Helvetica), offsets computed so any reader takes it."""
     ops = " ".join(f"BT /F1 12 Tf 72 {720 - 16 * i} Td ({line}) Tj ET" for i, line in enumerate(lines))
-    objects = ["<</Type/Catalog/Pages 2 0 R>>", "<</Type/Pages/Kids[3 0 R]/Count 1>>",
-               "<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>>>>>",
-               f"<</Length {len(ops)}>>stream\n{ops}\nendstream", "<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>"]
+    objects = [
+        "<</Type/Catalog/Pages 2 0 R>>",
+        "<</Type/Pages/Kids[3 0 R]/Count 1>>",
+        "<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>>>>>",
+        f"<</Length {len(ops)}>>stream\n{ops}\nendstream",
+        "<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>",
+    ]
     out, offsets = "%PDF-1.4\n", []
     for n, body in enumerate(objects, start=1):
         offsets.append(len(out))
@@ -98,11 +102,27 @@ def test_documents_slides_notebooks_and_databases(tmp_path: Path) -> None:
     table = slide.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(4), Inches(1)).table
     table.cell(0, 0).text, table.cell(1, 1).text = "region", "north"
     deck.save(tmp_path / "deck.pptx")
-    notebook = {"cells": [{"cell_type": "code", "source": ["import os\n", "os.system('touch /tmp/ran')"], "outputs": [
-        {"output_type": "execute_result", "data": {"text/html": "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td>"
-                                                                "<td>2</td></tr></table><script>alert(1)</script>"}},
-        {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": ["Traceback", "ValueError: bad"]}]}],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": ["import os\n", "os.system('touch /tmp/ran')"],
+                "outputs": [
+                    {
+                        "output_type": "execute_result",
+                        "data": {
+                            "text/html": "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td>"
+                            "<td>2</td></tr></table><script>alert(1)</script>"
+                        },
+                    },
+                    {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": ["Traceback", "ValueError: bad"]},
+                ],
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (tmp_path / "analysis.ipynb").write_text(json.dumps(notebook))
     con = sqlite3.connect(tmp_path / "data.db")
     con.execute("CREATE TABLE t(a, b)")

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.sandbox
 DRIVER_MARK = "Runs a task's ``grade()``"
 """Text from the first line of the code driver's source, on the grader's command line."""
 
-GRADE = '''
+GRADE = """
 import os
 from pathlib import Path
 
@@ -44,7 +44,7 @@ def grade(transcript, workspace_path):
         "final_content": float(text == "wrong\\n"),
         "no_late_file": float(not (ws / "late.txt").exists()),
     }
-'''
+"""
 
 
 @pytest.fixture
@@ -52,7 +52,8 @@ def spec(tmp_path: Path) -> Any:
     suite = tmp_path / "early-grading"
     (suite / "early" / "hidden").mkdir(parents=True)
     (suite / "suite.yaml").write_text("name: early-grading\ndescription: early grading tests\n")
-    (suite / "early" / "task.yaml").write_text(textwrap.dedent("""\
+    (suite / "early" / "task.yaml").write_text(
+        textwrap.dedent("""\
         id: early
         version: 1
         instruction: Write hello.txt.
@@ -61,7 +62,8 @@ def spec(tmp_path: Path) -> Any:
           - kind: code
             file: hidden/grade.py
         limits: {wall_time_s: 120, model_calls: 8, memory_mb: 1024}
-        """))
+        """)
+    )
     (suite / "early" / "hidden" / "grade.py").write_text(GRADE)
     return load_suite(suite).get("early")
 
@@ -88,18 +90,23 @@ async def test_the_early_grader_sees_only_what_the_dead_agent_left(spec: Any, mo
     # The agent leaves a writer behind (its own session) that would fix its answer after the harness
     # exits. Its last command stamps the time; the grader's process must have started before that.
     token = uuid.uuid4().hex  # names the writer among every process on the machine
-    backend = ScriptedBackend([
-        bash("echo wrong > hello.txt; "
-             f"setsid sh -c 'sleep 60; echo \"hello world\" > /workspace/hello.txt; touch /workspace/late.txt; : {token}' "
-             ">/dev/null 2>&1 </dev/null & "
-             "sleep 0.5"),  # the grader's start has time to finish while the agent runs
-        bash("cat /proc/uptime > /workspace/t_end"),
-        "Done.",
-    ])
+    backend = ScriptedBackend(
+        [
+            bash(
+                "echo wrong > hello.txt; "
+                f"setsid sh -c 'sleep 60; echo \"hello world\" > /workspace/hello.txt; touch /workspace/late.txt; : {token}' "
+                ">/dev/null 2>&1 </dev/null & "
+                "sleep 0.5"
+            ),  # the grader's start has time to finish while the agent runs
+            bash("cat /proc/uptime > /workspace/t_end"),
+            "Done.",
+        ]
+    )
     result = await run_episode(spec, "custom", backend)
     assert result.status == "completed", result.error
-    assert result.subscores == {"code/started_before_the_agent_ended": 1.0, "code/final_content": 1.0,
-                                "code/no_late_file": 1.0}, result.verifier_output
+    assert result.subscores == {"code/started_before_the_agent_ended": 1.0, "code/final_content": 1.0, "code/no_late_file": 1.0}, (
+        result.verifier_output
+    )
     assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])]
     assert [sb.config.sealed for sb in log.made] == [False, True]  # one grading sandbox: the early one
     assert_sandbox_dirs_gone([sb.host_dir_for_test for sb in log.made])
@@ -151,4 +158,6 @@ async def test_a_grader_that_died_before_its_input_is_replaced(spec: Any, tmp_pa
         transcript = {"task_id": spec.full_id, "final_message": "", "messages": [], "params": {}}
         result = await run_verifiers(spec, sb, transcript, None, spawned)
     assert result.subscores["code/final_content"] == 1.0 and result.subscores["code/no_late_file"] == 1.0, (
-        json.dumps(result.details), result.output)
+        json.dumps(result.details),
+        result.output,
+    )

@@ -26,8 +26,7 @@ from clawgym_env.grading.officeqa_scoring import OFFICIAL_TOLERANCES, final_answ
 from tests.security.test_linear_parsing import BOUND, FACTOR, growth
 
 TABLE = Path(__file__).resolve().parents[2] / "fixtures" / "officeqa"
-TWELVE = ("[374,443, 381,327, 401,845, 433,432, 461,855, 478,957, 505,483, 595,307, 664,852, 731,821, "
-          "798,733, 854,741]")
+TWELVE = "[374,443, 381,327, 401,845, 433,432, 461,855, 478,957, 505,483, 595,307, 664,852, 731,821, 798,733, 854,741]"
 
 
 def test_every_row_of_the_official_conformance_table() -> None:
@@ -40,8 +39,11 @@ def test_every_row_of_the_official_conformance_table() -> None:
     assert len({r["ground_truth"] for r in rows}) == meta["reference_answers"] == 244
     assert {float(r["tolerance"]) for r in rows} == set(OFFICIAL_TOLERANCES)
     assert 0.3 < sum(r["official"] == "1" for r in rows) / len(rows) < 0.7  # both verdicts well represented
-    wrong = [(r["ground_truth"], r["candidate"], r["tolerance"], r["official"]) for r in rows
-             if str(int(officeqa_verdict(r["ground_truth"], r["candidate"], float(r["tolerance"]))[0])) != r["official"]]
+    wrong = [
+        (r["ground_truth"], r["candidate"], r["tolerance"], r["official"])
+        for r in rows
+        if str(int(officeqa_verdict(r["ground_truth"], r["candidate"], float(r["tolerance"]))[0])) != r["official"]
+    ]
     assert not wrong, f"{len(wrong)} rows differ from the official verdict, e.g. {wrong[:5]}"
 
 
@@ -50,20 +52,20 @@ def test_every_row_of_the_official_conformance_table() -> None:
     [
         ("2,602", "2,602", 0.0, True),
         ("2,602", "<FINAL_ANSWER>2602</FINAL_ANSWER>", 0.0, True),
-        ("2,602", "2628.02", 0.0, False),             # 1 % off fails at the default tolerance
-        ("2,602", "2628.02", 0.01, True),             # and passes at 1 %
+        ("2,602", "2628.02", 0.0, False),  # 1 % off fails at the default tolerance
+        ("2,602", "2628.02", 0.01, True),  # and passes at 1 %
         ("2,602", "between 2550 and 2654", 0.05, False),  # a range is not a direct answer
-        ("2,602", "2602 or 2654", 0.0, False),        # nor a hedge
+        ("2,602", "2602 or 2654", 0.0, False),  # nor a hedge
         ("2,602", "The answer is 2,602", 0.0, True),  # prose around one number is allowed
-        ("2,602", "2,602 (1953)", 0.0, True),         # a stray year is not counted
+        ("2,602", "2,602 (1953)", 0.0, True),  # a stray year is not counted
         ("36080 million", "36.08 billion", 0.05, False),  # unit words must agree
         ("[0.096, −184.143]", "[-184.143, 0.096]", 0.0, False),  # lists match in order
         ("[0.096, −184.143]", "0.096, -184.143", 0.0, True),
         ("March 3, 1977", "march 3, 1977", 0.0, True),
-        ("March 3, 1977", "3 March 1977", 0.0, True),    # numbers and prose, in any order
+        ("March 3, 1977", "3 March 1977", 0.0, True),  # numbers and prose, in any order
         ("March 3, 1977", "April 3, 1977", 0.0, False),
         ("2,602", "<FINAL_ANSWER>2,602</FINAL_ANSWER> <FINAL_ANSWER>7</FINAL_ANSWER>", 0.0, False),  # the last tag counts
-        ("2,602", "I checked.\n2,602", 0.0, False),   # no tag: the whole reply must be the answer
+        ("2,602", "I checked.\n2,602", 0.0, False),  # no tag: the whole reply must be the answer
         ("2,602", "Unable to determine; best guess 2,602", 0.0, False),
     ],
 )
@@ -110,7 +112,11 @@ def test_verdict_time_grows_linearly_with_the_reply(name: str) -> None:
 
 @pytest.mark.timeout(60)
 def test_a_ten_megabyte_reply_is_read_once_and_refused() -> None:
-    for reply in ("<FINAL_ANSWER>" * 700_000, "1," * 5_000_000, "2602 " * 2_000_000,
-                  "x" * 10_000_000 + "<FINAL_ANSWER>2,602</FINAL_ANSWER>"):
+    for reply in (
+        "<FINAL_ANSWER>" * 700_000,
+        "1," * 5_000_000,
+        "2602 " * 2_000_000,
+        "x" * 10_000_000 + "<FINAL_ANSWER>2,602</FINAL_ANSWER>",
+    ):
         passed, why = officeqa_verdict("2,602", reply, 0.0)
         assert passed is reply.endswith("</FINAL_ANSWER>"), why

@@ -27,8 +27,14 @@ def grade(transcript, workspace_path):
 
 
 def load(make_task: Any, verifiers: list[dict[str, Any]], files: dict[str, str], **over: Any) -> TaskSpec:
-    spec = {"id": "t", "instruction": "Write hello to out.txt", "workspace": "workspace", "hidden": "hidden",
-            "verifiers": verifiers, **over}
+    spec = {
+        "id": "t",
+        "instruction": "Write hello to out.txt",
+        "workspace": "workspace",
+        "hidden": "hidden",
+        "verifiers": verifiers,
+        **over,
+    }
     tdir = make_task(spec, {"workspace/in.txt": "input\n", **files})
     (task,) = load_task_dir(tdir, "demo")
     return task
@@ -121,8 +127,10 @@ async def test_script_sees_workspace_and_reward_payload(make_task: Any) -> None:
 
 
 async def test_answer_verifier_from_message_and_file(make_task: Any) -> None:
-    v = [{"kind": "answer", "expected": "1.5 million", "name": "msg"},
-         {"kind": "answer", "expected": "Paris", "source": "file:out/answer.txt", "name": "file", "tag": None}]
+    v = [
+        {"kind": "answer", "expected": "1.5 million", "name": "msg"},
+        {"kind": "answer", "expected": "Paris", "source": "file:out/answer.txt", "name": "file", "tag": None},
+    ]
     task = load(make_task, v, {"hidden/x": ""})
     good = await run(task, ["mkdir -p out", "echo '  paris. ' > out/answer.txt"], final="It is <answer>1,500,000</answer>")
     assert good.score == 1.0 and good.details["verifiers"]["msg"]["extracted"] == "1,500,000"
@@ -131,8 +139,7 @@ async def test_answer_verifier_from_message_and_file(make_task: Any) -> None:
 
 
 async def test_weights_are_normalised_and_subscores_prefixed(make_task: Any) -> None:
-    v = [{"kind": "code", "file": "hidden/grade.py", "weight": 0.7},
-         {"kind": "answer", "expected": "yes", "weight": 0.3}]
+    v = [{"kind": "code", "file": "hidden/grade.py", "weight": 0.7}, {"kind": "answer", "expected": "yes", "weight": 0.3}]
     task = load(make_task, v, {"hidden/grade.py": GRADE})
     result = await run(task, ["echo hello > out.txt"], final="<answer>no</answer>")
     # code: exists 1, content 1, said_done 0 -> 2/3, answer 0
@@ -154,16 +161,29 @@ def _judge(replies: dict[str, str], seen: list[CompletionRequest]) -> ScriptedBa
 
 
 async def test_rubric_uses_judge_keeps_reasoning_and_records_failures(make_task: Any) -> None:
-    v = [{"kind": "rubric", "files": ["report.md", "out/*.txt"], "items": [
-        {"criterion": "Names the top supplier", "weight": 2, "options": {"yes": 1.0, "partial": 0.5, "no": 0.0}},
-        {"criterion": "Mentions the total", "weight": 1},
-        {"criterion": "Unanswerable item", "weight": 1}]}]
+    v = [
+        {
+            "kind": "rubric",
+            "files": ["report.md", "out/*.txt"],
+            "items": [
+                {"criterion": "Names the top supplier", "weight": 2, "options": {"yes": 1.0, "partial": 0.5, "no": 0.0}},
+                {"criterion": "Mentions the total", "weight": 1},
+                {"criterion": "Unanswerable item", "weight": 1},
+            ],
+        }
+    ]
     task = load(make_task, v, {"hidden/x": ""})
     seen: list[CompletionRequest] = []
-    judge = _judge({"top supplier": '{"reasoning": "Acme is named.", "verdict": "partial"}',
-                    "the total": 'ok {"reasoning": "Total 42 present.", "verdict": "yes"}'}, seen)
-    result = await run(task, ["echo '# Acme report' > report.md", "mkdir -p out", "echo total 42 > out/a.txt"],
-                       final="see report", judge=judge)
+    judge = _judge(
+        {
+            "top supplier": '{"reasoning": "Acme is named.", "verdict": "partial"}',
+            "the total": 'ok {"reasoning": "Total 42 present.", "verdict": "yes"}',
+        },
+        seen,
+    )
+    result = await run(
+        task, ["echo '# Acme report' > report.md", "mkdir -p out", "echo total 42 > out/a.txt"], final="see report", judge=judge
+    )
     items = result.details["verifiers"]["rubric"]["items"]
     assert items["item1"] == {"score": 0.5, "verdict": "partial", "reasoning": "Acme is named."}
     assert items["item2"]["verdict"] == "yes" and items["item2"]["reasoning"] == "Total 42 present."
@@ -196,7 +216,7 @@ async def test_clawgym_reward_in_workspace_reward_folder(make_task: Any, sample_
 
 
 PLANT = [
-    "printf 'def dumps(*a, **k):\\n    return \"HACKED\"\\ndef loads(*a, **k):\\n    return {\"x\": 1.0}\\n' > json.py",
+    'printf \'def dumps(*a, **k):\\n    return "HACKED"\\ndef loads(*a, **k):\\n    return {"x": 1.0}\\n\' > json.py',
     "mkdir -p reward && cp json.py reward/json.py && cp json.py reward/math.py",
     "d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p $d && "
     "echo 'import builtins; builtins.HACKED = 1' > $d/usercustomize.py",
@@ -205,10 +225,16 @@ PLANT = [
 
 async def test_files_planted_by_the_agent_do_not_load_into_verifiers(make_task: Any) -> None:
     grade = "import json\ndef grade(t, w):\n    import builtins\n    return {'clean': 0.0 if hasattr(builtins, 'HACKED') else 0.5}\n"
-    script = ("cd reward && python3 -c 'import json, builtins; "
-              "print(0.25 if json.dumps(1) == \"1\" and not hasattr(builtins, \"HACKED\") else 1.0)'\n")
-    task = load(make_task, [{"kind": "code", "file": "hidden/grade.py"}, {"kind": "script", "file": "hidden/reward.sh"}],
-                {"hidden/grade.py": grade, "hidden/reward.sh": script}, hidden_mount="reward")
+    script = (
+        "cd reward && python3 -c 'import json, builtins; "
+        'print(0.25 if json.dumps(1) == "1" and not hasattr(builtins, "HACKED") else 1.0)\'\n'
+    )
+    task = load(
+        make_task,
+        [{"kind": "code", "file": "hidden/grade.py"}, {"kind": "script", "file": "hidden/reward.sh"}],
+        {"hidden/grade.py": grade, "hidden/reward.sh": script},
+        hidden_mount="reward",
+    )
     assert task.hidden_mount == "/workspace/reward"
     result = await run(task, PLANT)
     assert result.subscores == {"code/clean": 0.5, "script/score": 0.25}, result.output
@@ -218,8 +244,14 @@ def test_hidden_mount_may_not_hold_the_workspace(make_task: Any) -> None:
     from clawgym_env.errors import TaskSpecError
 
     for mount in (".", "/", "/work"):
-        spec = {"id": "t", "instruction": "x", "workspace_mount": "/work/space", "hidden": "hidden",
-                "hidden_mount": mount, "verifiers": [{"kind": "answer", "expected": "1"}]}
+        spec = {
+            "id": "t",
+            "instruction": "x",
+            "workspace_mount": "/work/space",
+            "hidden": "hidden",
+            "hidden_mount": mount,
+            "verifiers": [{"kind": "answer", "expected": "1"}],
+        }
         tdir = make_task(spec, {"hidden/x": ""})
         with pytest.raises(TaskSpecError, match="hidden_mount.*holds the workspace"):
             load_task_dir(tdir, "demo")

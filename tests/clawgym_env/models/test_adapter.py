@@ -24,8 +24,10 @@ def adapter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.Tenso
     from peft import LoraConfig, get_peft_model
 
     torch.manual_seed(0)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_path()),
-                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"]))
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model_path()),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"]),
+    )
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:

@@ -14,14 +14,30 @@ TOKENIZER = AutoTokenizer.from_pretrained(tiny_model_path())
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run", "parameters": {"type": "object"}}}]
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
-call = st.fixed_dictionaries({"id": st.text(max_size=6), "type": st.just("function"),
-                              "function": st.fixed_dictionaries({"name": st.sampled_from(["bash", "read"]),
-                                                                 "arguments": st.one_of(st.dictionaries(st.sampled_from(["a", "b"]), text, max_size=2),
-                                                                                        st.just('{"x": 1}'))})})
+call = st.fixed_dictionaries(
+    {
+        "id": st.text(max_size=6),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {
+                "name": st.sampled_from(["bash", "read"]),
+                "arguments": st.one_of(st.dictionaries(st.sampled_from(["a", "b"]), text, max_size=2), st.just('{"x": 1}')),
+            }
+        ),
+    }
+)
 user = st.builds(lambda c, parts: {"role": "user", "content": [{"type": "text", "text": c}] if parts else c}, text, st.booleans())
 assistant = st.builds(
-    lambda c, r, calls: {"role": "assistant", "content": c, **({"reasoning_content": r} if r else {}), **({"tool_calls": calls} if calls else {})},
-    text, text, st.lists(call, max_size=2))
+    lambda c, r, calls: {
+        "role": "assistant",
+        "content": c,
+        **({"reasoning_content": r} if r else {}),
+        **({"tool_calls": calls} if calls else {}),
+    },
+    text,
+    text,
+    st.lists(call, max_size=2),
+)
 tool = st.builds(lambda c: {"role": "tool", "tool_call_id": "x", "content": c}, text)
 message = st.one_of(user, assistant, tool)
 

@@ -9,6 +9,7 @@ import pytest
 
 from clawgym_env.proxy import ProxyServer
 
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     """The real byte-level BPE tokenizer + tools ChatML template of H5's tiny model (built once, cached)."""
@@ -28,13 +29,15 @@ async def server(tmp_path: Path) -> AsyncIterator[ProxyServer]:
 WRITE_TOOL_ANTHROPIC = {
     "name": "Write",
     "description": "Write a file.",
-    "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
-                     "required": ["file_path", "content"]},
+    "input_schema": {
+        "type": "object",
+        "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["file_path", "content"],
+    },
     "cache_control": {"type": "ephemeral"},
 }
 WRITE_TOOL_OPENAI = {
     "type": "function",
-    "function": {"name": "Write", "description": "Write a file.",
-                 "parameters": WRITE_TOOL_ANTHROPIC["input_schema"]},
+    "function": {"name": "Write", "description": "Write a file.", "parameters": WRITE_TOOL_ANTHROPIC["input_schema"]},
 }
 WRITE_CALL = {"tool_calls": [{"name": "Write", "arguments": {"file_path": "a.txt", "content": "hello"}}]}

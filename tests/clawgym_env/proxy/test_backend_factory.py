@@ -96,7 +96,11 @@ def test_api_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     o = backend_from_spec("openai:https://api.openai.com/v1#gpt-4o-mini")
     assert isinstance(o, OpenAIPassthrough) and (o.base_url, o.model, o.api_key) == ("https://api.openai.com/v1", "gpt-4o-mini", "sk-env")
     a = backend_from_spec("anthropic:https://api.anthropic.com#claude-x", api_key="explicit")
-    assert isinstance(a, AnthropicPassthrough) and (a.base_url, a.model, a.api_key) == ("https://api.anthropic.com/v1", "claude-x", "explicit")
+    assert isinstance(a, AnthropicPassthrough) and (a.base_url, a.model, a.api_key) == (
+        "https://api.anthropic.com/v1",
+        "claude-x",
+        "explicit",
+    )
 
 
 async def test_scripted_spec(tmp_path: Path) -> None:

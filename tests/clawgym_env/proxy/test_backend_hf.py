@@ -17,7 +17,6 @@ from clawgym_env.proxy.backends.base import CompletionRequest
 from clawgym_env.proxy.backends.hf import HFBackend
 
 
-
 @pytest.fixture(scope="module")
 def backend(tiny_model_dir: Path) -> Iterator[HFBackend]:
     b = HFBackend(tiny_model_dir, seed=1)
@@ -65,10 +64,7 @@ async def test_tempered_logprobs_mode(tiny_model_dir: Path) -> None:
 
 async def test_concurrent_requests_batch_and_match_running_alone(backend: HFBackend) -> None:
     ids = prompt(backend, "write a python script that counts lines in data.json")
-    reqs = [
-        req(ids[: len(ids) - 4 * i], max_tokens=12 + 3 * i, temperature=0.0 if i % 2 == 0 else 1.0, seed=100 + i)
-        for i in range(4)
-    ]
+    reqs = [req(ids[: len(ids) - 4 * i], max_tokens=12 + 3 * i, temperature=0.0 if i % 2 == 0 else 1.0, seed=100 + i) for i in range(4)]
     alone = [await backend.handle(r) for r in reqs]
     before = dict(backend.stats)
     together = await asyncio.gather(*(backend.handle(r) for r in reqs))
@@ -137,13 +133,15 @@ async def test_update_weights_changes_policy_and_version(tiny_model_dir: Path, t
 
 
 def call(sid: str, ids: list[int], seed: int, max_tokens: int = 8) -> CompletionRequest:
-    return CompletionRequest(session_id=sid, call_index=0, prompt_ids=ids, messages=[], max_tokens=max_tokens,
-                             temperature=0.0 if seed == 0 else 1.0, seed=seed)
+    return CompletionRequest(
+        session_id=sid, call_index=0, prompt_ids=ids, messages=[], max_tokens=max_tokens, temperature=0.0 if seed == 0 else 1.0, seed=seed
+    )
 
 
 def chat(b: HFBackend, system: str, user: str) -> list[int]:
-    text = b.tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                                           add_generation_prompt=True, tokenize=False)
+    text = b.tokenizer.apply_chat_template(
+        [{"role": "system", "content": system}, {"role": "user", "content": user}], add_generation_prompt=True, tokenize=False
+    )
     return b.tokenizer.encode(text, add_special_tokens=False)
 
 

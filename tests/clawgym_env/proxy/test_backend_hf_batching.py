@@ -27,21 +27,26 @@ def ids_of(b: HFBackend, text: str) -> list[int]:
 
 
 def req(ids: list[int], seed: int, max_tokens: int, **kw) -> CompletionRequest:
-    return CompletionRequest(session_id=f"s{seed}", call_index=0, prompt_ids=ids, messages=[], max_tokens=max_tokens,
-                             seed=seed, **kw)
+    return CompletionRequest(session_id=f"s{seed}", call_index=0, prompt_ids=ids, messages=[], max_tokens=max_tokens, seed=seed, **kw)
 
 
 def same(a: Completion, b: Completion) -> bool:
     assert a.logprobs is not None and b.logprobs is not None
-    return (a.completion_ids == b.completion_ids and a.text == b.text and a.finish_reason == b.finish_reason
-            and max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4)
+    return (
+        a.completion_ids == b.completion_ids
+        and a.text == b.text
+        and a.finish_reason == b.finish_reason
+        and max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
+    )
 
 
 async def test_calls_join_and_leave_the_running_batch(backend: HFBackend) -> None:
     """A short call sent while a long one decodes joins it and returns first; both sample as they do alone."""
     long_req = req(ids_of(backend, "write a long story about a fox"), 1, 80, temperature=0.9, top_p=0.95)
-    short_reqs = [req(ids_of(backend, f"list {w} files"), 2 + i, 6 + 3 * i, temperature=t)
-                  for i, (w, t) in enumerate((("three", 0.0), ("the python", 1.3), ("all", 0.7)))]
+    short_reqs = [
+        req(ids_of(backend, f"list {w} files"), 2 + i, 6 + 3 * i, temperature=t)
+        for i, (w, t) in enumerate((("three", 0.0), ("the python", 1.3), ("all", 0.7)))
+    ]
     alone = [await backend.handle(r) for r in (long_req, *short_reqs)]
     before = dict(backend.stats)
     order: list[str] = []
@@ -97,8 +102,7 @@ async def test_an_abandoned_stream_stops_its_row(backend: HFBackend) -> None:
     assert len(out.completion_ids or []) == 3
 
 
-async def test_a_weight_update_waits_for_running_rows_and_holds_new_calls(backend: HFBackend, tiny_model_dir: Path,
-                                                                          tmp_path: Path) -> None:
+async def test_a_weight_update_waits_for_running_rows_and_holds_new_calls(backend: HFBackend, tiny_model_dir: Path, tmp_path: Path) -> None:
     """Rows running when new weights arrive finish under the old ones (and say so); calls after get the new."""
     from transformers import AutoModelForCausalLM
 
@@ -145,7 +149,8 @@ async def test_a_call_that_fails_leaves_the_batch_alone(backend: HFBackend, monk
         return step(self, logits)
 
     monkeypatch.setattr(_hf_row.Row, "step", fragile)
-    both = await asyncio.gather(backend.handle(victim), backend.handle(req(ids_of(backend, "hi"), 7, 20, temperature=1.0)),
-                                return_exceptions=True)
+    both = await asyncio.gather(
+        backend.handle(victim), backend.handle(req(ids_of(backend, "hi"), 7, 20, temperature=1.0)), return_exceptions=True
+    )
     assert same(both[0], alone)
     assert isinstance(both[1], PolicyBackendError) and "this row's sampling failed" in str(both[1])

@@ -21,8 +21,7 @@ from clawgym_env.proxy.backends.hf import HFBackend
 def fresh_routing(model, ids: list[int]) -> tuple[np.ndarray, torch.Tensor]:
     """Experts [tokens, layers, k] and log-softmax of one whole forward of ``ids`` (no cache, no batch)."""
     seen: dict[int, torch.Tensor] = {}
-    hooks = [r.module.register_forward_hook(lambda m, i, o, layer=r.layer: seen.__setitem__(layer, o[2]))
-             for r in moe_routers(model)]
+    hooks = [r.module.register_forward_hook(lambda m, i, o, layer=r.layer: seen.__setitem__(layer, o[2])) for r in moe_routers(model)]
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids])).logits[0].float()
     for h in hooks:

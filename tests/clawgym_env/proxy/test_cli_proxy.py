@@ -16,9 +16,26 @@ def test_serve_then_inspect(tmp_path) -> None:
     script = tmp_path / "s.yaml"
     script.write_text("replies:\n  - tool_calls: [{name: Write, arguments: {file_path: a.txt, content: hi}}]\ndefault: done\n")
     cap = tmp_path / "cap.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "clawgym_env.cli.main", "proxy", "serve", "--model",
-                             f"scripted:{script}", "--port", "0", "--api-key", "k-test", "--capture", str(cap)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "clawgym_env.cli.main",
+            "proxy",
+            "serve",
+            "--model",
+            f"scripted:{script}",
+            "--port",
+            "0",
+            "--api-key",
+            "k-test",
+            "--capture",
+            str(cap),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = None
         for line in proc.stdout:
@@ -27,8 +44,12 @@ def test_serve_then_inspect(tmp_path) -> None:
             if "API key:" in line:
                 break
         assert url and url.startswith("http://127.0.0.1:")
-        r = httpx.post(f"{url}/v1/chat/completions", headers={"authorization": "Bearer k-test"},
-                       json={"model": "m", "messages": [{"role": "user", "content": "go"}]}, timeout=30)
+        r = httpx.post(
+            f"{url}/v1/chat/completions",
+            headers={"authorization": "Bearer k-test"},
+            json={"model": "m", "messages": [{"role": "user", "content": "go"}]},
+            timeout=30,
+        )
         assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls"
         proc.send_signal(signal.SIGTERM)
         out = proc.stdout.read()

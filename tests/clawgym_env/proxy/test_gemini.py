@@ -14,10 +14,14 @@ from clawgym_env.proxy.dialects import gemini
 from .conftest import WRITE_CALL
 
 WRITE_DECL = types.FunctionDeclaration(
-    name="Write", description="Write a file.",
-    parameters=types.Schema(type="OBJECT", properties={"file_path": types.Schema(type="STRING"),
-                                                        "content": types.Schema(type="STRING")},
-                            required=["file_path", "content"]))
+    name="Write",
+    description="Write a file.",
+    parameters=types.Schema(
+        type="OBJECT",
+        properties={"file_path": types.Schema(type="STRING"), "content": types.Schema(type="STRING")},
+        required=["file_path", "content"],
+    ),
+)
 NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
 
 
@@ -26,8 +30,9 @@ def client(server: ProxyServer, key: str) -> genai.Client:
 
 
 def config(**kw: object) -> types.GenerateContentConfig:
-    return types.GenerateContentConfig(tools=[types.Tool(function_declarations=[WRITE_DECL])],
-                                       system_instruction="sys", automatic_function_calling=NO_AFC, **kw)
+    return types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[WRITE_DECL])], system_instruction="sys", automatic_function_calling=NO_AFC, **kw
+    )
 
 
 async def test_function_call_round_trip(server: ProxyServer) -> None:
@@ -37,19 +42,30 @@ async def test_function_call_round_trip(server: ProxyServer) -> None:
     (fc,) = r1.function_calls
     assert fc.name == "Write" and fc.args == {"file_path": "a.txt", "content": "hello"} and fc.id.startswith("call_")
     assert r1.candidates[0].finish_reason == types.FinishReason.STOP
-    history = [types.Content(role="user", parts=[types.Part(text="make a.txt")]), r1.candidates[0].content,
-               types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
-                   id=fc.id, name="Write", response={"output": "ok"}))])]
+    history = [
+        types.Content(role="user", parts=[types.Part(text="make a.txt")]),
+        r1.candidates[0].content,
+        types.Content(
+            role="user", parts=[types.Part(function_response=types.FunctionResponse(id=fc.id, name="Write", response={"output": "ok"}))]
+        ),
+    ]
     r2 = await c.models.generate_content(model="gemini-x", contents=history, config=config())
     assert r2.text == "done" and r2.usage_metadata.prompt_token_count > 0
     assert [p.thought for p in r2.candidates[0].content.parts] == [True, None]
     first, second = sess.calls
     assert first.path == "/v1/models/gemini-x:generateContent" and first.dialect == "gemini" and not first.stream
     assert second.messages == [
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "make a.txt"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": fc.id, "type": "function", "function": {"name": "Write", "arguments": {"file_path": "a.txt", "content": "hello"}}}]},
-        {"role": "tool", "tool_call_id": fc.id, "content": "ok"}]
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "make a.txt"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": fc.id, "type": "function", "function": {"name": "Write", "arguments": {"file_path": "a.txt", "content": "hello"}}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": fc.id, "content": "ok"},
+    ]
     assert second.messages[2] == first.response | {"content": ""}
     (tool,) = second.tools
     assert tool["function"]["parameters"]["type"] == "object"  # OpenAPI OBJECT -> JSON Schema object
@@ -59,8 +75,12 @@ async def test_function_call_round_trip(server: ProxyServer) -> None:
 async def test_streaming_text_and_call(server: ProxyServer) -> None:
     sess = server.open_session(ScriptedBackend([{"text": "Let me write.", **WRITE_CALL}]))
     c = client(server, sess.api_key).aio
-    chunks = [ch async for ch in await c.models.generate_content_stream(
-        model="gemini-x", contents="go", config=config(max_output_tokens=64, stop_sequences=["END"]))]
+    chunks = [
+        ch
+        async for ch in await c.models.generate_content_stream(
+            model="gemini-x", contents="go", config=config(max_output_tokens=64, stop_sequences=["END"])
+        )
+    ]
     assert "".join(ch.text or "" for ch in chunks if ch.candidates[0].content.parts[0].text) == "Let me write."
     calls = [fc for ch in chunks for fc in ch.function_calls or ()]
     assert [fc.name for fc in calls] == ["Write"] and calls[0].args["content"] == "hello"
@@ -75,11 +95,20 @@ async def test_function_response_without_id_pairs_with_the_open_call(server: Pro
     c = client(server, sess.api_key).aio
     history = [
         types.Content(role="user", parts=[types.Part(text="go")]),
-        types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(name="Write", args={"a": 1})),
-                                           types.Part(function_call=types.FunctionCall(name="Read", args={}))]),
-        types.Content(role="user", parts=[
-            types.Part(function_response=types.FunctionResponse(name="Read", response={"output": "r"})),
-            types.Part(function_response=types.FunctionResponse(name="Write", response={"error": "denied", "code": 3}))]),
+        types.Content(
+            role="model",
+            parts=[
+                types.Part(function_call=types.FunctionCall(name="Write", args={"a": 1})),
+                types.Part(function_call=types.FunctionCall(name="Read", args={})),
+            ],
+        ),
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(function_response=types.FunctionResponse(name="Read", response={"output": "r"})),
+                types.Part(function_response=types.FunctionResponse(name="Write", response={"error": "denied", "code": 3})),
+            ],
+        ),
     ]
     await c.models.generate_content(model="m", contents=history, config=config())
     msgs = sess.calls[0].messages
@@ -111,5 +140,3 @@ def test_route_parses_model_and_method() -> None:
     assert gemini.route("/v1beta/models/gemini-2.5-pro:streamGenerateContent") == ("gemini-2.5-pro", "streamGenerateContent")
     assert gemini.route("/v1/models/m:countTokens") == ("m", "countTokens")
     assert gemini.route("/v1/models") is None and gemini.route("/v1beta/models/m:embedContent") is None
-
-

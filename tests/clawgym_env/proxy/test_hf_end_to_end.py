@@ -31,8 +31,7 @@ async def test_sampled_ids_logprobs_and_prefix_extension(server: ProxyServer, hf
     c = anthropic.AsyncAnthropic(base_url=server.url, api_key=sess.api_key, max_retries=0)
     history: list[dict] = [{"role": "user", "content": "list the files please"}]
     for turn in range(2):
-        async with c.messages.stream(model="m", max_tokens=4096, system="agent", messages=history,
-                                     tools=[WRITE_TOOL_ANTHROPIC]) as s:
+        async with c.messages.stream(model="m", max_tokens=4096, system="agent", messages=history, tools=[WRITE_TOOL_ANTHROPIC]) as s:
             final = await s.get_final_message()  # random weights: whatever it says must parse in the SDK
         history.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in final.content]})
         history.append({"role": "user", "content": f"go on {turn}"})
@@ -88,8 +87,10 @@ async def test_a_conversation_the_chat_template_rejects_is_the_requests_error(se
     model = tmp_path / "strict"
     shutil.copytree(tiny_model_path(), model)
     tok = AutoTokenizer.from_pretrained(model)
-    tok.chat_template = ("{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('Conversations start with a user "
-                         "or system message.') }}{% endif %}" + tok.chat_template)
+    tok.chat_template = (
+        "{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('Conversations start with a user "
+        "or system message.') }}{% endif %}" + tok.chat_template
+    )
     tok.save_pretrained(model)
     backend = HFBackend(model, seed=0)
     try:

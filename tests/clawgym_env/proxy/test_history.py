@@ -18,16 +18,18 @@ from clawgym_env.proxy._history import SharedHistory, _dumps
 from .conftest import WRITE_CALL, WRITE_TOOL_ANTHROPIC
 
 
-async def test_resent_history_is_shared_and_the_capture_is_what_an_unshared_record_encodes(
-        server: ProxyServer, tmp_path: Path) -> None:
+async def test_resent_history_is_shared_and_the_capture_is_what_an_unshared_record_encodes(server: ProxyServer, tmp_path: Path) -> None:
     path = tmp_path / "ep.jsonl"
     sess = server.open_session(ScriptedBackend([WRITE_CALL, "done", "again"]), capture_path=path)
     c = anthropic.AsyncAnthropic(base_url=server.url, api_key=sess.api_key, max_retries=0)
     user = {"role": "user", "content": "create a.txt"}
     r1 = await c.messages.create(model="m", max_tokens=64, system="be brief", messages=[user], tools=[WRITE_TOOL_ANTHROPIC])
     (block,) = r1.content
-    history = [user, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in r1.content]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "written"}]}]
+    history = [
+        user,
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in r1.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "written"}]},
+    ]
     await c.messages.create(model="m", max_tokens=64, system="be brief", messages=history, tools=[WRITE_TOOL_ANTHROPIC])
     # the harness resends the tool call changed only by a float (1.0 == 1 in Python, not in JSON)
     history[1]["content"][0]["input"] = {**block.input, "mode": 1.0}
@@ -40,12 +42,11 @@ async def test_resent_history_is_shared_and_the_capture_is_what_an_unshared_reco
     assert d[2]["tool_calls"][0]["function"]["arguments"]["mode"] == 1.0
     lines = path.read_bytes().splitlines()
     back = read_capture(path)
-    assert [orjson.dumps(r.__dict__, option=JSON_OPTIONS) for r in back] == \
-        [orjson.dumps(r.__dict__, option=JSON_OPTIONS) for r in calls]
+    assert [orjson.dumps(r.__dict__, option=JSON_OPTIONS) for r in back] == [orjson.dumps(r.__dict__, option=JSON_OPTIONS) for r in calls]
     # format 2: a line holds what the previous one does not (the resent turns and tools are references)
     assert orjson.loads(lines[1])["delta"] == {"messages": [0, 2], "tools": 0}
     assert orjson.loads(lines[2])["delta"] == {"messages": [1, 2], "tools": 1}
-    assert b'"mode":1.0' in lines[2] and b'create a.txt' not in lines[2]
+    assert b'"mode":1.0' in lines[2] and b"create a.txt" not in lines[2]
 
 
 def test_share_compares_bytes_not_values() -> None:
@@ -59,9 +60,13 @@ def test_share_compares_bytes_not_values() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
-                    | st.text(),
-                    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=30))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=30,
+    )
+)
 def test_history_json_is_the_capture_encoding(value: object) -> None:
     """SharedHistory takes orjson's faster default path; for JSON values it must give JSON_OPTIONS' bytes."""
     assert _dumps(value) == orjson.dumps(value, option=JSON_OPTIONS)
@@ -83,11 +88,12 @@ def test_a_text_message_is_shared_only_with_the_same_key_order() -> None:
     assert size == len(orjson.dumps(again)) + len(b"[]")
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.sampled_from(["a", "b"]),
-                     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), inner,
-                                                                                  max_size=2), max_leaves=6)
-_MESSAGE = st.dictionaries(st.sampled_from(["role", "content", "name"]), _JSON | st.sampled_from(["a", "b"]),
-                           min_size=1, max_size=3)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.sampled_from(["a", "b"]),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2),
+    max_leaves=6,
+)
+_MESSAGE = st.dictionaries(st.sampled_from(["role", "content", "name"]), _JSON | st.sampled_from(["a", "b"]), min_size=1, max_size=3)
 
 
 @settings(max_examples=400, deadline=None)

@@ -36,8 +36,13 @@ async def anthropic_text(url: str, key: str, stream: bool, seen: Callable[[], No
     import anthropic
 
     c = anthropic.AsyncAnthropic(base_url=url, api_key=key, max_retries=0)
-    kw: dict[str, Any] = {"model": "m", "max_tokens": 4096, "system": "agent", "tools": [WRITE_TOOL_ANTHROPIC],
-                          "messages": [{"role": "user", "content": "list the files please"}]}
+    kw: dict[str, Any] = {
+        "model": "m",
+        "max_tokens": 4096,
+        "system": "agent",
+        "tools": [WRITE_TOOL_ANTHROPIC],
+        "messages": [{"role": "user", "content": "list the files please"}],
+    }
     if not stream:
         r = await c.messages.create(**kw)
         return "".join(b.text for b in r.content if b.type == "text")
@@ -52,8 +57,7 @@ async def chat_text(url: str, key: str, stream: bool, seen: Callable[[], None]) 
     import openai
 
     c = openai.AsyncOpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
-    kw: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "list the files please"}],
-                          "tools": [WRITE_TOOL_OPENAI]}
+    kw: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "list the files please"}], "tools": [WRITE_TOOL_OPENAI]}
     if not stream:
         return (await c.chat.completions.create(**kw)).choices[0].message.content or ""
     text = ""
@@ -98,13 +102,15 @@ CLIENTS = {"anthropic": anthropic_text, "openai-chat": chat_text, "openai-respon
 
 
 @pytest.mark.parametrize("dialect", list(CLIENTS))
-async def test_text_streams_while_decoding_and_the_capture_is_unchanged(dialect: str, server: ProxyServer, hf: HFBackend,
-                                                                         tmp_path: Path) -> None:
+async def test_text_streams_while_decoding_and_the_capture_is_unchanged(
+    dialect: str, server: ProxyServer, hf: HFBackend, tmp_path: Path
+) -> None:
     records: dict[bool, CallRecord] = {}
     texts: dict[bool, str] = {}
     for stream in (False, True):
-        sess = server.open_session(hf, capture_path=tmp_path / f"{stream}.jsonl",
-                                   sampling={"max_tokens": MAX_TOKENS, "seed": 11, "temperature": 1.0})
+        sess = server.open_session(
+            hf, capture_path=tmp_path / f"{stream}.jsonl", sampling={"max_tokens": MAX_TOKENS, "seed": 11, "temperature": 1.0}
+        )
         deltas: list[tuple[int, int]] = []  # (decode steps so far, calls recorded) when each text delta arrived
 
         def seen(sess: Any = sess) -> None:
@@ -125,12 +131,15 @@ async def test_text_streams_while_decoding_and_the_capture_is_unchanged(dialect:
     assert not (live.meta or {}).get("live_text_mismatch")
 
 
-@pytest.mark.parametrize(("pieces", "live"), [
-    (["Hello", " wor", "ld  ", "\n"], "Hello world"),
-    (["  lead", "ing <to", "ol_call>{}</tool_call> after"], "leading"),
-    (["a < b", " and <th", "ink>x</think>"], "a < b and"),
-    (["x <tool", "box> y"], "x <toolbox> y"),
-])
+@pytest.mark.parametrize(
+    ("pieces", "live"),
+    [
+        (["Hello", " wor", "ld  ", "\n"], "Hello world"),
+        (["  lead", "ing <to", "ol_call>{}</tool_call> after"], "leading"),
+        (["a < b", " and <th", "ink>x</think>"], "a < b and"),
+        (["x <tool", "box> y"], "x <toolbox> y"),
+    ],
+)
 def test_live_text_is_a_prefix_of_the_final_content(pieces: list[str], live: str) -> None:
     from clawgym_env.proxy._output import parse_model_output
 

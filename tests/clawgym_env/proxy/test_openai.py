@@ -25,8 +25,7 @@ async def test_chat_tool_call_round_trip(server: ProxyServer) -> None:
     (tc,) = choice.message.tool_calls
     assert tc.id.startswith("call_") and tc.function.name == "Write"
     assert json.loads(tc.function.arguments) == {"file_path": "a.txt", "content": "hello"}
-    msgs += [choice.message.model_dump(exclude_none=True),
-             {"role": "tool", "tool_call_id": tc.id, "content": "ok"}]
+    msgs += [choice.message.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": tc.id, "content": "ok"}]
     r2 = await c.chat.completions.create(model="gpt-x", messages=msgs, tools=[WRITE_TOOL_OPENAI])
     assert r2.choices[0].message.content == "done" and r2.choices[0].finish_reason == "stop"
     assert r2.usage.prompt_tokens > 0
@@ -38,8 +37,9 @@ async def test_chat_tool_call_round_trip(server: ProxyServer) -> None:
 async def test_chat_streaming_tool_calls_and_usage(server: ProxyServer) -> None:
     sess = server.open_session(ScriptedBackend([{"text": "Let me write.", "reasoning": "plan", **WRITE_CALL}]))
     c = client(server, sess.api_key)
-    async with c.chat.completions.stream(model="m", messages=[{"role": "user", "content": "go"}],
-                                         tools=[WRITE_TOOL_OPENAI], stream_options={"include_usage": True}) as s:
+    async with c.chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "go"}], tools=[WRITE_TOOL_OPENAI], stream_options={"include_usage": True}
+    ) as s:
         async for _ in s:
             pass
         final = await s.get_final_completion()
@@ -53,8 +53,7 @@ async def test_chat_streaming_tool_calls_and_usage(server: ProxyServer) -> None:
 async def test_chat_stream_without_usage_has_no_usage_chunk(server: ProxyServer) -> None:
     sess = server.open_session(ScriptedBackend(["hi there"]))
     c = client(server, sess.api_key)
-    chunks = [ch async for ch in await c.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "x"}], stream=True)]
+    chunks = [ch async for ch in await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)]
     assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == "hi there"
     assert all(ch.usage is None for ch in chunks) and chunks[-1].choices[0].finish_reason == "stop"
 
@@ -63,16 +62,25 @@ async def test_openclaw_style_rewritten_tool_ids_map_back(server: ProxyServer) -
     """OpenClaw drops the underscore from tool-call ids; the session maps them back to the ids it issued."""
     sess = server.open_session(ScriptedBackend([WRITE_CALL, "done"]))
     c = client(server, sess.api_key)
-    r1 = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}],
-                                         tools=[WRITE_TOOL_OPENAI])
+    r1 = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}], tools=[WRITE_TOOL_OPENAI])
     issued = r1.choices[0].message.tool_calls[0].id
     rewritten = issued.replace("_", "")
-    assistant = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": rewritten, "type": "function",
-         "function": {"name": "Write", "arguments": '{"content":"hello","file_path":"a.txt"}'}}]}
-    await c.chat.completions.create(model="m", tools=[WRITE_TOOL_OPENAI], messages=[
-        {"role": "user", "content": [{"type": "text", "text": "go"}]}, assistant,
-        {"role": "tool", "tool_call_id": rewritten, "content": [{"type": "text", "text": "ok"}]}])
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": rewritten, "type": "function", "function": {"name": "Write", "arguments": '{"content":"hello","file_path":"a.txt"}'}}
+        ],
+    }
+    await c.chat.completions.create(
+        model="m",
+        tools=[WRITE_TOOL_OPENAI],
+        messages=[
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            assistant,
+            {"role": "tool", "tool_call_id": rewritten, "content": [{"type": "text", "text": "ok"}]},
+        ],
+    )
     first, second = sess.calls
     assert second.messages[1] == first.response | {"content": ""}
     assert second.messages[2] == {"role": "tool", "tool_call_id": issued, "content": "ok"}
@@ -81,24 +89,37 @@ async def test_openclaw_style_rewritten_tool_ids_map_back(server: ProxyServer) -
 async def test_responses_function_call_round_trip(server: ProxyServer) -> None:
     sess = server.open_session(ScriptedBackend([WRITE_CALL, {"text": "done", "reasoning": "checked"}]))
     c = client(server, sess.api_key)
-    tools = [{"type": "function", "name": "Write", "description": "Write a file.",
-              "parameters": WRITE_TOOL_OPENAI["function"]["parameters"]}]
+    tools = [
+        {"type": "function", "name": "Write", "description": "Write a file.", "parameters": WRITE_TOOL_OPENAI["function"]["parameters"]}
+    ]
     r1 = await c.responses.create(model="m", instructions="sys", input="make a.txt", tools=tools)
     (fc,) = [o for o in r1.output if o.type == "function_call"]
     assert fc.name == "Write" and json.loads(fc.arguments) == {"file_path": "a.txt", "content": "hello"}
-    items = [{"role": "user", "content": "make a.txt"},
-             {"type": "function_call", "call_id": fc.call_id, "name": fc.name, "arguments": fc.arguments},
-             {"type": "function_call_output", "call_id": fc.call_id, "output": "ok"}]
+    items = [
+        {"role": "user", "content": "make a.txt"},
+        {"type": "function_call", "call_id": fc.call_id, "name": fc.name, "arguments": fc.arguments},
+        {"type": "function_call_output", "call_id": fc.call_id, "output": "ok"},
+    ]
     r2 = await c.responses.create(model="m", instructions="sys", input=items, tools=tools)
     assert r2.output_text == "done" and r2.usage.output_tokens >= 0
     assert [o.type for o in r2.output] == ["reasoning", "message"]
     rec = sess.calls[1]
     assert rec.messages == [
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "make a.txt"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": fc.call_id, "type": "function",
-             "function": {"name": "Write", "arguments": {"file_path": "a.txt", "content": "hello"}}}]},
-        {"role": "tool", "tool_call_id": fc.call_id, "content": "ok"}]
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "make a.txt"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": fc.call_id,
+                    "type": "function",
+                    "function": {"name": "Write", "arguments": {"file_path": "a.txt", "content": "hello"}},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": fc.call_id, "content": "ok"},
+    ]
 
 
 async def test_responses_streaming_events_parse(server: ProxyServer) -> None:

@@ -13,12 +13,13 @@ def test_plain_text() -> None:
 
 
 def test_think_and_tool_calls() -> None:
-    text = ('<think>\nplan it\n</think>\n\nI will write.\n<tool_call>\n{"name": "Write", "arguments": '
-            '{"file_path": "a.txt"}}\n</tool_call>\n<tool_call>{"name": "Bash", "arguments": "{\\"cmd\\": \\"ls\\"}"}</tool_call>')
+    text = (
+        '<think>\nplan it\n</think>\n\nI will write.\n<tool_call>\n{"name": "Write", "arguments": '
+        '{"file_path": "a.txt"}}\n</tool_call>\n<tool_call>{"name": "Bash", "arguments": "{\\"cmd\\": \\"ls\\"}"}</tool_call>'
+    )
     out = parse_model_output(text)
     assert out["reasoning_content"] == "plan it" and out["content"] == "I will write."
-    assert out["tool_calls"] == [{"name": "Write", "arguments": {"file_path": "a.txt"}},
-                                 {"name": "Bash", "arguments": {"cmd": "ls"}}]
+    assert out["tool_calls"] == [{"name": "Write", "arguments": {"file_path": "a.txt"}}, {"name": "Bash", "arguments": {"cmd": "ls"}}]
 
 
 def test_reasoning_opened_by_the_generation_prompt() -> None:
@@ -31,8 +32,11 @@ def test_malformed_tool_call_comes_back_as_text() -> None:
     assert out["tool_calls"] == [] and out["content"] == "ok " + bad
     unterminated = '<tool_call>{"name": "Write", "arguments": {}}'
     assert parse_model_output(unterminated)["tool_calls"] == [{"name": "Write", "arguments": {}}]
-    for junk in ['<tool_call>[1, 2]</tool_call>', '<tool_call>{"arguments": {}}</tool_call>',
-                 '<tool_call>{"name": "x", "arguments": [1]}</tool_call>']:
+    for junk in [
+        "<tool_call>[1, 2]</tool_call>",
+        '<tool_call>{"arguments": {}}</tool_call>',
+        '<tool_call>{"name": "x", "arguments": [1]}</tool_call>',
+    ]:
         assert parse_model_output(junk) == {"content": junk, "reasoning_content": "", "tool_calls": []}
 
 

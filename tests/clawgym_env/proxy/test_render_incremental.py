@@ -51,31 +51,43 @@ def test_golden_episode_rebuilds_the_recorded_prompt_ids(harness: str, increment
         assert pb.renderer.windowed == 0
 
 
-_text = st.text(alphabet=st.sampled_from("ab \n{}\"<>:_/é"), max_size=12)
-_call = st.fixed_dictionaries({"id": st.sampled_from(["c1", "c2", "c3"]), "type": st.just("function"),
-                               "function": st.fixed_dictionaries({"name": st.sampled_from(["Write", "Read"]),
-                                                                  "arguments": st.dictionaries(_text, _text,
-                                                                                               max_size=2)})})
+_text = st.text(alphabet=st.sampled_from('ab \n{}"<>:_/é'), max_size=12)
+_call = st.fixed_dictionaries(
+    {
+        "id": st.sampled_from(["c1", "c2", "c3"]),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {"name": st.sampled_from(["Write", "Read"]), "arguments": st.dictionaries(_text, _text, max_size=2)}
+        ),
+    }
+)
 _message = st.one_of(
     st.fixed_dictionaries({"role": st.just("user"), "content": _text}),
     st.fixed_dictionaries({"role": st.just("system"), "content": _text}),
-    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": st.sampled_from(["c1", "c2"]),
-                           "content": _text}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": _text},
-                          optional={"tool_calls": st.lists(_call, min_size=1, max_size=2),
-                                    "reasoning_content": _text}),
-    st.fixed_dictionaries({"role": st.just("user"),
-                           "content": st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _text}),
-                                               max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": st.sampled_from(["c1", "c2"]), "content": _text}),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": _text},
+        optional={"tool_calls": st.lists(_call, min_size=1, max_size=2), "reasoning_content": _text},
+    ),
+    st.fixed_dictionaries(
+        {"role": st.just("user"), "content": st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _text}), max_size=2)}
+    ),
 )
-_tools = st.lists(st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries(
-    {"name": st.sampled_from(["Write", "Read"]), "description": _text, "parameters": st.just({"type": "object"})})}),
-    max_size=2)
+_tools = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries(
+                {"name": st.sampled_from(["Write", "Read"]), "description": _text, "parameters": st.just({"type": "object"})}
+            ),
+        }
+    ),
+    max_size=2,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=st.lists(_message, min_size=1, max_size=9), tools=_tools, cuts=st.lists(st.integers(1, 9), max_size=4),
-       gen=st.booleans())
+@given(history=st.lists(_message, min_size=1, max_size=9), tools=_tools, cuts=st.lists(st.integers(1, 9), max_size=4), gen=st.booleans())
 def test_windowed_render_equals_full_render(history, tools, cuts, gen, tiny_tokenizer) -> None:
     """Growing a random history call by call: each incremental render is the full render."""
     r = IncrementalRenderer(tiny_tokenizer, verify_every=0)
@@ -88,8 +100,9 @@ def test_windowed_render_equals_full_render(history, tools, cuts, gen, tiny_toke
 def test_a_context_dependent_template_is_caught_and_rendered_in_full(tiny_tokenizer, monkeypatch) -> None:
     """A template that numbers turns breaks the window identity; the check sees it and falls back."""
     tok = type(tiny_tokenizer).from_pretrained(tiny_tokenizer.name_or_path)
-    tok.chat_template = ("{% for m in messages %}{{ loop.index }}:{{ m.role }}:{{ m.content }}\n{% endfor %}"
-                         "{% if add_generation_prompt %}A:{% endif %}")
+    tok.chat_template = (
+        "{% for m in messages %}{{ loop.index }}:{{ m.role }}:{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}A:{% endif %}"
+    )
     monkeypatch.setattr(_render, "_UNSAFE_TEMPLATES", set())
     monkeypatch.setattr(_render, "_CHECKED", {})
     msgs = [{"role": "system", "content": "s"}] + [{"role": "user", "content": f"u{i}"} for i in range(6)]
@@ -107,15 +120,17 @@ def test_generation_prompt_is_derived_only_while_it_is_one_constant_suffix(tiny_
     one that follows the last role is learnt per role; one that varies otherwise is caught when a render is checked
     (here every one of them)."""
     tok = type(tiny_tokenizer).from_pretrained(tiny_tokenizer.name_or_path)
-    gen = ("{% if messages[-1].role == 'tool' %}T:{% else %}A:{% endif %}{% if messages|length == 8 %}8{% endif %}"
-           if varies else "{% if messages[-1].role == 'tool' %}T:{% else %}A:{% endif %}")
-    tok.chat_template = ("{% for m in messages %}{{ m.role }}:{{ m.content }}\n{% endfor %}"
-                         "{% if add_generation_prompt %}" + gen + "{% endif %}")
-    for name, value in (("_UNSAFE_TEMPLATES", set()), ("_CHECKED", {}), ("_GEN_SUFFIX", {}), ("_GEN_CHECKED", {}),
-                        ("_GEN_VARIES", set())):
+    gen = (
+        "{% if messages[-1].role == 'tool' %}T:{% else %}A:{% endif %}{% if messages|length == 8 %}8{% endif %}"
+        if varies
+        else "{% if messages[-1].role == 'tool' %}T:{% else %}A:{% endif %}"
+    )
+    tok.chat_template = (
+        "{% for m in messages %}{{ m.role }}:{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}" + gen + "{% endif %}"
+    )
+    for name, value in (("_UNSAFE_TEMPLATES", set()), ("_CHECKED", {}), ("_GEN_SUFFIX", {}), ("_GEN_CHECKED", {}), ("_GEN_VARIES", set())):
         monkeypatch.setattr(_render, name, value)
-    msgs = [{"role": "system", "content": "s"}] + [{"role": "user" if i % 3 else "tool", "content": f"m{i}"}
-                                                   for i in range(1, 10)]
+    msgs = [{"role": "system", "content": "s"}] + [{"role": "user" if i % 3 else "tool", "content": f"m{i}"} for i in range(1, 10)]
     r = IncrementalRenderer(tok, verify_every=1 if varies else 0)
     keys = history_keys(msgs, [])[1]
     for j in range(1, len(msgs) + 1):
@@ -139,8 +154,11 @@ def test_first_turn_ids_are_shared_across_episodes_of_one_tokenizer(tiny_tokeniz
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=st.lists(_message, min_size=1, max_size=6), gen=st.booleans(),
-       nones=st.lists(st.sampled_from(["content", "tool_calls", "reasoning_content", "name"]), max_size=2))
+@given(
+    history=st.lists(_message, min_size=1, max_size=6),
+    gen=st.booleans(),
+    nones=st.lists(st.sampled_from(["content", "tool_calls", "reasoning_content", "name"]), max_size=2),
+)
 def test_a_window_rendered_directly_equals_apply_chat_template(history, gen, nones, tiny_tokenizer) -> None:
     """Windows skip apply_chat_template's wrapper (its conversions made once per message and call): same text,
     None-valued keys dropped and reasoning aliased as transformers does; a message changed after new_call() is

@@ -50,8 +50,11 @@ async def test_malformed_json_wrong_type_oversized_and_unknown_paths(tmp_path) -
             r = await h.post("/v1/messages", content=b"{not json", headers={**hdr, "content-type": "application/json"})
             assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
             assert "not valid JSON" in r.json()["error"]["message"]
-            r = await h.post("/v1/chat/completions", content=b"a=b", headers={
-                "authorization": f"Bearer {sess.api_key}", "content-type": "application/x-www-form-urlencoded"})
+            r = await h.post(
+                "/v1/chat/completions",
+                content=b"a=b",
+                headers={"authorization": f"Bearer {sess.api_key}", "content-type": "application/x-www-form-urlencoded"},
+            )
             assert r.status_code == 415 and "application/json" in r.json()["error"]["message"]
             r = await h.post("/v1/messages", json={"messages": [{"role": "user", "content": "x" * 20_000}]}, headers=hdr)
             assert r.status_code == 413 and r.json()["error"]["type"] == "request_too_large"
@@ -65,10 +68,12 @@ async def test_malformed_json_wrong_type_oversized_and_unknown_paths(tmp_path) -
             assert r.status_code == 404 and r.json()["type"] == "error"
             r = await h.get("/v1/messages", headers=hdr)
             assert r.status_code == 405
+
             # chunked body (no content-length) over the limit
             async def gen():
                 for _ in range(20):
                     yield b" " * 1000
+
             r = await h.post("/v1/messages", content=gen(), headers={**hdr, "content-type": "application/json"})
             assert r.status_code == 413
         assert [c.status for c in sess.calls] == [400, 400]  # only parsed-but-invalid bodies are calls
@@ -146,8 +151,12 @@ async def test_client_disconnect_while_waiting_is_recorded(server: ProxyServer) 
 async def test_client_disconnect_mid_stream_leaves_server_healthy(server: ProxyServer) -> None:
     sess = server.open_session(ScriptedBackend([{"text": "x" * 200_000}]))
     async with httpx.AsyncClient(base_url=server.url) as h:
-        async with h.stream("POST", "/v1/messages", headers={"x-api-key": sess.api_key},
-                            json={"model": "m", "max_tokens": 8, "messages": USER, "stream": True}) as r:
+        async with h.stream(
+            "POST",
+            "/v1/messages",
+            headers={"x-api-key": sess.api_key},
+            json={"model": "m", "max_tokens": 8, "messages": USER, "stream": True},
+        ) as r:
             async for line in r.aiter_lines():
                 assert line.startswith("event: message_start")
                 break  # hang up after the first event
@@ -169,8 +178,11 @@ async def test_slow_policy_keeps_streams_alive_and_errors_arrive_in_stream(tmp_p
             final = await s.get_final_message()
         assert [b.type for b in final.content] == ["text", "tool_use"] and final.stop_reason == "tool_use"
         async with httpx.AsyncClient(base_url=server.url) as h:
-            r = await h.post("/v1/chat/completions", headers={"authorization": f"Bearer {sess.api_key}"},
-                             json={"model": "m", "stream": True, "messages": USER})
+            r = await h.post(
+                "/v1/chat/completions",
+                headers={"authorization": f"Bearer {sess.api_key}"},
+                json={"model": "m", "stream": True, "messages": USER},
+            )
         assert r.text.startswith(": keep-alive\n\n") and r.text.rstrip().endswith("data: [DONE]")
         o = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=sess.api_key, max_retries=0)
         with pytest.raises(openai.APIError, match="fell over late"):

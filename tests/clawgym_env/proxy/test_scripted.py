@@ -29,7 +29,8 @@ async def test_yaml_script_rules_then_replies_then_default(tmp_path) -> None:
         "replies:\n"
         "  - tool_calls: [{name: Write, arguments: {file_path: a.txt, content: hi}}]\n"
         "  - done\n"
-        "default: bye\n")
+        "default: bye\n"
+    )
     b = ScriptedBackend.from_file(path)
     out = await b.handle(req(0, [{"role": "user", "content": "please Summarize"}]))
     assert out.structured["content"] == "summary"
@@ -71,8 +72,9 @@ async def test_async_callable_and_completion_passthrough() -> None:
 
 
 async def test_tokenizer_mode_emits_hermes_markup_ids(tiny_tokenizer) -> None:
-    b = ScriptedBackend([{"reasoning": "r", "text": "t", "tool_calls": [{"name": "Write", "arguments": {"a": 1}}]}],
-                        tokenizer=tiny_tokenizer)
+    b = ScriptedBackend(
+        [{"reasoning": "r", "text": "t", "tool_calls": [{"name": "Write", "arguments": {"a": 1}}]}], tokenizer=tiny_tokenizer
+    )
     assert b.TOKEN_LEVEL and b.tokenizer is tiny_tokenizer
     out = await b.handle(req(0, USER))
     assert out.token_source == "tokenized" and out.completion_ids[-1] == tiny_tokenizer.eos_token_id

@@ -40,16 +40,17 @@ async def test_first_prompt_is_the_plain_chat_template_rendering(server: ProxySe
 
 async def test_claude_code_replay_extends_previous_prompt_and_completion(server: ProxyServer, tiny_tokenizer, tmp_path) -> None:
     """Three streamed calls; cache_control moves and content flips string<->blocks as Claude Code does."""
-    script = [{"reasoning": "need a file", **WRITE_CALL}, {"text": "checking", "tool_calls": [
-        {"name": "Write", "arguments": {"file_path": "b.txt", "content": "second"}}]}, "done"]
+    script = [
+        {"reasoning": "need a file", **WRITE_CALL},
+        {"text": "checking", "tool_calls": [{"name": "Write", "arguments": {"file_path": "b.txt", "content": "second"}}]},
+        "done",
+    ]
     sess = server.open_session(ScriptedBackend(script, tokenizer=tiny_tokenizer), capture_path=tmp_path / "cap.jsonl")
     c = anthropic.AsyncAnthropic(base_url=server.url, api_key=sess.api_key, max_retries=0)
     system = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}]
-    history: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "make files",
-                                                          "cache_control": {"type": "ephemeral"}}]}]
+    history: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "make files", "cache_control": {"type": "ephemeral"}}]}]
     for turn in range(3):
-        async with c.messages.stream(model="m", max_tokens=64, system=system, messages=history,
-                                     tools=[WRITE_TOOL_ANTHROPIC]) as s:
+        async with c.messages.stream(model="m", max_tokens=64, system=system, messages=history, tools=[WRITE_TOOL_ANTHROPIC]) as s:
             final = await s.get_final_message()
         history[0] = {"role": "user", "content": "make files"}  # the harness re-sends it as a plain string
         blocks = [b.model_dump(exclude_none=True) for b in final.content]
@@ -57,9 +58,19 @@ async def test_claude_code_replay_extends_previous_prompt_and_completion(server:
         if final.stop_reason != "tool_use":
             break
         tool_use = [b for b in final.content if b.type == "tool_use"][0]
-        history.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use.id,
-                                                     "content": [{"type": "text", "text": f"ok {turn}"}],
-                                                     "cache_control": {"type": "ephemeral"}}]})
+        history.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tool_use.id,
+                        "content": [{"type": "text", "text": f"ok {turn}"}],
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ],
+            }
+        )
     calls = await server.close_session(sess.session_id)
     assert len(calls) == 3
     for prev, nxt in zip(calls, calls[1:]):
@@ -108,17 +119,27 @@ async def test_openclaw_volatile_message_and_rewritten_ids_still_splice(server: 
     tok = tiny_tokenizer
     text = '<tool_call>\n{"name": "Write", "arguments": {"file_path": "a.txt", "content": "hello"}}\n</tool_call>'
     sampled = odd_ids(tok, text)
-    sess = server.open_session(ScriptedBackend(
-        lambda r: Completion(completion_ids=sampled, logprobs=[0.0] * len(sampled)) if r.call_index == 0 else "ok",
-        tokenizer=tok))
+    sess = server.open_session(
+        ScriptedBackend(
+            lambda r: Completion(completion_ids=sampled, logprobs=[0.0] * len(sampled)) if r.call_index == 0 else "ok", tokenizer=tok
+        )
+    )
     c = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=sess.api_key, max_retries=0)
     base = [{"role": "system", "content": "agent"}, {"role": "user", "content": "make a.txt"}]
     volatile = {"role": "user", "content": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> t=1"}
     r1 = await c.chat.completions.create(model="m", messages=base + [volatile], tools=[WRITE_TOOL_OPENAI])
     tc = r1.choices[0].message.tool_calls[0]
-    echoed = {"role": "assistant", "content": "", "tool_calls": [
-        {"id": tc.id.replace("_", ""), "type": "function",
-         "function": {"name": "Write", "arguments": json.dumps({"content": "hello", "file_path": "a.txt"})}}]}
+    echoed = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": tc.id.replace("_", ""),
+                "type": "function",
+                "function": {"name": "Write", "arguments": json.dumps({"content": "hello", "file_path": "a.txt"})},
+            }
+        ],
+    }
     result = {"role": "tool", "tool_call_id": tc.id.replace("_", ""), "content": "written"}
     volatile2 = {"role": "user", "content": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> t=2"}
     await c.chat.completions.create(model="m", messages=base + [echoed, result, volatile2], tools=[WRITE_TOOL_OPENAI])
@@ -138,8 +159,11 @@ async def test_edited_history_is_not_falsely_reused(server: ProxyServer, tiny_to
     sess = server.open_session(ScriptedBackend(["one", "two"], tokenizer=tok))
     c = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=sess.api_key, max_retries=0)
     await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "first question"}])
-    edited = [{"role": "user", "content": "a different question"}, {"role": "assistant", "content": "one"},
-              {"role": "user", "content": "next"}]
+    edited = [
+        {"role": "user", "content": "a different question"},
+        {"role": "assistant", "content": "one"},
+        {"role": "user", "content": "next"},
+    ]
     await c.chat.completions.create(model="m", messages=edited)
     second = sess.calls[1]
     # "one" is a sampled turn, so it is spliced; everything else is the template's rendering

@@ -26,8 +26,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 def fixed_prompt(tokenizer: Any) -> list[int]:
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "Name three colours."}], add_generation_prompt=True,
-                                         tokenize=False)
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "Name three colours."}], add_generation_prompt=True, tokenize=False)
     return tokenizer.encode(text, add_special_tokens=False)
 
 

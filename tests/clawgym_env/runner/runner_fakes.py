@@ -56,10 +56,17 @@ class FakeEpisodeWorker:
         try:
             t0 = time.monotonic()
             calls = [
-                CallRecord(session_id=job.session_id, call_index=i, dialect="openai-chat",
-                           messages=[{"role": "user", "content": f"do {job.task_id}"}],
-                           prompt_ids=[1, 2, 3, 4 + i], completion_ids=[5, 6], logprobs=[-0.1, -0.2],
-                           completion_text=f"step {i}", response={"role": "assistant", "content": f"step {i}"})
+                CallRecord(
+                    session_id=job.session_id,
+                    call_index=i,
+                    dialect="openai-chat",
+                    messages=[{"role": "user", "content": f"do {job.task_id}"}],
+                    prompt_ids=[1, 2, 3, 4 + i],
+                    completion_ids=[5, 6],
+                    logprobs=[-0.1, -0.2],
+                    completion_text=f"step {i}",
+                    response={"role": "assistant", "content": f"step {i}"},
+                )
                 for i in range(2)
             ]
             path = capture_dir / f"{job.session_id}.jsonl"
@@ -73,10 +80,18 @@ class FakeEpisodeWorker:
                 (workspace_dir / "out.txt").write_text(job.task_id)
             status, score = fake_outcome(job.task_id, job.harness, job.attempt)
             return AttemptResult(
-                task_id=job.task_id, harness=job.harness, attempt=job.attempt, category=job.category,
-                status=status, score=score, subscores={"grade/done": score}, session_id=job.session_id,
+                task_id=job.task_id,
+                harness=job.harness,
+                attempt=job.attempt,
+                category=job.category,
+                status=status,
+                score=score,
+                subscores={"grade/done": score},
+                session_id=job.session_id,
                 error="fake crash" if status == "error" else None,
-                model_calls=2, prompt_tokens=8, completion_tokens=4,
+                model_calls=2,
+                prompt_tokens=8,
+                completion_tokens=4,
                 timings={"sandbox": 0.01, "harness": 0.02, "model": 0.01, "verifier": 0.0, "total": time.monotonic() - t0},
             )
         finally:

@@ -36,9 +36,30 @@ def test_bench_run_captures_ids_and_logprobs(real_vllm: RealVLLM, tmp_path: Path
     harnesses = os.environ.get("CLAWGYM_VLLM_HARNESSES", "custom,claude-code-bash")
     suite = with_wall_time(copy_smoke_suite(tmp_path / "smoke"), tmp_path / "suite")
     out = tmp_path / "run"
-    r = CliRunner().invoke(app, ["bench", "run", "--model", real_vllm.spec, "--harness", harnesses,
-                                 "--suite", str(suite), "--tasks", "smoke-hello-file-p0", "--max-tokens", str(MAX_TOKENS),
-                                 "--seed", "0", "--concurrency", "2", "--out", str(out), "--no-progress"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "run",
+            "--model",
+            real_vllm.spec,
+            "--harness",
+            harnesses,
+            "--suite",
+            str(suite),
+            "--tasks",
+            "smoke-hello-file-p0",
+            "--max-tokens",
+            str(MAX_TOKENS),
+            "--seed",
+            "0",
+            "--concurrency",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+    )
     assert r.exit_code == 0, r.output
     attempts = [AttemptResult.model_validate_json(p.read_text()) for p in sorted((out / "attempts").glob("*.json"))]
     assert sorted(a.harness for a in attempts) == sorted(harnesses.split(","))
@@ -56,4 +77,4 @@ def test_bench_run_captures_ids_and_logprobs(real_vllm: RealVLLM, tmp_path: Path
             assert a.error == "harness exited with code 1" and len(calls) > 1, (a.harness, a.error, len(calls))
             assert all(c["finish_reason"] == "length" for c in calls)
         if a.harness.startswith("claude-code"):  # one session: each prompt extends the last (vLLM's prefix cache serves it)
-            assert all(later["prompt_ids"][:len(c["prompt_ids"])] == c["prompt_ids"] for c, later in zip(calls, calls[1:]))
+            assert all(later["prompt_ids"][: len(c["prompt_ids"])] == c["prompt_ids"] for c, later in zip(calls, calls[1:]))

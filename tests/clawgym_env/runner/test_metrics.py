@@ -10,11 +10,20 @@ from clawgym_env.metrics import compute_metrics, is_pass, pass_at_k
 from clawgym_env.results import AttemptResult
 
 
-def att(task: str, score: float, *, status: str | None = None, harness: str = "custom", k: int = 0,
-        category: str = "c") -> AttemptResult:
+def att(task: str, score: float, *, status: str | None = None, harness: str = "custom", k: int = 0, category: str = "c") -> AttemptResult:
     st = status or ("passed" if score >= 1.0 else "failed")
-    return AttemptResult(task_id=task, harness=harness, attempt=k, category=category, status=st, score=score,
-                         model_calls=2, prompt_tokens=10, completion_tokens=3, timings={"total": 1.5})
+    return AttemptResult(
+        task_id=task,
+        harness=harness,
+        attempt=k,
+        category=category,
+        status=st,
+        score=score,
+        model_calls=2,
+        prompt_tokens=10,
+        completion_tokens=3,
+        timings={"total": 1.5},
+    )
 
 
 def test_pass_at_k_by_hand() -> None:
@@ -50,9 +59,14 @@ def test_pass_rule_uses_score_and_threshold_not_status() -> None:
 def test_compute_metrics_pass_at_k_averaged_per_task_and_errors_apart() -> None:
     attempts = [
         # task a: 1 of 4 pass
-        att("s/a", 1.0, k=0), att("s/a", 0.0, k=1), att("s/a", 0.5, k=2), att("s/a", 0.0, k=3, status="error"),
+        att("s/a", 1.0, k=0),
+        att("s/a", 0.0, k=1),
+        att("s/a", 0.5, k=2),
+        att("s/a", 0.0, k=3, status="error"),
         # task b: 3 of 4 pass, one timeout that failed
-        att("s/b", 1.0, k=0, category="d"), att("s/b", 1.0, k=1, category="d"), att("s/b", 1.0, k=2, category="d"),
+        att("s/b", 1.0, k=0, category="d"),
+        att("s/b", 1.0, k=1, category="d"),
+        att("s/b", 1.0, k=2, category="d"),
         att("s/b", 0.2, k=3, status="timeout", category="d"),
     ]
     m = compute_metrics(attempts, pass_threshold=1.0)
@@ -72,8 +86,7 @@ def test_compute_metrics_pass_at_k_averaged_per_task_and_errors_apart() -> None:
 
 
 def test_per_harness_and_missing_k() -> None:
-    attempts = [att("s/a", 1.0, harness="custom", k=0), att("s/a", 0.0, harness="custom", k=1),
-                att("s/a", 0.0, harness="openclaw", k=0)]
+    attempts = [att("s/a", 1.0, harness="custom", k=0), att("s/a", 0.0, harness="custom", k=1), att("s/a", 0.0, harness="openclaw", k=0)]
     m = compute_metrics(attempts, pass_threshold=1.0, ks=[1, 2])
     assert m.per_harness["custom"].pass_at == {1: 0.5, 2: 1.0}
     assert m.per_harness["openclaw"].pass_at == {1: 0.0}  # n=1 < 2: Pass@2 undefined, not invented

@@ -24,8 +24,9 @@ FAKE = "runner_fakes:FakeEpisodeWorker"
 
 
 def cfg(out: Path, **kw: object) -> RunConfig:
-    base: dict[str, object] = dict(model="scripted:fake", harnesses=["custom", "other"], suite="fake:6", attempts=3,
-                                   concurrency=4, out=str(out), worker=FAKE)
+    base: dict[str, object] = dict(
+        model="scripted:fake", harnesses=["custom", "other"], suite="fake:6", attempts=3, concurrency=4, out=str(out), worker=FAKE
+    )
     base.update(kw)
     return RunConfig(**base)  # type: ignore[arg-type]
 
@@ -63,7 +64,8 @@ async def test_run_writes_the_results_folder(tmp_path: Path) -> None:
     # a finished run resumes to nothing
     again = await resume(out, progress=False)
     assert again.ran == 0 and comparable(out) == [
-        a.model_dump(exclude={"session_id", "timings", "started_at", "finished_at"}) for a in s.attempts]
+        a.model_dump(exclude={"session_id", "timings", "started_at", "finished_at"}) for a in s.attempts
+    ]
 
 
 async def test_task_pattern_and_config_errors(tmp_path: Path) -> None:
@@ -134,9 +136,12 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> Non
 
     clean = asyncio.run(run_benchmark(cfg(tmp_path / "clean", concurrency=3), progress=False))
     assert comparable(killed) == comparable(clean.out_dir)
+
     def figures(d: dict) -> dict:  # type: ignore[type-arg]
-        return {g: {k: {f: v for f, v in m.items() if f != "total_time_s"} for k, m in d[g].items()}
-                for g in ("per_harness", "per_category", "per_task")}
+        return {
+            g: {k: {f: v for f, v in m.items() if f != "total_time_s"} for k, m in d[g].items()}
+            for g in ("per_harness", "per_category", "per_task")
+        }
 
     assert figures(s.metrics.to_dict()) == figures(clean.metrics.to_dict())
     assert s.metrics.overall.pass_at == clean.metrics.overall.pass_at
@@ -160,8 +165,11 @@ def test_progress_lines_in_logs() -> None:
     from clawgym_env.report.progress import RunProgress
 
     buf = io.StringIO()
-    p = RunProgress(total=3, already=[AttemptResult(task_id="s/a", harness="h", attempt=0, status="passed", score=1.0)],
-                    console=Console(file=buf, width=200))
+    p = RunProgress(
+        total=3,
+        already=[AttemptResult(task_id="s/a", harness="h", attempt=0, status="passed", score=1.0)],
+        console=Console(file=buf, width=200),
+    )
     with p:
         p.started(None)  # type: ignore[arg-type]
         assert p.running == 1

@@ -28,8 +28,9 @@ pytestmark = pytest.mark.sandbox
 
 
 def config(out: Path, suite: Path, **kw: object) -> RunConfig:
-    base: dict[str, object] = dict(model=f"scripted:{POLICY}", harnesses=["custom"], suite=str(suite),
-                                   tasks="smoke-*", attempts=2, concurrency=4, out=str(out))
+    base: dict[str, object] = dict(
+        model=f"scripted:{POLICY}", harnesses=["custom"], suite=str(suite), tasks="smoke-*", attempts=2, concurrency=4, out=str(out)
+    )
     base.update(kw)
     return RunConfig(**base)  # type: ignore[arg-type]
 
@@ -71,9 +72,28 @@ def test_real_run_killed_and_resumed_equals_clean(clean_run: RunSummary, tmp_pat
 
     out = tmp_path / "killed"
     suite = copy_smoke_suite(tmp_path)
-    cmd = [sys.executable, "-m", "clawgym_env.cli.main", "bench", "run", "--model", f"scripted:{POLICY}",
-           "--harness", "custom", "--suite", str(suite), "--tasks", "smoke-*", "-k", "2",
-           "--concurrency", "2", "--out", str(out), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "clawgym_env.cli.main",
+        "bench",
+        "run",
+        "--model",
+        f"scripted:{POLICY}",
+        "--harness",
+        "custom",
+        "--suite",
+        str(suite),
+        "--tasks",
+        "smoke-*",
+        "-k",
+        "2",
+        "--concurrency",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -103,9 +123,20 @@ def test_token_level_model_counts_exact_tokens(tmp_path: Path) -> None:
     import asyncio
 
     suite = copy_smoke_suite(tmp_path)
-    s = asyncio.run(run_benchmark(RunConfig(model="hf:tiny", harnesses=["custom"], suite=str(suite),
-                                            tasks="smoke-hello-file-p0", max_tokens=8, temperature=0.0,
-                                            out=str(tmp_path / "tiny")), progress=False))
+    s = asyncio.run(
+        run_benchmark(
+            RunConfig(
+                model="hf:tiny",
+                harnesses=["custom"],
+                suite=str(suite),
+                tasks="smoke-hello-file-p0",
+                max_tokens=8,
+                temperature=0.0,
+                out=str(tmp_path / "tiny"),
+            ),
+            progress=False,
+        )
+    )
     (a,) = s.attempts
     assert not s.manifest.evaluation_only and s.manifest.model_info["token_level"] is True
     assert s.manifest.sampling == {"max_tokens": 8, "temperature": 0.0}
@@ -125,9 +156,22 @@ def test_seeded_attempts_sample_independently_and_reproducibly(tmp_path: Path) -
     suite = copy_smoke_suite(tmp_path)
 
     def first_completions(out: str) -> dict[int, list[int]]:
-        s = asyncio.run(run_benchmark(RunConfig(model="hf:tiny", harnesses=["custom"], suite=str(suite),
-                                                tasks="smoke-hello-file-p0", attempts=3, max_tokens=12,
-                                                temperature=1.0, seed=7, out=str(tmp_path / out)), progress=False))
+        s = asyncio.run(
+            run_benchmark(
+                RunConfig(
+                    model="hf:tiny",
+                    harnesses=["custom"],
+                    suite=str(suite),
+                    tasks="smoke-hello-file-p0",
+                    attempts=3,
+                    max_tokens=12,
+                    temperature=1.0,
+                    seed=7,
+                    out=str(tmp_path / out),
+                ),
+                progress=False,
+            )
+        )
         assert s.manifest.sampling["seed"] == 7
         got = {}
         for a in s.attempts:

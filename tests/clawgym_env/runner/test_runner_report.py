@@ -29,10 +29,18 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunSummary, RunS
     import asyncio
 
     root = tmp_path_factory.mktemp("reports")
-    a = asyncio.run(run_benchmark(RunConfig(model="scripted:a", harnesses=["custom", "other"], suite="fake:5",
-                                            attempts=2, out=str(root / "a"), worker=FAKE), progress=False))
-    b = asyncio.run(run_benchmark(RunConfig(model="scripted:b", harnesses=["custom"], suite="fake:5",
-                                            attempts=3, out=str(root / "b"), worker=FAKE), progress=False))
+    a = asyncio.run(
+        run_benchmark(
+            RunConfig(model="scripted:a", harnesses=["custom", "other"], suite="fake:5", attempts=2, out=str(root / "a"), worker=FAKE),
+            progress=False,
+        )
+    )
+    b = asyncio.run(
+        run_benchmark(
+            RunConfig(model="scripted:b", harnesses=["custom"], suite="fake:5", attempts=3, out=str(root / "b"), worker=FAKE),
+            progress=False,
+        )
+    )
     return a, b
 
 
@@ -41,8 +49,9 @@ def test_html_report_is_self_contained_with_plots_and_trajectories(two_runs: tup
     html = build_html(a.out_dir)
     assert "<script src" not in html and "<link" not in html and "http://" not in html.replace("http://www.w3.org", "")
     assert html.count("<svg") == 4
-    data = json.loads(re.search(r'<script type="application/json" id="trajectories">(.*?)</script>', html, re.DOTALL)
-                      .group(1).replace("<\\/", "</"))  # type: ignore[union-attr]
+    data = json.loads(
+        re.search(r'<script type="application/json" id="trajectories">(.*?)</script>', html, re.DOTALL).group(1).replace("<\\/", "</")
+    )  # type: ignore[union-attr]
     assert len(data) == 20
     one = data[0]
     assert one["calls"][1]["response"]["content"] == "step 1" and one["calls"][1]["shared_messages"] == 1
@@ -53,10 +62,13 @@ def test_html_report_is_self_contained_with_plots_and_trajectories(two_runs: tup
 
 def test_trajectory_of_a_damaged_capture(tmp_path: Path) -> None:
     cap = tmp_path / "s.jsonl"
-    rec = CallRecord(session_id="s", call_index=0, dialect="anthropic",
-                     messages=[{"role": "user", "content": [{"type": "text", "text": "hi </script>"}]}],
-                     response={"role": "assistant", "content": "",
-                               "tool_calls": [{"function": {"name": "Write", "arguments": {"file_path": "a"}}}]})
+    rec = CallRecord(
+        session_id="s",
+        call_index=0,
+        dialect="anthropic",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hi </script>"}]}],
+        response={"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "Write", "arguments": {"file_path": "a"}}}]},
+    )
     cap.write_text(rec.model_dump_json() + "\n{not json\n")
     calls = load_trajectory(cap)
     assert calls[0]["new_messages"][0]["content"] == "hi </script>"
@@ -99,6 +111,7 @@ def test_cli_report_of_several_folders_is_one_row_each(two_runs: tuple[RunSummar
     r = CliRunner().invoke(app, ["bench", "report", str(a.out_dir), str(half), "--html", str(tmp_path / "r.html")])
     assert r.exit_code == 2 and "one results folder" in r.output and not (tmp_path / "r.html").exists()
 
+
 def test_cli_run_without_a_model_runs_the_model_as_shipped_and_with_its_adapter(tmp_path: Path) -> None:
     """`bench run` with no --model: two results folders (the embedded model, then with the packaged adapter) from one
     config, greedy, and the two side by side."""
@@ -106,22 +119,44 @@ def test_cli_run_without_a_model_runs_the_model_as_shipped_and_with_its_adapter(
     from clawgym_env.runner.first_run import ADAPTER, MAX_TOKENS
 
     out = tmp_path / "first"
-    r = CliRunner().invoke(app, ["bench", "run", "--suite", "fake:3", "--out", str(out), "--no-progress", "--worker", FAKE],
-                           env={"COLUMNS": "300"})
+    r = CliRunner().invoke(
+        app, ["bench", "run", "--suite", "fake:3", "--out", str(out), "--no-progress", "--worker", FAKE], env={"COLUMNS": "300"}
+    )
     assert r.exit_code == 0, r.output
     base, adapter = load_manifest(out / "base"), load_manifest(out / "adapter")
     assert (base.model, adapter.model) == ("default", f"default?adapter={ADAPTER}")
     assert base.sampling == adapter.sampling == {"max_tokens": MAX_TOKENS, "temperature": 0.0}
     assert base.task_ids == adapter.task_ids and len(list((out / "adapter" / "attempts").glob("*.json"))) == 3
     assert "A = base (default)" in r.output and "as shipped (A) and with its trained adapter (B)" in r.output
-    r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--suite", "fake:2", "--out", str(tmp_path / "one"),
-                                 "--no-progress", "--worker", FAKE])
+    r = CliRunner().invoke(
+        app,
+        ["bench", "run", "--model", "scripted:x", "--suite", "fake:2", "--out", str(tmp_path / "one"), "--no-progress", "--worker", FAKE],
+    )
     assert r.exit_code == 0 and (tmp_path / "one" / "manifest.json").is_file() and not (tmp_path / "one" / "base").exists()
+
 
 def test_cli_run_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--harness", "custom", "--suite", "fake:3",
-                                 "-k", "2", "--out", str(out), "--no-progress", "--worker", FAKE])
+    r = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "run",
+            "--model",
+            "scripted:x",
+            "--harness",
+            "custom",
+            "--suite",
+            "fake:3",
+            "-k",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--worker",
+            FAKE,
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "6 attempts run" in r.output and len(list((out / "attempts").glob("*.json"))) == 6
     assert (out / "report.html").is_file()
@@ -150,13 +185,22 @@ class FakeEpisodeResult:
     notes: list[str] = field(default_factory=list)
 
 
-@pytest.mark.parametrize(("status", "score", "want"), [
-    ("completed", 1.0, "passed"), ("completed", 0.5, "failed"), ("crashed", 0.0, "error"), ("error", 0.0, "error"),
-    ("timeout", 1.0, "timeout"), ("truncated", 0.25, "truncated"), ("exploded", 0.0, "error"),
-])
+@pytest.mark.parametrize(
+    ("status", "score", "want"),
+    [
+        ("completed", 1.0, "passed"),
+        ("completed", 0.5, "failed"),
+        ("crashed", 0.0, "error"),
+        ("error", 0.0, "error"),
+        ("timeout", 1.0, "timeout"),
+        ("truncated", 0.25, "truncated"),
+        ("exploded", 0.0, "error"),
+    ],
+)
 def test_episode_status_mapping(status: str, score: float, want: str) -> None:
-    calls = [CallRecord(session_id="s1", call_index=i, dialect="openai-chat", prompt_ids=[1] * 10,
-                        completion_ids=[2] * 3) for i in range(2)]
+    calls = [
+        CallRecord(session_id="s1", call_index=i, dialect="openai-chat", prompt_ids=[1] * 10, completion_ids=[2] * 3) for i in range(2)
+    ]
     ep = FakeEpisodeResult(status=status, score=score, calls=calls, timings={"sandbox": 0.1, "total": 2.0})
     a = episode_to_attempt(AttemptJob("s/t", "custom", 0, "c"), ep, 1.0, started="t0", elapsed=3.0)
     assert a.status == want and a.score == score and a.session_id == "s1"
@@ -174,7 +218,8 @@ def test_rubric_suite_without_judge_warns(tmp_path: Path) -> None:
     (suite / "suite.yaml").write_text("name: mini\npass_threshold: 0.5\n")
     (suite / "memo" / "task.yaml").write_text(
         "id: memo\nversion: 1\ncategory: content\ndifficulty: easy\ninstruction: Write memo.md\n"
-        "verifiers:\n  - kind: rubric\n    items:\n      - {criterion: 'has a title', weight: 1}\n")
+        "verifiers:\n  - kind: rubric\n    items:\n      - {criterion: 'has a title', weight: 1}\n"
+    )
     info = EpisodeWorker.describe_suite(RunConfig(suite=str(suite)))
     assert info.pass_threshold == 0.5 and [t.task_id for t in info.tasks] == ["mini/memo"]
     assert len(info.warnings) == 1 and "--judge" in info.warnings[0]
@@ -186,8 +231,7 @@ def test_tasks_take_several_patterns_comma_separated() -> None:
     from clawgym_env.runner import EpisodeWorker
 
     info = EpisodeWorker.describe_suite(RunConfig(suite="procgen-test", tasks="copy-file-01,make-folders-*"))
-    assert [t.task_id for t in info.tasks] == ["procgen-test/copy-file-01", "procgen-test/make-folders-01",
-                                                "procgen-test/make-folders-02"]
+    assert [t.task_id for t in info.tasks] == ["procgen-test/copy-file-01", "procgen-test/make-folders-01", "procgen-test/make-folders-02"]
 
 
 def test_cli_error_keeps_brackets() -> None:
@@ -229,8 +273,22 @@ def test_cli_run_refuses_a_bad_sandbox_or_out_before_running(tmp_path: Path) -> 
 
 
 def test_cli_run_refuses_a_harness_that_is_not_installed(tmp_path: Path) -> None:
-    r = CliRunner().invoke(app, ["bench", "run", "--model", "scripted:x", "--harness", "claude-code",
-                                 "--tasks", "smoke-hello*", "--no-progress", "--out", str(tmp_path / "run")],
-                           env={"COLUMNS": "300", "CLAWGYM_CACHE": str(tmp_path / "empty-cache")})
+    r = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "run",
+            "--model",
+            "scripted:x",
+            "--harness",
+            "claude-code",
+            "--tasks",
+            "smoke-hello*",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        env={"COLUMNS": "300", "CLAWGYM_CACHE": str(tmp_path / "empty-cache")},
+    )
     assert r.exit_code == 2 and "is not installed" in r.output and "clawgym harness install claude-code" in r.output
     assert not list((tmp_path / "run" / "attempts").glob("*.json"))

@@ -45,8 +45,7 @@ def _force(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["host", "socat", "python"])
-async def test_each_bridge_carries_large_requests_both_ways(kind: str, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_each_bridge_carries_large_requests_both_ways(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _force(monkeypatch, kind)
     server = await _echo_server(tmp_path / "p.sock", "proxy-a")
     try:
@@ -73,15 +72,20 @@ async def test_host_bridge_listens_only_inside_and_leaves_nothing(tmp_path: Path
     fds_before = set(os.listdir("/proc/self/fd"))
     netns_before = _net_namespaces_of_our_threads()
     port = 18791
-    probe_host = ("import socket\ns = socket.socket(); s.settimeout(2)\n"
-                  f"try:\n s.connect(('127.0.0.1', {port})); print('OPEN')\nexcept OSError:\n print('closed')\n")
+    probe_host = (
+        "import socket\ns = socket.socket(); s.settimeout(2)\n"
+        f"try:\n s.connect(('127.0.0.1', {port})); print('OPEN')\nexcept OSError:\n print('closed')\n"
+    )
     try:
-        async with create_sandbox("bwrap", SandboxConfig(proxy_socket=tmp_path / "a.sock", proxy_port=port)) as a, \
-                create_sandbox("bwrap", SandboxConfig(proxy_socket=tmp_path / "b.sock", proxy_port=port)) as b:
+        async with (
+            create_sandbox("bwrap", SandboxConfig(proxy_socket=tmp_path / "a.sock", proxy_port=port)) as a,
+            create_sandbox("bwrap", SandboxConfig(proxy_socket=tmp_path / "b.sock", proxy_port=port)) as b,
+        ):
             wait = "import time; time.sleep(1.5)\n"
-            ra, rb = await asyncio.gather(a.exec(["python3", "-c", wait + _ECHO, str(port), "4096"], timeout=60),
-                                          b.exec(["python3", "-c", wait + _ECHO, str(port), "4096"], timeout=60),
-                                          )
+            ra, rb = await asyncio.gather(
+                a.exec(["python3", "-c", wait + _ECHO, str(port), "4096"], timeout=60),
+                b.exec(["python3", "-c", wait + _ECHO, str(port), "4096"], timeout=60),
+            )
             assert ra.stdout.split() == ["a", "4096", "True"], ra.stderr
             assert rb.stdout.split() == ["b", "4096", "True"], rb.stderr
             during = asyncio.ensure_future(a.exec(["sleep", "2"], timeout=30))

@@ -20,8 +20,9 @@ def info():
 
 def _joined_then_run(cg: SandboxCgroup, script: str) -> str:
     """A shell moved in by ``join`` while it waits on its stdin, then let go: what it prints."""
-    p = subprocess.Popen(["sh", "-c", "read go; " + script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
+    p = subprocess.Popen(
+        ["sh", "-c", "read go; " + script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     try:
         cg.join(p.pid)
         out, _ = p.communicate("go\n", timeout=30)

@@ -118,9 +118,11 @@ def test_cli_run_streams_and_returns_the_exit_code(tmp_path: Path) -> None:
 def test_cli_run_bad_options_give_one_error_line(tmp_path: Path) -> None:
     from clawgym_env.cli.main import app
 
-    for args, words in {("--backend", "bwarp"): "sandbox backend 'bwarp' is unknown",
-                        ("--workspace", str(tmp_path / "missing")): "is not a folder",
-                        ("--user", "bob"): "'bob' is not one of"}.items():
+    for args, words in {
+        ("--backend", "bwarp"): "sandbox backend 'bwarp' is unknown",
+        ("--workspace", str(tmp_path / "missing")): "is not a folder",
+        ("--user", "bob"): "'bob' is not one of",
+    }.items():
         r = CliRunner().invoke(app, ["sandbox", "run", *args, "--", "true"], env={"COLUMNS": "300"})
         assert r.exit_code == 2 and r.output.startswith("error: ") and words in r.output, (args, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)

@@ -19,8 +19,10 @@ AGENT = (
     "ln -s ../../../etc/passwd out/up && ln -s new.txt out/inside && "
     "{ setsid sh -c 'sleep 60; echo late > /workspace/late.txt' >/dev/null 2>&1 < /dev/null & }"
 )
-LOOK = ("cd /workspace && ls -A | tr '\\n' ' '; echo; cat kept.txt out/new.txt out/inside; ls -A out | tr '\\n' ' '; "
-        "echo; stat -c %a out/sh; touch /workspace/graded && echo writable")
+LOOK = (
+    "cd /workspace && ls -A | tr '\\n' ' '; echo; cat kept.txt out/new.txt out/inside; ls -A out | tr '\\n' ' '; "
+    "echo; stat -c %a out/sh; touch /workspace/graded && echo writable"
+)
 
 
 def agent_workspace(tmp_path: Path) -> Path:

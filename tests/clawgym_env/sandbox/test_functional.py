@@ -10,10 +10,7 @@ import pytest
 
 from clawgym_env.errors import SandboxExecError
 
-_GET = (
-    "import urllib.request,sys\n"
-    "print(urllib.request.urlopen('http://127.0.0.1:%d/v1/ping', timeout=10).read().decode())\n"
-)
+_GET = "import urllib.request,sys\nprint(urllib.request.urlopen('http://127.0.0.1:%d/v1/ping', timeout=10).read().decode())\n"
 
 
 async def _unix_http_server(path: Path, seen: list[bytes]) -> asyncio.AbstractServer:
@@ -114,8 +111,14 @@ async def test_reaped_workspace_comes_out_clean(make, tmp_path: Path) -> None:
     """The whole workspace after ``reap`` (how an episode's final workspace is taken, host-side on docker):
     links leading out, special files and setuid bits stay behind, unreadable files still come out."""
     sb = await make()
-    await sb.exec(["sh", "-c", "echo ok > real && ln -s /etc/passwd evil && ln -s ../../../ up && ln -s real fine && "
-                   "mkfifo pipe && cp /bin/sh suid && chmod 4755 suid && mkdir d && echo s > d/secret && chmod 000 d/secret"])
+    await sb.exec(
+        [
+            "sh",
+            "-c",
+            "echo ok > real && ln -s /etc/passwd evil && ln -s ../../../ up && ln -s real fine && "
+            "mkfifo pipe && cp /bin/sh suid && chmod 4755 suid && mkdir d && echo s > d/secret && chmod 000 d/secret",
+        ]
+    )
     await sb.reap()
     out = tmp_path / "ws"
     skipped = await sb.download(sb.config.workspace_mount, out)
@@ -188,9 +191,7 @@ async def test_unprivileged_user_inside(make) -> None:
 
 async def test_twenty_concurrent_sandboxes(make) -> None:
     sbs = await asyncio.gather(*(make() for _ in range(20)))
-    results = await asyncio.gather(
-        *(sb.exec(["sh", "-c", f"echo {i} > id && cat id"]) for i, sb in enumerate(sbs))
-    )
+    results = await asyncio.gather(*(sb.exec(["sh", "-c", f"echo {i} > id && cat id"]) for i, sb in enumerate(sbs)))
     assert [r.stdout.strip() for r in results] == [str(i) for i in range(20)]
 
 

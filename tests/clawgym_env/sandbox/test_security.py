@@ -140,7 +140,7 @@ async def test_sigterm_ignoring_double_fork_is_killed_at_close(make) -> None:
     sb = await make()
     marker = f"clawgym-zombie-{uuid.uuid4().hex[:8]}"
     daemon = f"trap '' TERM HUP INT; exec -a {marker} sleep 300"
-    script = f"(setsid sh -c \"{daemon}\" &) ; sleep 300"
+    script = f'(setsid sh -c "{daemon}" &) ; sleep 300'
     running = asyncio.create_task(sb.exec(["sh", "-c", script], timeout=120))
     await wait_for_daemon(marker)
     await sb.close()
@@ -201,8 +201,9 @@ async def test_uploads_never_follow_links_the_agent_planted(make, tmp_path: Path
     src.write_text("CONFIG-5c1e")
     sb = await make()
     await sb.upload(src, "/tmp/home/.config/first.json")  # before any exec (bwrap: host-side copy)
-    r = await sb.exec(["sh", "-c", f"cat /tmp/home/.config/first.json; ln -s {victim} /tmp/home/link; "
-                                   f"ln -s {victim}/f.json /tmp/home/flink"])
+    r = await sb.exec(
+        ["sh", "-c", f"cat /tmp/home/.config/first.json; ln -s {victim} /tmp/home/link; ln -s {victim}/f.json /tmp/home/flink"]
+    )
     assert r.stdout == "CONFIG-5c1e"
     for dest in ("/tmp/home/link/f.json", "/tmp/home/flink"):
         with contextlib.suppress(SandboxExecError):  # refused inside the sandbox is fine too

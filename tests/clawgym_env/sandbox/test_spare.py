@@ -56,10 +56,12 @@ async def _born_inside(sb) -> bool:
         await started.finish(b"", 30)
 
 
-_REPORT = ("import json, os\nn = 0\npids = []\nfor _ in range(100):\n try:\n  pid = os.fork()\n except OSError:\n  break\n"
-           " if pid == 0:\n  import time; time.sleep(3); os._exit(0)\n n += 1\n"
-           "print(json.dumps({'env': dict(os.environ), 'fds': sorted(os.listdir('/proc/self/fd')),"
-           " 'forked': n}))")
+_REPORT = (
+    "import json, os\nn = 0\npids = []\nfor _ in range(100):\n try:\n  pid = os.fork()\n except OSError:\n  break\n"
+    " if pid == 0:\n  import time; time.sleep(3); os._exit(0)\n n += 1\n"
+    "print(json.dumps({'env': dict(os.environ), 'fds': sorted(os.listdir('/proc/self/fd')),"
+    " 'forked': n}))"
+)
 
 
 async def test_first_exec_from_a_spare_is_born_inside_with_its_env_and_no_stray_descriptor(info) -> None:

@@ -36,7 +36,8 @@ def test_committed_suites_are_the_generators_output(tmp_path: Path, prefix: str)
     writers = {"procgen": write_suites, multistep.PREFIX: multistep.write, compose.PREFIX: compose.write}
     for written in writers[prefix](tmp_path):
         assert content_hash(written) == content_hash(repo_tasks_dir() / written.name), (
-            f"tasks/{written.name} differs from the generator: run `python -m clawgym_env.task.{module}`")
+            f"tasks/{written.name} differs from the generator: run `python -m clawgym_env.task.{module}`"
+        )
 
 
 @pytest.mark.parametrize("prefix", GENERATORS)
@@ -61,7 +62,8 @@ def test_rl_suite_is_unseen_train_variants_disjoint_from_test(tmp_path: Path) ->
     (procgen-train) holds none of them, and their parameters come from the train pools only."""
     written = write_rl_suite(tmp_path)
     assert content_hash(written) == content_hash(repo_tasks_dir() / "procgen-train-rl"), (
-        "tasks/procgen-train-rl differs from the generator: run `python -m clawgym_env.task.procgen`")
+        "tasks/procgen-train-rl differs from the generator: run `python -m clawgym_env.task.procgen`"
+    )
     extra, train, test = rl_variants(), generate("train"), generate("test")
     assert len(extra) == RL_PER_TEMPLATE * len(TEMPLATES)
     assert {i.rsplit("-", 1)[1] for i, _ in extra} == {f"{n:02d}" for n in range(13, 13 + RL_PER_TEMPLATE)}

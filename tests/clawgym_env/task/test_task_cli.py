@@ -34,9 +34,11 @@ def test_list_show_and_validate_repo_suite() -> None:
 
 
 def test_validate_reports_every_broken_task(suite_dir: Path) -> None:
-    for name, body in {"a": "id: a\ninstruction: hi\nverifiers: [{kind: nope}]\n",
-                       "b": "id: b\ninstruction: '{{ x'\nverifiers: [{kind: answer, expected: '1'}]\n",
-                       "c": "id: c\ninstruction: ok\nverifiers: [{kind: answer, expected: '1'}]\n"}.items():
+    for name, body in {
+        "a": "id: a\ninstruction: hi\nverifiers: [{kind: nope}]\n",
+        "b": "id: b\ninstruction: '{{ x'\nverifiers: [{kind: answer, expected: '1'}]\n",
+        "c": "id: c\ninstruction: ok\nverifiers: [{kind: answer, expected: '1'}]\n",
+    }.items():
         (suite_dir / name).mkdir()
         (suite_dir / name / "task.yaml").write_text(body)
     res = runner.invoke(app, ["tasks", "validate", str(suite_dir)])
@@ -65,8 +67,15 @@ def test_import_then_check_officeqa_suite(_suites_dir: Path) -> None:
 
 @pytest.mark.sandbox
 def test_check_exits_nonzero_with_a_failure_table(make_task, suite_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    make_task({"id": "bad", "instruction": "say 42", "verifiers": [{"kind": "answer", "expected": "42"}],
-               "solution": "solution/final_message.txt"}, {"solution/final_message.txt": "<answer>30</answer>"})
+    make_task(
+        {
+            "id": "bad",
+            "instruction": "say 42",
+            "verifiers": [{"kind": "answer", "expected": "42"}],
+            "solution": "solution/final_message.txt",
+        },
+        {"solution/final_message.txt": "<answer>30</answer>"},
+    )
     res = runner.invoke(app, ["tasks", "check", str(suite_dir)])
     assert res.exit_code == 1
     assert "1 of 1 task(s) failed" in res.output and "demo/bad" in res.output and "answer/match=0" in res.output
@@ -74,10 +83,16 @@ def test_check_exits_nonzero_with_a_failure_table(make_task, suite_dir: Path) ->
 
 @pytest.mark.sandbox
 def test_check_with_a_scripted_judge_grades_rubric_solutions(make_task, suite_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    make_task({"id": "memo", "instruction": "Write memo.md for the CFO", "workspace": "workspace",
-               "verifiers": [{"kind": "rubric", "files": ["memo.md"], "items": [{"criterion": "Addressed to the CFO"}]}],
-               "solution": "solution/solve.sh"},
-              {"workspace/notes.txt": "q3\n", "solution/solve.sh": "echo 'Dear CFO' > memo.md\n"})
+    make_task(
+        {
+            "id": "memo",
+            "instruction": "Write memo.md for the CFO",
+            "workspace": "workspace",
+            "verifiers": [{"kind": "rubric", "files": ["memo.md"], "items": [{"criterion": "Addressed to the CFO"}]}],
+            "solution": "solution/solve.sh",
+        },
+        {"workspace/notes.txt": "q3\n", "solution/solve.sh": "echo 'Dear CFO' > memo.md\n"},
+    )
     yes, no = tmp_path / "yes.yaml", tmp_path / "no.yaml"
     yes.write_text('default: \'{"reasoning": "Addressed to the CFO.", "verdict": "yes"}\'\n')
     no.write_text('default: \'{"reasoning": "No salutation.", "verdict": "no"}\'\n')

@@ -11,18 +11,56 @@ from hypothesis import strategies as st
 from clawgym_env.errors import TaskSpecError
 from clawgym_env.task.loader import load_task_dir, parse_task
 
-FIELDS = ["id", "version", "category", "difficulty", "instruction", "params", "workspace", "workspace_mount",
-          "hidden", "hidden_mount", "verifiers", "limits", "solution", "metadata", "suite"]
+FIELDS = [
+    "id",
+    "version",
+    "category",
+    "difficulty",
+    "instruction",
+    "params",
+    "workspace",
+    "workspace_mount",
+    "hidden",
+    "hidden_mount",
+    "verifiers",
+    "limits",
+    "solution",
+    "metadata",
+    "suite",
+]
 VFIELDS = ["kind", "file", "weight", "name", "items", "files", "expected", "tolerance", "tag", "source", "timeout_s"]
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=30), st.sampled_from(["t", "code", "script", "rubric", "answer", "hidden/grade.py", "../x",
-                                            "/abs", "{{ x }}", "{% if %}", "easy", "file:out.txt", "workspace"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "t",
+            "code",
+            "script",
+            "rubric",
+            "answer",
+            "hidden/grade.py",
+            "../x",
+            "/abs",
+            "{{ x }}",
+            "{% if %}",
+            "easy",
+            "file:out.txt",
+            "workspace",
+        ]
+    ),
 )
-values = st.recursive(scalars, lambda kids: st.one_of(
-    st.lists(kids, max_size=4), st.dictionaries(st.one_of(st.sampled_from(FIELDS + VFIELDS), st.text(max_size=8)), kids, max_size=5)),
-    max_leaves=20)
+values = st.recursive(
+    scalars,
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=4), st.dictionaries(st.one_of(st.sampled_from(FIELDS + VFIELDS), st.text(max_size=8)), kids, max_size=5)
+    ),
+    max_leaves=20,
+)
 verifier = st.dictionaries(st.sampled_from(VFIELDS), values, max_size=6)
 task_dicts = st.fixed_dictionaries(
     {"id": st.sampled_from(["t", "T", "", 5])},
@@ -67,15 +105,20 @@ def test_random_yaml_text_only_raises_spec_errors(tmp_path: Path, text: str) -> 
 
 
 VALID = {
-    "id": "t", "instruction": "Do {{ a }}", "params": [{"a": 1}], "workspace": "workspace", "hidden": "hidden",
+    "id": "t",
+    "instruction": "Do {{ a }}",
+    "params": [{"a": 1}],
+    "workspace": "workspace",
+    "hidden": "hidden",
     "verifiers": [{"kind": "code", "file": "hidden/grade.py"}, {"kind": "answer", "expected": "1"}],
 }
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(field=st.sampled_from(FIELDS), value=values, vfield=st.sampled_from(VFIELDS), vvalue=values)
-def test_one_mutation_of_a_valid_spec_only_raises_spec_errors(tmp_path: Path, field: str, value: object,
-                                                              vfield: str, vvalue: object) -> None:
+def test_one_mutation_of_a_valid_spec_only_raises_spec_errors(
+    tmp_path: Path, field: str, value: object, vfield: str, vvalue: object
+) -> None:
     d = _task_dir(tmp_path)
     assert parse_task(VALID, d, "demo")
     data = {**VALID, field: value}

@@ -25,8 +25,7 @@ def base(**over: Any) -> dict[str, Any]:
         "params": [{"name": "alpha"}, {"name": "beta"}],
         "workspace": "workspace",
         "hidden": "hidden",
-        "verifiers": [{"kind": "code", "file": "hidden/grade.py", "weight": 0.7},
-                      {"kind": "answer", "expected": "42", "weight": 0.3}],
+        "verifiers": [{"kind": "code", "file": "hidden/grade.py", "weight": 0.7}, {"kind": "answer", "expected": "42", "weight": 0.3}],
         "limits": {"wall_time_s": 60, "model_calls": 5, "memory_mb": 512},
         "solution": "solution/solve.sh",
         "metadata": {"owner": "me"},
@@ -63,8 +62,7 @@ def test_valid_task_expands_params_and_resolves_paths(make_task: Any) -> None:
 
 
 def test_relative_hidden_mount_lands_under_the_workspace(make_task: Any) -> None:
-    tdir = make_task(base(params=[], instruction="go", workspace_mount="/root/.openclaw/workspace",
-                          hidden_mount="reward"), FILES)
+    tdir = make_task(base(params=[], instruction="go", workspace_mount="/root/.openclaw/workspace", hidden_mount="reward"), FILES)
     (spec,) = load_task_dir(tdir, "demo")
     assert spec.id == "t1" and spec.variant is None
     assert spec.hidden_mount == "/root/.openclaw/workspace/reward"
@@ -88,15 +86,17 @@ def test_duplicate_verifier_kinds_get_numbered_names(make_task: Any) -> None:
         ({"verifiers": [{"file": "hidden/grade.py"}]}, "verifiers[0]", "kind"),
         ({"verifiers": []}, "verifiers", "at least one"),
         ({"verifiers": [{"kind": "code", "file": "hidden/grade.py", "weight": -1}]}, "verifiers[0].weight", "larger"),
-        ({"verifiers": [{"kind": "rubric", "items": [{"criterion": "c", "options": {"yes": 2}}]}]},
-         "verifiers[0].items[0].options", "[0, 1]"),
+        (
+            {"verifiers": [{"kind": "rubric", "items": [{"criterion": "c", "options": {"yes": 2}}]}]},
+            "verifiers[0].items[0].options",
+            "[0, 1]",
+        ),
         ({"verifiers": [{"kind": "answer", "expected": "1", "source": "stdout"}]}, "verifiers[0].source", "file:"),
         ({"id": "Bad_Id"}, "id", "lowercase"),
         ({"typo_field": 1}, "typo_field", "remove it"),
         ({"solutoin": "x"}, "solutoin", "did you mean 'solution'"),
         ({"limits": {"model_cals": 3}}, "limits.model_cals", "did you mean 'model_calls'"),
-        ({"verifiers": [{"kind": "answer", "expected": "1", "tolerence": 0.1}]}, "verifiers[0].tolerence",
-         "did you mean 'tolerance'"),
+        ({"verifiers": [{"kind": "answer", "expected": "1", "tolerence": 0.1}]}, "verifiers[0].tolerence", "did you mean 'tolerance'"),
         ({"workspace_mount": "workspace"}, "workspace_mount", "absolute"),
         ({"metadata": {"expected_noop_score": 2}}, "expected_noop_score", "[0, 1]"),
     ],

@@ -19,9 +19,16 @@ def episode() -> list[CallRecord]:
 
 
 def forged(template: CallRecord, index: int, prompt: list[int], text: str, messages: list | None = None) -> CallRecord:
-    return template.model_copy(update={"call_index": index, "prompt_ids": prompt, "completion_ids": FAKE + [2],
-                                       "completion_text": text, "response": {"role": "assistant", "content": text},
-                                       "messages": template.messages if messages is None else messages})
+    return template.model_copy(
+        update={
+            "call_index": index,
+            "prompt_ids": prompt,
+            "completion_ids": FAKE + [2],
+            "completion_text": text,
+            "response": {"role": "assistant", "content": text},
+            "messages": template.messages if messages is None else messages,
+        }
+    )
 
 
 def test_a_made_up_continuation_of_the_main_line_is_foreign() -> None:
@@ -31,7 +38,8 @@ def test_a_made_up_continuation_of_the_main_line_is_foreign() -> None:
     got = classify_episode([*calls, fake])
     assert got[13].kind == "foreign" and got[13].parent == 5 and "beside call(s) 6" in got[13].evidence
     assert got[6].kind == "main" and {i: c.kind for i, c in got.items() if i < 13} == {
-        i: c.kind for i, c in classify_episode(calls).items()}
+        i: c.kind for i, c in classify_episode(calls).items()
+    }
     tree = build_tree(calls + [fake])
     assert tree.foreign_counts() == {calls[0].session_id: 1} and len(tree.calls) == len(calls)
 

@@ -15,8 +15,13 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.mark.slow
 def test_gpu_tree_dry_run_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "gpu_tree.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_tree.py"), "--dry-run", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gpu_tree.py"), "--dry-run", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     assert [r["episode"] for r in results] == ["SYNTHETIC claude-code", "SYNTHETIC openclaw"]

@@ -82,8 +82,14 @@ def test_failed_and_never_continued_calls_are_dead() -> None:
     ]
     tree = build_tree(calls)
     got = {r.call_index: (i.kind, i.dead, i.parent) for r, i in tree.calls.items()}
-    assert got == {0: ("main", True, None), 1: ("retry", False, 0), 2: ("main", True, 1), 3: ("compaction", False, 1),
-                   4: ("main", False, None), 5: ("main", False, 4)}
+    assert got == {
+        0: ("main", True, None),
+        1: ("retry", False, 0),
+        2: ("main", True, 1),
+        3: ("compaction", False, 1),
+        4: ("main", False, None),
+        5: ("main", False, 4),
+    }
     assert "written by call 3" in tree.calls[CallRef("s", 4)].evidence
     pruned = build_tree(calls, filters=TreeFilters(drop_dead=True))
     assert sorted(r.call_index for r in pruned.calls) == [1, 3, 4, 5]
@@ -102,8 +108,10 @@ def test_filters_drop_dead_leaves_and_excluded_kinds_without_touching_the_rest()
 
 
 def test_max_leaves_drops_whole_episodes() -> None:
-    group = [synthetic_episode("openclaw", "wide", EpisodeShape(n_calls=6, system_tokens=50), seed=1),
-             synthetic_episode("claude-code", "narrow", EpisodeShape(n_calls=6, system_tokens=50), seed=2)]
+    group = [
+        synthetic_episode("openclaw", "wide", EpisodeShape(n_calls=6, system_tokens=50), seed=1),
+        synthetic_episode("claude-code", "narrow", EpisodeShape(n_calls=6, system_tokens=50), seed=2),
+    ]
     forest = build_forest(group)
     assert forest.leaf_counts() == {"wide": 6, "narrow": 1}
     kept = build_forest(group, filters=TreeFilters(max_leaves=3))
@@ -179,9 +187,30 @@ def test_public_surface_is_pinned() -> None:
 
     assert tree_pkg.__all__ == sorted(tree_pkg.__all__, key=lambda s: (not s.isupper(), s))
     assert set(tree_pkg.__all__) == {
-        "BRANCH_KINDS", "TREE_ATTENTION", "TREE_FLEX", "BranchKind", "CallClass", "CallInfo", "CallRef", "NaiveBatch", "PackedTree",
+        "BRANCH_KINDS",
+        "TREE_ATTENTION",
+        "TREE_FLEX",
+        "BranchKind",
+        "CallClass",
+        "CallInfo",
+        "CallRef",
+        "NaiveBatch",
+        "PackedTree",
         "PrefixTree",
-        "TreeBlocks", "TreeFilters", "TreeNode", "build_forest", "build_tree", "classify_episode", "load_calls",
-        "pack_naive", "pack_tree", "pack_trees", "register_tree_attention", "register_tree_flex", "tree_attention", "tree_attention_mask",
-        "tree_mask_mod", "unpack_logprobs",
+        "TreeBlocks",
+        "TreeFilters",
+        "TreeNode",
+        "build_forest",
+        "build_tree",
+        "classify_episode",
+        "load_calls",
+        "pack_naive",
+        "pack_tree",
+        "pack_trees",
+        "register_tree_attention",
+        "register_tree_flex",
+        "tree_attention",
+        "tree_attention_mask",
+        "tree_mask_mod",
+        "unpack_logprobs",
     }

@@ -11,8 +11,16 @@ from torch.nn.attention.flex_attention import create_mask, flex_attention
 from clawgym_env.tree import build_forest, pack_tree, pack_trees
 from clawgym_env.tree.synthetic import EpisodeShape, synthetic_group
 
-SHAPE = EpisodeShape(n_calls=4, system_tokens=40, task_tokens=8, completion_tokens=(4, 10),
-                     tool_result_tokens=(4, 10), volatile_tokens=5, retry_at=1, subagent_at=2)
+SHAPE = EpisodeShape(
+    n_calls=4,
+    system_tokens=40,
+    task_tokens=8,
+    completion_tokens=(4, 10),
+    tool_result_tokens=(4, 10),
+    volatile_tokens=5,
+    retry_at=1,
+    subagent_at=2,
+)
 
 
 @pytest.fixture(scope="module")

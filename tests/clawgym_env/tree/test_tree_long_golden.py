@@ -81,8 +81,7 @@ def test_foreign_calls_never_train_while_the_real_subagent_does() -> None:
     assert {shown.calls[CallRef(calls[0].session_id, i)].kind for i in foreign} == {"foreign"}
 
 
-@pytest.mark.parametrize("names", [["claude-code-long", "claude-code-long-wrong", "claude-code-foreign"],
-                                   ["openclaw-compaction"]])
+@pytest.mark.parametrize("names", [["claude-code-long", "claude-code-long-wrong", "claude-code-foreign"], ["openclaw-compaction"]])
 def test_packed_loss_and_gradient_equal_per_call(names: list[str], make_tiny) -> None:
     """GRPO-style loss sum_call A_episode * sum logprob over a group of real long episodes: one packed forward of the
     tree against one forward per call (paths shrunk to 32-token prompt runs, ids renumbered for a tiny model)."""

@@ -83,8 +83,9 @@ def test_tree_is_lossless_and_trains_each_sampled_token_once(calls: list[CallRec
     keys = tree_keys(tree)
     assert len(keys) == len(set(keys)) == tree.num_trainable
     assert set(keys) == sampled_keys(calls)
-    assert tree.num_tokens == len({tuple((c.prompt_ids + c.completion_ids)[: j + 1])
-                                   for c in calls for j in range(len(c.prompt_ids) + len(c.completion_ids))})
+    assert tree.num_tokens == len(
+        {tuple((c.prompt_ids + c.completion_ids)[: j + 1]) for c in calls for j in range(len(c.prompt_ids) + len(c.completion_ids))}
+    )
     whole = pack_tree(tree)
     assert len(whole) == tree.num_tokens
     assert sorted(packed_loss_keys(whole)) == sorted(keys)

@@ -14,9 +14,15 @@ PROMPT = list(range(10, 50))
 
 
 def rec(ep: str, i: int, prompt: list[int], completion: list[int], rows: np.ndarray | None) -> CallRecord:
-    return CallRecord(session_id=ep, call_index=i, dialect="anthropic", prompt_ids=prompt, completion_ids=completion,
-                      logprobs=[-0.1 * (j + 1) - (0.01 if ep == "b" else 0.0) for j in range(len(completion))],
-                      routing=None if rows is None else RoutedExperts.from_array(rows, 8))
+    return CallRecord(
+        session_id=ep,
+        call_index=i,
+        dialect="anthropic",
+        prompt_ids=prompt,
+        completion_ids=completion,
+        logprobs=[-0.1 * (j + 1) - (0.01 if ep == "b" else 0.0) for j in range(len(completion))],
+        routing=None if rows is None else RoutedExperts.from_array(rows, 8),
+    )
 
 
 def random_rows(n: int) -> np.ndarray:

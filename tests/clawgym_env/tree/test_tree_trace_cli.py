@@ -57,8 +57,14 @@ def test_show_reports_bad_input_as_an_error(tmp_path: Path) -> None:
 def test_show_explains_message_level_captures_and_a_bad_tokenizer(tmp_path: Path) -> None:
     from clawgym_env.capture.records import CallRecord
 
-    cap = write(tmp_path / "scripted.jsonl", [CallRecord(session_id="s", call_index=0, dialect="openai-chat",
-                                                          completion_text="done", messages=[{"role": "user", "content": "go"}])])
+    cap = write(
+        tmp_path / "scripted.jsonl",
+        [
+            CallRecord(
+                session_id="s", call_index=0, dialect="openai-chat", completion_text="done", messages=[{"role": "user", "content": "go"}]
+            )
+        ],
+    )
     res = CliRunner().invoke(app, ["show", str(cap)], env={"COLUMNS": "300"})
     assert res.exit_code == 0 and "1 call(s) carry no token ids" in res.output and "token-level backend" in res.output
     ok = write(tmp_path / "ep.jsonl", synthetic_episode("openclaw", shape=SHAPE))

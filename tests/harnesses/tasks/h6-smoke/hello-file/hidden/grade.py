@@ -1,4 +1,5 @@
 """hello.txt must exist and hold exactly "hello world" (a trailing newline is fine)."""
+
 from pathlib import Path
 
 

@@ -1,4 +1,5 @@
 """Each of f01.txt..f20.txt must hold "file NN"; the score is the share that do."""
+
 from pathlib import Path
 
 
