@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README, CI): set up, then run the default, docker, slow and vllm tiers.
+# The test command (README, CI): set up, run the checks (ruff, mypy, import layers), then the default, docker, slow
+# and vllm tiers.
 #   bash scripts/test.sh          all four tiers (what CI runs)
 #   bash scripts/test.sh quick    the default tier only (~4 minutes)
 set -uo pipefail
@@ -14,7 +15,18 @@ run_tier() {  # pytest's exit code 5 (no tests collected) is a failure here
   return $rc
 }
 
+checks() {  # the checked habits, before the tests: lint, format, types, import layers (config in pyproject.toml)
+  echo "==> ruff check, ruff format --check, mypy, lint-imports"
+  local rc=0
+  ruff check clawgym_env trainers harnesses leaderboard experiments || rc=1
+  ruff format --check . || rc=1
+  mypy || rc=1
+  lint-imports || rc=1
+  return $rc
+}
+
 status=0
+checks || status=1
 run_tier "not docker and not slow and not gpu" || status=1
 [ "${1:-}" = "quick" ] && exit $status
 if bash scripts/docker-up.sh; then
