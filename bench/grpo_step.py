@@ -9,8 +9,9 @@ own process, one after the other (``--rounds 2``: before, after, before, after):
   training), extracted with ``git archive`` into a temporary folder, run as the Pass@1 experiment's RL stage ran:
   the SFT adapter merged into a full model, the top 10 layers trained in full (``freeze_bottom`` 20), the
   backend decoding up to 8 calls at a time, each with its own copy of the shared system prompt's keys/values.
-- ``after``: this checkout: the SFT adapter trained as LoRA, the backend decoding all 32 episodes' calls
-  together against one copy of the shared prompt (``_hf_shared``).
+- ``after``: this checkout: the SFT adapter trained as LoRA (``trainers.transfer.arms.RLTrainer``: policy and
+  reference share the frozen bottom's outputs), the backend decoding all 32 episodes' calls together against one
+  copy of the shared prompt (``_hf_shared``).
 
 Per step: wall seconds; the rollout (its wall, and inside it the policy's prefill and decode seconds, which
 run serially on the backend's worker thread, and the per-episode means of sandbox start, harness run
@@ -72,7 +73,7 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
 
     rollout_side.build_batch = keep  # type: ignore[assignment]
 
-    class Trainer(DetachedTrunkForward, TreeGRPOTrainer):
+    class Before(DetachedTrunkForward, TreeGRPOTrainer):
         pass
 
     folder = str(ROOT / "tasks" / "procgen-compose-train")
@@ -83,7 +84,11 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
                          lr_scheduler_type="constant", max_completion_length=64, temperature=1.0, beta=0.02,
                          max_concurrent_episodes=32 if lora else 28, seed=0, use_cpu=True, save_steps=0,
                          **({"use_peft": True} if lora else {}))
-    trainer = Trainer(cfg, a.model, tasks=tasks)
+    if lora:
+        from trainers.transfer.arms import RLTrainer as trainer_class  # the shared frozen bottom (trainers/transfer/forward.py)
+    else:
+        trainer_class = Before
+    trainer = trainer_class(cfg, a.model, tasks=tasks)
     if not lora:
         from trainers.tree_sft.frozen import freeze_bottom
 

@@ -57,7 +57,9 @@ def run(out: Path, work: Path, design: Design, stages: list[str], arms: list[str
     design = saved
     design.check()
     needs_sft = bool({"sft", "train"} & set(stages))
-    dataset = timed("capture", st.capture, work, design) if "capture" in stages or needs_sft else None
+    needs_data = "capture" in stages or (needs_sft and not design.sft.adapter) or (
+        "train" in stages and any(a.kind == "sft-more" for a in chosen))
+    dataset = timed("capture", st.capture, work, design) if needs_data else None
     sft_adapter = timed("sft", st.sft, work, out, design, dataset) if needs_sft else out / "adapters" / "sft"
     for arm in chosen:
         for seed in seeds if seeds is not None else arm.seeds:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.transfer.design import Arm, Design
+from trainers.transfer.evaluate import record_dir
 
 __all__ = ["Cell", "analyze", "compare", "load_cells", "plot_curves"]
 
@@ -49,7 +50,7 @@ def load_cells(out: Path, design: Design) -> dict[Cell, dict[str, dict[str, dict
     cells: dict[Cell, dict[str, dict[str, dict[int, list[float]]]]] = {}
     for arm in design.arms:
         for seed in arm.seeds:
-            for folder in sorted((out / "runs" / arm.name / f"seed{seed}").glob("test-*")):
+            for folder in sorted(record_dir(out, arm.name, seed).glob("test-*")):
                 for a in load_attempts(folder):
                     cell = Cell(arm.name, _mode(folder.name), a.harness)
                     tree = cells.setdefault(cell, {p: defaultdict(dict) for p in PARTS})
@@ -207,7 +208,7 @@ def plot_curves(out: Path, design: Design) -> list[Path]:
         fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.2), squeeze=False)
         drawn = False
         for seed in arm.seeds:
-            hist = out / "runs" / arm.name / f"seed{seed}" / "history.json"
+            hist = record_dir(out, arm.name, seed) / "history.json"
             if not hist.is_file():
                 continue
             steps = json.loads(hist.read_text())

@@ -59,6 +59,8 @@ class SFTPlan:
     lora_r: int = 8
     lora_alpha: int = 16
     seed: int = 0
+    adapter: str = ""
+    """A published SFT adapter (a folder, relative to the repository) to start from instead of training one."""
 
 
 @dataclass

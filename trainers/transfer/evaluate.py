@@ -16,7 +16,13 @@ from pathlib import Path
 from clawgym_env.errors import ConfigError
 from trainers.transfer.design import Design, Evaluation
 
-__all__ = ["bench_command", "best_checkpoint", "complete", "evaluate", "mean_score", "model_spec", "publish_adapter"]
+__all__ = ["bench_command", "best_checkpoint", "complete", "evaluate", "mean_score", "model_spec", "publish_adapter", "record_dir"]
+
+
+def record_dir(out: Path, arm: str, seed: int | None = None) -> Path:
+    """The committed records of an arm (``OUT/records/<arm>``) and of one of its seeds (``.../seed<k>``)."""
+    folder = out / "records" / arm
+    return folder if seed is None else folder / f"seed{seed}"
 
 
 def model_spec(adapter: Path, design: Design, seed: int) -> str:

@@ -13,8 +13,13 @@ def preregistration(design: Design) -> str:
     arms = "\n".join(f"- `{a.name}` ({a.kind}{', through ' + a.harnesses if a.harnesses else ''}): seeds {list(a.seeds)}"
                      for a in design.arms)
     temps = ", ".join(f"T = {t:g}" for t in design.sft_temperatures)
+    start = (f"The published SFT adapter `{s.adapter}` on the embedded SmolLM2-135M-Instruct." if s.adapter else
+             f"""The embedded SmolLM2-135M-Instruct with one LoRA adapter (r = {s.lora_r}, alpha = {s.lora_alpha}, every linear layer of the
+decoder layers above the bottom {s.frozen_layers}), tree SFT for {s.steps} steps of {s.packs_per_step} packs at lr {s.learning_rate:g}
+(cosine, 10% warm-up, seed {s.seed}) on the verifier-filtered expert captures of `{s.suite}` (`{s.tasks}`) through
+`{s.harnesses}`. Every arm continues this adapter and ends as one adapter of the same shape.""")
     n = len(design.rl_templates) + len(design.val_templates) + len(design.test_templates)
-    how = f"a random split, seed {design.split_seed}" if design.split_seed is not None else "roles chosen by hand"
+    how = f"a random split, seed {design.split_seed}," if design.split_seed is not None else "roles chosen by hand"
     return f"""# Pre-registration: does RL through a harness teach what SFT did not?
 
 Written by `trainers/transfer/prereg.py` from `design.json` before any evaluation on the test split.
@@ -27,10 +32,7 @@ it transfers to task types never trained on, beyond what the same SFT adapter do
 more SFT of the same compute does, and what the same RL does when its rewards are shuffled within each group?
 
 ## Starting point (the same for every arm)
-The embedded SmolLM2-135M-Instruct with one LoRA adapter (r = {s.lora_r}, alpha = {s.lora_alpha}, every linear layer of the
-decoder layers above the bottom {s.frozen_layers}), tree SFT for {s.steps} steps of {s.packs_per_step} packs at lr {s.learning_rate:g}
-(cosine, 10% warm-up, seed {s.seed}) on the verifier-filtered expert captures of `{s.suite}` (`{s.tasks}`) through
-`{s.harnesses}`. Every arm continues this adapter and ends as one adapter of the same shape.
+{start}
 
 ## Task types ({how} of the {n} read-then-act templates of `{design.train_suite}`)
 - RL templates (train-pool variants train; test-pool variants `{design.heldout_variants}` are the *held-out variants*):

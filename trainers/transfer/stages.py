@@ -23,7 +23,7 @@ from pathlib import Path
 from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
 from trainers.transfer.design import Arm, Design, Evaluation
-from trainers.transfer.evaluate import best_checkpoint, evaluate, mean_score, publish_adapter
+from trainers.transfer.evaluate import best_checkpoint, evaluate, mean_score, publish_adapter, record_dir
 
 __all__ = ["STAGES", "arm_adapter", "capture", "registered", "sft", "test", "train"]
 
@@ -48,14 +48,18 @@ def capture(work: Path, design: Design) -> Path:
     return out
 
 
-def sft(work: Path, out: Path, design: Design, dataset: Path) -> Path:
+def sft(work: Path, out: Path, design: Design, dataset: Path | None) -> Path:
     """Tree SFT of a LoRA adapter on the expert dataset from the embedded SmolLM2; published to ``adapters/sft``."""
     from clawgym_env.models import default_model_path
     from trainers.tree_sft.config import TreeSFTConfig
     from trainers.tree_sft.trainer import TreeSFTTrainer
 
     final = work / "sft" / "final"
-    if not (final / "adapter_config.json").is_file():
+    if design.sft.adapter:  # a published one (the quick form starts from the full experiment's)
+        from clawgym_env.task.suite import repo_tasks_dir
+
+        final = (repo_tasks_dir().parent / design.sft.adapter).resolve()
+    elif not (final / "adapter_config.json").is_file():
         p = design.sft
         cfg = TreeSFTConfig(output_dir=str(work / "sft"), dataset_path=str(dataset), max_steps=p.steps, learning_rate=p.learning_rate,
                             warmup_steps=0.1, branch_tokens=p.branch_tokens, packs_per_step=p.packs_per_step,
@@ -67,9 +71,10 @@ def sft(work: Path, out: Path, design: Design, dataset: Path) -> Path:
     published = out / "adapters" / "sft"
     if not (published / "adapter_config.json").is_file():
         publish_adapter(final, published)
-        state = json.loads((final / "sft_state.json").read_text())
-        (out / "runs" / "sft").mkdir(parents=True, exist_ok=True)
-        (out / "runs" / "sft" / "history.json").write_text(json.dumps(state["log_history"], indent=1))
+        if (final / "sft_state.json").is_file():
+            state = json.loads((final / "sft_state.json").read_text())
+            record_dir(out, "sft").mkdir(parents=True, exist_ok=True)
+            (record_dir(out, "sft") / "history.json").write_text(json.dumps(state["log_history"], indent=1))
     return published
 
 
@@ -83,7 +88,7 @@ def train(work: Path, out: Path, design: Design, arm: Arm, seed: int, sft_adapte
     from trainers.transfer.arms import train_rl, train_sft_more
 
     target = arm_adapter(out, arm, seed)
-    record = out / "runs" / arm.name / f"seed{seed}"
+    record = record_dir(out, arm.name, seed)
     if (target / "adapter_config.json").is_file() and (record / "selection.json").is_file():
         return target
     run = work / "runs" / arm.name / f"seed{seed}"
@@ -93,11 +98,14 @@ def train(work: Path, out: Path, design: Design, arm: Arm, seed: int, sft_adapte
         candidates = train_rl(run, sft_adapter, design, arm, seed)
     record.mkdir(parents=True, exist_ok=True)
     (record / "history.json").write_text((run / "history.json").read_text())
-    val = Evaluation("val", design.rl.temperature, design.val_attempts)
-    scores = {step: mean_score(evaluate(path, record / f"val-step{step}", design, val, seed)) for step, path in candidates.items()}
-    best = best_checkpoint(scores)
-    print(f"[{arm.name} seed {seed}] validation: " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items()) + f" -> step {best}",
-          flush=True)
+    scores: dict[int, float] = {}
+    best = next(iter(candidates))  # one candidate: nothing to choose, the validation split is not read
+    if len(candidates) > 1:
+        val = Evaluation("val", design.rl.temperature, design.val_attempts)
+        scores = {step: mean_score(evaluate(path, record / f"val-step{step}", design, val, seed)) for step, path in candidates.items()}
+        best = best_checkpoint(scores)
+        print(f"[{arm.name} seed {seed}] validation: " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items())
+              + f" -> step {best}", flush=True)
     publish_adapter(candidates[best], target)
     (record / "selection.json").write_text(json.dumps({"scores": scores, "step": best, "split": design.task_patterns("val")}, indent=1))
     return target
@@ -126,5 +134,5 @@ def test(out: Path, design: Design, arm: Arm, seed: int) -> list[Path]:
     adapter = arm_adapter(out, arm, seed)
     if not (adapter / "adapter_config.json").is_file():
         raise ConfigError(f"{adapter}: no adapter for {arm.name} seed {seed}; run the train stage first")
-    record = out / "runs" / arm.name / f"seed{seed}"
+    record = record_dir(out, arm.name, seed)
     return [evaluate(adapter, record / e.name, design, e, seed) for e in design.evaluations(arm, seed)]
