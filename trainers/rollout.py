@@ -339,8 +339,8 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
         by_harness[g.harness].extend(g.rewards.values())
         out[f"calls/{g.harness}"] = out.get(f"calls/{g.harness}", 0.0) + g.calls
         out["generated_tokens"] = out.get("generated_tokens", 0.0) + g.generated_tokens
-        for status, k in g.statuses.items():
-            out[f"episodes_{status}/{g.harness}"] = out.get(f"episodes_{status}/{g.harness}", 0.0) + k
+        for status, count in g.statuses.items():
+            out[f"episodes_{status}/{g.harness}"] = out.get(f"episodes_{status}/{g.harness}", 0.0) + count
         masked = float(len(g.dropped.get("crashed", [])))
         out["crashed_masked"] = out.get("crashed_masked", 0.0) + masked
         out[f"crashed_masked/{g.harness}"] = out.get(f"crashed_masked/{g.harness}", 0.0) + masked

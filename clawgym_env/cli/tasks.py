@@ -201,7 +201,7 @@ def pull(
     _print_report(report)
 
 
-def _strategies(s: object, extra: list[str] | None, only: str | None) -> list:  # type: ignore[type-arg]
+def _strategies(s: object, extra: list[str] | None, only: str | None) -> list[Any]:
     from clawgym_env.authoring.adversarial import default_strategies, load_strategy, suite_strategies
     from clawgym_env.errors import ConfigError
 
@@ -216,7 +216,7 @@ def _strategies(s: object, extra: list[str] | None, only: str | None) -> list:  
     return found
 
 
-def _print_exploits(console: object, results: list) -> None:  # type: ignore[type-arg]
+def _print_exploits(console: object, results: list[Any]) -> None:
     from rich.table import Table
 
     lifted = [r for r in results if (r.exploit_score or 0) > 0]
@@ -303,7 +303,7 @@ def check(
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task(s.name, total=len(specs))
 
-        async def go() -> list:  # type: ignore[type-arg]
+        async def go() -> list[Any]:
             try:
                 return await check_suite(
                     specs,

@@ -45,8 +45,8 @@ def show(
         kinds = frozenset(k.strip() for k in exclude.split(",") if k.strip())
         filters = TreeFilters(
             drop_dead=drop_dead,
-            exclude_kinds=kinds,
-            max_leaves=max_leaves,  # type: ignore[arg-type]
+            exclude_kinds=kinds,  # type: ignore[arg-type]  # TreeFilters refuses an unknown kind by name
+            max_leaves=max_leaves,
             keep_foreign=foreign,
         )
         records = [c for path in captures for c in load_calls(path)]

@@ -56,7 +56,7 @@ class JobQueue:
         return self._closed
 
     def pending(self) -> int:
-        return sum(1 for j in self._queue._queue if j is not None)  # type: ignore[attr-defined]
+        return len([j for j in self._queue._queue if j is not None])  # type: ignore[attr-defined]  # asyncio.Queue's deque
 
     async def get(self) -> AttemptJob | None:
         """The next job, waiting while the queue is open and empty; None once closed and drained."""

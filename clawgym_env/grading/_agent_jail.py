@@ -42,7 +42,7 @@ _PRELUDE = (
     "    _cgs.stdout.write('\\n%s' + _cgj.dumps(value) + '\\n'); _cgs.stdout.flush()\n" % VALUES_MARK
 )
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TERM")
-_REAL_POPEN = []
+_REAL_POPEN: list[type] = []
 """The real ``subprocess.Popen``, for the jail itself (``jail_subprocess`` replaces it)."""
 
 
@@ -217,7 +217,7 @@ def jail_subprocess(writable=()):
     tempfile.tempdir = tempfile.mkdtemp(prefix="clawgym-checker-")
     roots = [*writable, tempfile.tempdir]
 
-    class JailedPopen(_REAL_POPEN[0]):
+    class JailedPopen(_REAL_POPEN[0]):  # type: ignore[misc, valid-type]  # the real Popen, captured at install
         def __init__(self, args, *pos, **kw):
             if pos:
                 raise TypeError("clawgym_grading: pass Popen options by keyword")

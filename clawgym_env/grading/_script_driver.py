@@ -99,7 +99,7 @@ def main():
                 chunks.append(data)
                 size += len(data)
 
-    proc = subprocess.Popen(req["argv"], stdin=subprocess.DEVNULL, stdout=theirs, cwd=req["cwd"])
+    proc = subprocess.Popen(req["argv"], stdin=subprocess.DEVNULL, stdout=theirs, cwd=req["cwd"])  # type: ignore[call-overload]  # a socket has fileno()
     theirs.close()
     reader = threading.Thread(target=read, daemon=True)
     reader.start()

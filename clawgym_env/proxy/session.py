@@ -220,19 +220,20 @@ class ProxySession:
                 {"name": fn["name"], "arguments": parse_arguments(fn.get("arguments"))}
                 for fn in (t.get("function", t) for t in raw_msg.get("tool_calls") or ())
             ]
-            out = {
+            out: dict[str, Any] = {
                 "content": raw_msg.get("content") or "",
                 "reasoning_content": raw_msg.get("reasoning_content") or "",
                 "tool_calls": calls_in,
             }
             text = c.text or ""
         else:
-            text = c.text
-            if text is None:
+            decoded = c.text
+            if decoded is None:
                 tok = self.backend.tokenizer
                 if tok is None or c.completion_ids is None:
                     raise CallFailed(500, f"policy backend {self.backend.name!r} returned neither text nor ids")
-                text = tok.decode(c.completion_ids, skip_special_tokens=True)
+                decoded = tok.decode(c.completion_ids, skip_special_tokens=True)
+            text = decoded
             out = parse_model_output(text)
         message: dict[str, Any] = {"role": "assistant", "content": out["content"]}
         if out["reasoning_content"]:

@@ -80,6 +80,7 @@ class BwrapFiles(Sandbox):
             raise SandboxExecError(f"upload: host path {src} does not exist")
         target = inside_path(dest, self.config.workspace_mount)
         self._ensure_writable(target)
+        assert self.dir is not None  # started: _ensure_writable refused otherwise
         roots = {self.home: self.dir / "home", "/tmp": self.dir / "tmp", **self._extra}
         if self._pristine and src.is_file() and (host := host_path_in(target, roots, self.config.mounts)) is not None:
             # Nothing has run inside yet, so these folders hold only what we wrote: a host-side copy

@@ -135,7 +135,7 @@ class Spare:
             self.discard()
             raise
         if not ok:
-            err = self.popen.stderr.read1(2000) if self.popen.poll() is not None and self.popen.stderr else b""
+            err = self.popen.stderr.read1(2000) if self.popen.poll() is not None and self.popen.stderr else b""  # type: ignore[attr-defined]  # buffered
             self.discard()
             raise OSError(f"a spare launcher could not join its cgroup: {err.decode(errors='replace').strip() or 'no answer'}")
 
@@ -170,6 +170,7 @@ class Spare:
             # the shell was made by the pool's thread, with that thread's CPUs: the exec runs where its caller
             # runs, as one forked from here would (a run pinned to CPUs keeps its sandboxes on the rollout side's)
             os.sched_setaffinity(popen.pid, os.sched_getaffinity(0))
+            assert popen.stdin is not None  # the spare was made with stdin=PIPE
             while data:
                 data = data[os.write(popen.stdin.fileno(), data) :]
             return await AdoptedProcess.adopt(popen, pidfd, with_stdin)

@@ -13,7 +13,7 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from clawgym_env.errors import SandboxExecError
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Spawned
@@ -216,7 +216,7 @@ def adopt(
     return Running(proc, max_output_bytes, on_output, kill, classify, with_stdin)
 
 
-async def _drain_after_kill(work: asyncio.Future[object], proc: ChildProcess) -> None:
+async def _drain_after_kill(work: asyncio.Future[Any], proc: ChildProcess) -> None:
     """Wait for the killed process; give pipes held open by stray children a short grace."""
     await proc.wait()
     try:

@@ -269,7 +269,7 @@ class BwrapSandbox(BwrapFiles):
         spare = self._spare if cg is not None and Spare.serves([self._bwrap, *cmd], run_env) else None
         if spare is not None:  # already in the cgroup: held for the listener, if any, and until bwrap runs
             self._spare = None
-            host = HeldExec(None, listen, wanted, pipes=spare.hold_pipes())
+            host: HeldExec | None = HeldExec(None, listen, wanted, pipes=spare.hold_pipes())
         else:
             host = HeldExec(cg, listen, wanted) if cg is not None or listen is not None else None
         fds: list[int] = []

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from clawgym_env.errors import ConfigError, SandboxExecError, SandboxStartError
 from clawgym_env.sandbox._fs import inside_path, move_into, rmtree_hard, sanitize_tree
-from clawgym_env.sandbox._process import kill_process_group, start_process
+from clawgym_env.sandbox._process import ChildProcess, kill_process_group, start_process
 from clawgym_env.sandbox.base import ExecResult, OutputCallback, Sandbox, SandboxConfig, SandboxState
 
 __all__ = ["LocalSandbox", "NoIsolationWarning"]
@@ -40,7 +40,7 @@ class LocalSandbox(Sandbox):
     def __init__(self, config: SandboxConfig) -> None:
         super().__init__(config)
         self.dir: Path | None = None
-        self._procs: set[asyncio.subprocess.Process] = set()
+        self._procs: set[ChildProcess] = set()
         self._server: asyncio.AbstractServer | None = None
 
     @property

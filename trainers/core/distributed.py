@@ -56,7 +56,7 @@ def make_accelerator(config: TreeGRPOConfig) -> Accelerator:
 
     if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true"):
         raise ConfigError(_NO_FSDP)
-    out = Path(config.output_dir)
+    out = Path(config.output_dir)  # type: ignore[arg-type]  # TrainingArguments always sets output_dir
     ddp = DistributedDataParallelKwargs(
         find_unused_parameters=bool(config.ddp_find_unused_parameters),
         broadcast_buffers=config.ddp_broadcast_buffers is not False,

@@ -117,6 +117,7 @@ class TreeTrainerBase:
         )
         self.scheduler = self._scheduler(optimizer)
         # a sharded policy is not prepare-d: accelerate would wrap it in DDP on CPU (trainers.core.fsdp)
+        self.optimizer: torch.optim.Optimizer
         self.model, self.optimizer = (model, optimizer) if self.sharded else self.accelerator.prepare(model, optimizer)
         self.accelerator.register_for_checkpointing(self.scheduler)
         self.router_aux_coef = router_aux_coef(config.router_aux_loss_coef, model)
@@ -190,7 +191,7 @@ class TreeTrainerBase:
             optimizer,
             num_warmup_steps=warmup,
             num_training_steps=steps,
-            scheduler_specific_kwargs=c.lr_scheduler_kwargs or None,
+            scheduler_specific_kwargs=c.lr_scheduler_kwargs or None,  # type: ignore[arg-type]  # a dict once TRL parsed it
         )
 
     @property
@@ -410,7 +411,8 @@ class TreeTrainerBase:
         """``<output_dir>/checkpoint-<step>`` (``trainers.core.checkpoint``); every process calls it."""
         from trainers.core.checkpoint import save_checkpoint
 
-        return save_checkpoint(self, Path(path) if path is not None else Path(self.config.output_dir) / f"checkpoint-{self.step}")
+        out = self.config.output_dir
+        return save_checkpoint(self, Path(path) if path is not None else Path(out) / f"checkpoint-{self.step}")  # type: ignore[arg-type]  # TrainingArguments always sets output_dir
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Continue the run saved at ``path``: weights, optimizer, scheduler, RNG, step, version."""

@@ -19,7 +19,7 @@ weights exist only when gathered, collectively (``gather_policy``); checkpoints 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -95,7 +95,7 @@ def gather_policy(model: Any, tokenizer: Any, *, merge_lora: bool) -> PolicyWeig
     import torch.distributed as dist
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    full = cast(dict[str, torch.Tensor], get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)))
     if dist.get_rank() == 0 and merge_lora:
         full = _merge_lora(model, full)
 

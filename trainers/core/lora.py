@@ -74,7 +74,7 @@ def new_adapter(
         targets = sorted({n.rsplit(".", 1)[-1] for n, m in blocks.named_modules() if isinstance(m, torch.nn.Linear)})
     lora = LoraConfig(
         r=r,
-        lora_alpha=alpha,
+        lora_alpha=alpha,  # type: ignore[arg-type]  # peft's stub says int; it scales by a float
         lora_dropout=dropout,
         target_modules=list(targets) if targets else "all-linear",
         layers_to_transform=list(layers) if layers is not None else None,
@@ -156,7 +156,7 @@ def merged_state_dict(peft_model: Any) -> dict[str, torch.Tensor]:
     with torch.no_grad():
         for name, module in base.named_modules():
             if isinstance(module, LoraLayer) and ADAPTER in module.lora_A:
-                deltas[f"{name}.weight"] = module.get_delta_weight(ADAPTER)
+                deltas[f"{name}.weight"] = module.get_delta_weight(ADAPTER)  # type: ignore[attr-defined]  # on every concrete LoraLayer
         out: dict[str, torch.Tensor] = {}
         for key, value in base.state_dict().items():
             if ".lora_" in key:

@@ -203,7 +203,8 @@ class ChildHFBackend(PolicyBackend):
 
     def _request(self, kind: str, payload: Any) -> Future[None]:
         key = next(self._keys)
-        self._pending[key] = future = Future()
+        future: Future[None] = Future()
+        self._pending[key] = future
         self._send(kind, key, payload)
         return future
 
@@ -250,16 +251,16 @@ class ChildHFBackend(PolicyBackend):
             entry = self._calls.get(key)
             if entry is None:
                 continue
-            loop, future = entry
+            loop, call = entry
             result: Any = payload if kind == "done" else PolicyBackendError(f"rollout policy (child process): {payload}")
-            loop.call_soon_threadsafe(deliver, future, result)
+            loop.call_soon_threadsafe(deliver, call, result)
 
     def _fail_all(self, why: str) -> None:
         for future in list(self._pending.values()):
             if not future.done():
                 future.set_exception(PolicyBackendError(why))
-        for loop, future in list(self._calls.values()):
-            loop.call_soon_threadsafe(deliver, future, PolicyBackendError(why))
+        for loop, call in list(self._calls.values()):
+            loop.call_soon_threadsafe(deliver, call, PolicyBackendError(why))
 
     async def aclose(self) -> None:
         """Stop the child (idempotent)."""

@@ -209,7 +209,7 @@ class TrainingRollouts:
             return FixedPolicy() if (c.rollout_backend or "").startswith("scripted:") else ExecutorCopy(self._executor, self.loop)
         return weight_sync_for(
             self.backend,
-            folder=Path(c.output_dir) / "policy-latest",
+            folder=Path(c.output_dir) / "policy-latest",  # type: ignore[arg-type]  # TrainingArguments always sets output_dir
             loop=self.loop,
             broadcast=c.weight_sync == "broadcast",
             device=torch.device(self.device),

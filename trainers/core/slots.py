@@ -30,7 +30,7 @@ class PackSlot:
     extra: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-def build_slots(batch: RolloutBatch, pack_max_tokens: int, branching: bool) -> tuple[list[PackSlot], list[tuple[int, str]]]:
+def build_slots(batch: RolloutBatch, pack_max_tokens: int | None, branching: bool) -> tuple[list[PackSlot], list[tuple[int, str]]]:
     """Pack every trained group's tree; number rollouts globally as (group index, session id).
 
     A pair is (token, rollout): one per call that sampled the token, each with its rollout's

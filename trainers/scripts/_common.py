@@ -64,7 +64,7 @@ def make_tree_parser(
     types = (ScriptArguments, config_cls)
     if subparsers is not None:
         return subparsers.add_parser(command, help=help_text, dataclass_types=types)
-    return TrlParser(types, prog=prog)
+    return TrlParser(types, prog=prog)  # type: ignore[arg-type]  # TRL's alias misses dataclass types
 
 
 def run_script(make_parser: Callable[[], Any], main: Callable[[Any, Any], Any], argv: Sequence[str] | None = None) -> None:

@@ -218,7 +218,7 @@ class TreeGRPOConfig(GRPOConfig):
         default=2.0,
         metadata={"help": "Upper bound C_max of the importance ratio (truncate: clamp; mask: zero above); TRL's default is 3.0."},
     )
-    gradient_checkpointing: bool | None = field(
+    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]  # None: not given (old name)
         default=None, metadata={"help": "Old name of activation_checkpointing (off by default for tree packs)."}
     )
     logging_steps: float = field(default=1, metadata={"help": "Log every X steps."})
@@ -233,7 +233,7 @@ class TreeGRPOConfig(GRPOConfig):
         refuse_unused(self, _TRL_FIELDS)
         # never read (a step is pairs_per_step groups), but GRPOConfig requires its generation batch (8 by default)
         # to be a multiple of num_generations: make it one group, so any group size passes
-        self.per_device_train_batch_size = self.num_generations
+        self.per_device_train_batch_size = self.num_generations  # type: ignore[assignment]  # set: TRL defaults it to 8
         super().__post_init__()
 
     @property

@@ -62,13 +62,18 @@ class TrunkCache:
         for layer in self.cache.layers:  # drop the last pack's branches; detach: they were in its graph
             if layer.is_initialized:
                 layer.keys, layer.values = layer.keys[..., :n, :].detach(), layer.values[..., :n, :].detach()
+        assert self.ids is not None and self.pos is not None  # cropped only after a forward
         self.ids, self.pos = self.ids[:, :n], self.pos[:, :n]
 
     def get(self, ids: torch.Tensor, pos: torch.Tensor, start: int, forward: TrunkForward) -> Any:
         """A cache holding exactly the KV of ``ids[:, :start]`` at ``pos[:, :start]``: the part it shares with the
         kept trunk is reused, the rest forwarded."""
         kept = 0 if self.ids is None else min(start, int(self.ids.shape[1]))
-        same = (self.ids[0, :kept] == ids[0, :kept]) & (self.pos[0, :kept] == pos[0, :kept]) if kept else torch.zeros(0, dtype=torch.bool)
+        if kept:
+            assert self.ids is not None and self.pos is not None
+            same = (self.ids[0, :kept] == ids[0, :kept]) & (self.pos[0, :kept] == pos[0, :kept])
+        else:
+            same = torch.zeros(0, dtype=torch.bool)
         common = int(same.long().cumprod(0).sum())
         with torch.no_grad():
             if common:

@@ -114,7 +114,7 @@ class TreeSFTTrainer:
         self.rng.shuffle(order)
         for _, harness, calls in order:
             by_harness[harness].append([_as_target(c) for c in calls])
-        out = []
+        out: list[tuple[str, PackedTree]] = []
         for harness, eps in sorted(by_harness.items()):
             # trunk + branch_tokens: a long shared system prompt gets a big pack, a short one small packs (mask rows x N)
             budget = min(int(self.config.max_length or 0), max(len(e[0].prompt_ids or []) for e in eps) + self.config.branch_tokens)
@@ -143,14 +143,15 @@ class TreeSFTTrainer:
         queue: list[tuple[str, PackedTree, int]] = []
         while self.step < self.total_steps:
             t0 = time.perf_counter()
-            batch = []
+            batch: list[tuple[str, PackedTree, int]] = []
             while len(batch) < c.packs_per_step:
                 if not queue:
                     queue = self._epoch()
                 batch.append(queue.pop())
             self.optimizer.zero_grad(set_to_none=True)
             tokens = sum(int(p.sampler_token.numel()) for _, p, _ in batch)  # per call, as pack_nll counts
-            total, per_h = 0.0, defaultdict(lambda: [0.0, 0])
+            total = 0.0
+            per_h: defaultdict[str, list[float]] = defaultdict(lambda: [0.0, 0])
             trunk = TrunkCache()  # the step's packs of one harness share its trunk's forward
             batch.sort(key=lambda hp: hp[0])
             for harness, pack, key in batch:
@@ -189,7 +190,7 @@ class TreeSFTTrainer:
     def save(self, path: str | Path | None = None) -> Path:
         """Model + tokenizer, or with ``use_peft`` the adapter alone (folders ``hf:`` backends and ``bench run`` load),
         and the log history."""
-        out = Path(path) if path is not None else Path(self.config.output_dir) / "final"
+        out = Path(path) if path is not None else Path(self.config.output_dir) / "final"  # type: ignore[arg-type]  # TrainingArguments always sets output_dir
         out.mkdir(parents=True, exist_ok=True)
         if self.config.use_peft:
             from trainers.core.lora import save_adapter

@@ -96,6 +96,8 @@ def find_vllm(vllm_bin: str | None = None) -> VLLMInstall:
             f"cannot launch vLLM: {exe!r} (CLAWGYM_VLLM_BIN or vllm_bin=) not found; "
             "point it at the `vllm` CLI or the Python of your vLLM environment"
         )
+    python: str | None
+    cli: str | None
     if Path(path).name.startswith("python"):
         python, cli = path, None
     else:

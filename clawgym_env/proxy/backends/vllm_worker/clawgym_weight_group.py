@@ -29,8 +29,8 @@ def open_group(host: str, port: int, rank: int, world_size: int, backend: str, t
     timeout = timedelta(seconds=timeout_s)
     store = dist.TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout)
     if backend == "nccl":
-        return dist.ProcessGroupNCCL(store, rank, world_size)
-    return dist.ProcessGroupGloo(store, rank, world_size, timeout)
+        return dist.ProcessGroupNCCL(store, rank, world_size)  # type: ignore[call-arg, return-value]  # torch stub: options optional
+    return dist.ProcessGroupGloo(store, rank, world_size, timeout)  # type: ignore[return-value]  # a ProcessGroup backend
 
 
 def tensor_meta(state: dict[str, torch.Tensor]) -> list[TensorMeta]:
