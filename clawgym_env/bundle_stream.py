@@ -52,7 +52,7 @@ class _CountingGunzip(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]  # io.RawIOBase's buffer protocol
         want = len(b)
         while not self._pending and (self._pos < len(self._data) or self._z.unconsumed_tail):
             if self._z.eof:
@@ -98,7 +98,7 @@ class _BoundedInfo(tarfile.TarInfo):
     def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # the one hook tarfile has before the read
         if self.type in self._META and self.size > 1024 * 1024:
             raise LeaderboardError(f"bundle has an extended tar header of {self.size} bytes; refused (the limit is 1 MiB)")
-        return super()._proc_member(tarfile_)  # type: ignore[misc]
+        return super()._proc_member(tarfile_)  # type: ignore[misc]  # tarfile's private hook, bounded
 
 
 def bounded_members(

@@ -47,7 +47,7 @@ def episode_from_attempt(result: AttemptResult, capture: Path) -> EpisodeResult:
         session_id=result.session_id,
         task_id=result.task_id,
         harness=result.harness,
-        status=result.episode_status or _STATUS.get(result.status, result.status),  # type: ignore[arg-type]
+        status=result.episode_status or _STATUS.get(result.status, result.status),  # type: ignore[arg-type]  # an episode status string
         score=result.score,
         error=result.error,
         calls=calls,

@@ -104,7 +104,7 @@ class DeltaWriter:
         if base is not None:
             ref, shared = base
             delta["prompt"] = [ref.call_index, shared]
-            data["prompt_ids"] = record.prompt_ids[shared:]  # type: ignore[index]
+            data["prompt_ids"] = record.prompt_ids[shared:]  # type: ignore[index]  # a prompt is there: shared > 0
             if ref is not last:
                 cands.insert(0, ref)
             if routing is not None and ref.routing is not None and (rows := routing.shared_rows(ref.routing, shared)):
@@ -161,7 +161,7 @@ class DeltaWriter:
             if not cands or not cands[0].prompt_ids:
                 return None
             base = cands[0]
-            shared = _common_prefix(prompt, base.prompt_ids + (base.completion_ids or []))  # type: ignore[operator]
+            shared = _common_prefix(prompt, base.prompt_ids + (base.completion_ids or []))  # type: ignore[operator]  # checked non-empty just above
             return (base, shared) if shared else None
         hint = hints.prompt
         if hint is None or not hint.shared:

@@ -205,7 +205,7 @@ def _strategies(s: object, extra: list[str] | None, only: str | None) -> list[An
     from clawgym_env.authoring.adversarial import default_strategies, load_strategy, suite_strategies
     from clawgym_env.errors import ConfigError
 
-    found = default_strategies() + suite_strategies(s.spec.metadata, s.path)  # type: ignore[attr-defined]
+    found = default_strategies() + suite_strategies(s.spec.metadata, s.path)  # type: ignore[attr-defined]  # a loaded Suite
     found += [load_strategy(ref) for ref in extra or []]
     if only:
         names = {n.strip() for n in only.split(",") if n.strip()}
@@ -228,14 +228,14 @@ def _print_exploits(console: object, results: list[Any]) -> None:
     ][:40]
     played = sum(len(r.attempts) for r in results)
     if not shown:
-        console.print(f"{title} ({played} attempts played)")  # type: ignore[attr-defined]
+        console.print(f"{title} ({played} attempts played)")  # type: ignore[attr-defined]  # a rich Console
         return
     table = Table(
         "task", "best gaming score", "by", "max_exploit_score", "status", title=title, caption=f"{played} attempts played; worst first"
     )
     for r in shown:
         table.add_row(r.task_id, f"{r.exploit_score or 0:.3f}", r.exploit_by, f"{r.max_exploit:g}", r.exploit_status)
-    console.print(table)  # type: ignore[attr-defined]
+    console.print(table)  # type: ignore[attr-defined]  # a rich Console
 
 
 @app.command()

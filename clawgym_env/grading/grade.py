@@ -186,7 +186,7 @@ class _Grading:
             raise ConfigError(f"{task.full_id}: its hidden files go inside the workspace; grade a copy, not layers")
         if rel and lower is not None and _shadowed(lower, rel):  # the agent put something where the hidden files go
             lower = self.staging / "workspace"
-            copy_tree_safely(ws.src, lower)  # type: ignore[arg-type]
+            copy_tree_safely(ws.src, lower)  # type: ignore[arg-type]  # bwrap layers have a source
             victim = lower / rel.split("/")[0]
             if victim.is_symlink() or victim.is_file():
                 victim.unlink()

@@ -117,7 +117,7 @@ def _read(text: str, start: int, found: list[FoundObject], opened: set[int]) -> 
             stack.pop()
             value, digest, depth = top.value, _close(top), top.depth + 1
             if is_object and depth <= MAX_DEPTH:
-                found.append(FoundObject(top.start, top.value, digest))  # type: ignore[arg-type]
+                found.append(FoundObject(top.start, top.value, digest))  # type: ignore[arg-type]  # an object's value is a dict
             if not stack:
                 return
             top = stack[-1]
@@ -144,10 +144,10 @@ def _read(text: str, start: int, found: list[FoundObject], opened: set[int]) -> 
             digest, depth = _digest(b"s", json.dumps(value).lower().encode()), 0
         if isinstance(top.value, dict):
             top.value[top.key] = value
-            top.parts[top.key] = digest  # type: ignore[call-overload]
+            top.parts[top.key] = digest  # type: ignore[call-overload]  # parts mirror the value: a dict here
         else:
             top.value.append(value)
-            top.parts.append(digest)  # type: ignore[union-attr]
+            top.parts.append(digest)  # type: ignore[union-attr]  # parts mirror the value: a list here
         top.depth = max(top.depth, depth)
         top.expect = "comma_or_end"
 

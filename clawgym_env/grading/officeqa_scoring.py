@@ -216,7 +216,7 @@ class _CommaSplits:
         for i in range(n - 1, -1, -1):
             for k in range(m):
                 ok[i][k] = any(
-                    ok[j + 1][k + 1] and accept(wanted[k], value)  # type: ignore[operator]
+                    ok[j + 1][k + 1] and accept(wanted[k], value)  # type: ignore[operator]  # bool and bool
                     for j, value in self.items[i]
                 )
         return ok[0][0]

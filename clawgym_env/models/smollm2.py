@@ -72,7 +72,7 @@ def _convert(gguf: Path, out: Path) -> None:
     model.generation_config.eos_token_id = im_end
     model.config.eos_token_id = im_end
     # The weights are already dequantized; drop the GGUF quantizer so the folder saves as plain fp32.
-    model.hf_quantizer = None  # type: ignore[assignment]
+    model.hf_quantizer = None  # type: ignore[assignment]  # transformers types it as set
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tok.save_pretrained(out)

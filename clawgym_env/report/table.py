@@ -62,7 +62,7 @@ def summary_tables(manifest: RunManifest, metrics: Metrics) -> Group:
     parts: list[object] = [head, _table("overall", "run", {"all": metrics.overall}, ks)]
     parts.append(_table("per harness", "harness", metrics.per_harness, ks))
     parts.append(_table("per category", "category", metrics.per_category, ks))
-    return Group(*parts)  # type: ignore[arg-type]
+    return Group(*parts)  # type: ignore[arg-type]  # rich renders str and Table alike
 
 
 def print_report(out_dir: Path, console: Console | None = None) -> Metrics:

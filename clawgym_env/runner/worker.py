@@ -174,7 +174,7 @@ def _error_result(job: AttemptJob, status: str, error: str, started: str, t0: fl
         harness=job.harness,
         attempt=job.attempt,
         category=job.category,
-        status=status,  # type: ignore[arg-type]
+        status=status,  # type: ignore[arg-type]  # one of AttemptStatus, mapped above
         score=0.0,
         error=error,
         session_id=job.session_id,
@@ -210,7 +210,7 @@ def episode_to_attempt(job: AttemptJob, ep: Any, pass_threshold: float, *, start
         harness=job.harness,
         attempt=job.attempt,
         category=job.category,
-        status=status,  # type: ignore[arg-type]
+        status=status,  # type: ignore[arg-type]  # one of AttemptStatus, mapped above
         score=score,
         subscores={k: float(v) for k, v in (ep.subscores or {}).items()},
         verifier_output=_utf8(str(ep.verifier_output or "")[-20000:]),

@@ -79,7 +79,7 @@ class AdoptedProcess:
         readers = []
         for pipe in (popen.stdout, popen.stderr):
             reader = asyncio.StreamReader(limit=2**16)
-            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)  # type: ignore[misc]
+            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)  # type: ignore[misc]  # the default binds this pipe's reader
             readers.append(reader)
         writer = None
         if with_stdin:
@@ -127,7 +127,7 @@ class Spare:
             finally:
                 os.close(info_w)
                 os.close(block_r)
-            out = self.popen.stdout.fileno()  # type: ignore[union-attr]
+            out = self.popen.stdout.fileno()  # type: ignore[union-attr]  # made with stdout=PIPE
             ready = select.poll()  # not select(): a busy process's descriptors go past 1024
             ready.register(out, select.POLLIN)
             ok = bool(ready.poll(_READY_S * 1000)) and os.read(out, 1) == b"r"

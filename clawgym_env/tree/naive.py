@@ -63,7 +63,7 @@ def pack_naive(tree: PrefixTree) -> NaiveBatch:
         lp = torch.zeros(row.shape[0], dtype=torch.float32)
         if info.trainable:
             mask[len(prompt) :] = True
-            node_lps = _path_logprobs(info.end)  # type: ignore[arg-type]
+            node_lps = _path_logprobs(info.end)  # type: ignore[arg-type]  # a trainable call ends at a node
             lp[len(prompt) :] = torch.tensor(node_lps[len(prompt) :], dtype=torch.float32)
         rows.append(row)
         refs.append(ref)
@@ -72,7 +72,7 @@ def pack_naive(tree: PrefixTree) -> NaiveBatch:
         lps.append(lp)
         rix.append(tree.rollout_index(ref.episode_id))
     routed = any(n.routing is not None for n in tree.nodes())
-    routing = [_path_routing(tree.calls[r].end) for r in refs] if routed else None  # type: ignore[arg-type]
+    routing = [_path_routing(tree.calls[r].end) for r in refs] if routed else None  # type: ignore[arg-type]  # every call ends at a node
     return NaiveBatch(rows, refs, plens, masks, lps, rix, routing)
 
 

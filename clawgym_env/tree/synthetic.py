@@ -53,7 +53,7 @@ def _call(session: str, idx: int, prompt: Sequence[int], completion: Sequence[in
         completion_ids=list(completion),
         logprobs=[-rng.random() * 3.0 for _ in completion],
         latency_s=round(0.05 + rng.random() * 0.5, 3),
-        **extra,  # type: ignore[arg-type]
+        **extra,  # type: ignore[arg-type]  # test records: fields by name
     )
 
 

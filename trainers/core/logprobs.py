@@ -76,7 +76,7 @@ def pack_logprobs(
     ``inner`` is the model itself when ``model`` is a wrapper that only forwards (DDP).
     """
     inner = model if inner is None else inner
-    inputs = pack.model_inputs(mask_kind, dtype=dtype, device=device)  # type: ignore[arg-type]
+    inputs = pack.model_inputs(mask_kind, dtype=dtype, device=device)  # type: ignore[arg-type]  # a dtype, not a str
     if chunk_size == 0:
         return pack.token_logprobs(model(**inputs).logits[0].float() / temperature)
     _check_plain_head(inner.config)

@@ -237,7 +237,7 @@ class TrainingRollouts:
             filters=filters,
             policy_version=policy_version,
             skip_zero_variance=c.drop_zero_variance_from_loss,
-            crashed=c.crashed_episodes,  # type: ignore[arg-type]
+            crashed=c.crashed_episodes,  # type: ignore[arg-type]  # checked by the config
             crashed_reward=c.crashed_reward,
         )
         lags = [group_staleness(eps, policy_version) for _, _, eps in groups]
@@ -259,7 +259,7 @@ class TrainingRollouts:
             roots=int(c.num_generations or 1),
             points=c.branch_points,
             per_point=c.branches_per_point,
-            mode=c.branch_strategy,  # type: ignore[arg-type]
+            mode=c.branch_strategy,  # type: ignore[arg-type]  # checked by the config
             rng=self.rng,
             workdir=stream.out_dir / "branch-roots",
         )

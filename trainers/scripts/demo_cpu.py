@@ -75,8 +75,8 @@ def build(a: argparse.Namespace) -> Any:
         from trainers.tree_ppo.config import TreePPOConfig as Config
         from trainers.tree_ppo.trainer import TreePPOTrainer as Trainer
     else:
-        from trainers.tree_grpo.config import TreeGRPOConfig as Config  # type: ignore[assignment]
-        from trainers.tree_grpo.trainer import TreeGRPOTrainer as Trainer  # type: ignore[assignment]
+        from trainers.tree_grpo.config import TreeGRPOConfig as Config  # type: ignore[assignment]  # the GRPO pair under the same names
+        from trainers.tree_grpo.trainer import TreeGRPOTrainer as Trainer  # type: ignore[assignment]  # the GRPO pair under the same names
     extra = {"value_warmup_steps": 2, "value_learning_rate": 3e-3} if a.algo == "ppo" else {"drop_zero_variance_from_loss": True}
     if a.async_rollouts:
         extra.update(async_rollouts=True, max_staleness=a.max_staleness)

@@ -32,7 +32,7 @@ def rollout_advantages(batch: RolloutBatch, scale_rewards: str = "group") -> dic
             groups.append(gi)
     if not keys:
         return {}
-    adv = group_advantages(torch.tensor(rewards), torch.tensor(groups), scale_rewards=scale_rewards)  # type: ignore[arg-type]
+    adv = group_advantages(torch.tensor(rewards), torch.tensor(groups), scale_rewards=scale_rewards)  # type: ignore[arg-type]  # TRL's literal, checked by the config
     return dict(zip(keys, adv.tolist(), strict=True))
 
 

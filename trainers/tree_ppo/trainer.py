@@ -73,7 +73,7 @@ class TreePPOTrainer(TreeTrainerBase):
         total, v_loss = float(counts.sum().clamp(min=1)), 0.0
         for s in slots:
             dtype = next(self.value_model.parameters()).dtype
-            values = self.value_model(**s.pack.model_inputs(self.mask_kind, dtype=dtype, device=self.device))  # type: ignore[arg-type]
+            values = self.value_model(**s.pack.model_inputs(self.mask_kind, dtype=dtype, device=self.device))  # type: ignore[arg-type]  # a dtype, not a str
             v = values[s.pack.prev_index[s.pair_token].to(values.device)]
             ret = (s.extra["node_value"] if c.branching else returns[s.pair_rollout]).to(v.device)
             old = s.extra.get("old_values", v.detach())
@@ -95,7 +95,7 @@ class TreePPOTrainer(TreeTrainerBase):
         if c.whiten_advantages and all_adv.numel() > 1:
             mean, std = all_adv.mean(), all_adv.std()
             for s in slots:
-                s.advantages = (s.advantages - mean) / (std + 1e-8)  # type: ignore[operator]
+                s.advantages = (s.advantages - mean) / (std + 1e-8)  # type: ignore[operator]  # set by the loss pieces before
         return metrics
 
     def extra_state(self) -> dict[str, Any]:

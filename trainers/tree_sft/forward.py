@@ -179,7 +179,7 @@ class DetachedTrunkForward:
     model: Any
 
     def setup_models(self) -> None:
-        super().setup_models()  # type: ignore[misc]
+        super().setup_models()  # type: ignore[misc]  # a mixin over the trainer class
         self.trunks: dict[int, TrunkCache] = {}
         """id(unwrapped model) -> its kept trunk."""
         # accelerate's AcceleratedOptimizer steps the torch optimizer it wraps; its hooks fire there
@@ -191,7 +191,7 @@ class DetachedTrunkForward:
 
     def load_checkpoint(self, path: Any) -> None:
         self.forget_trunk(self.model)
-        super().load_checkpoint(path)  # type: ignore[misc]
+        super().load_checkpoint(path)  # type: ignore[misc]  # a mixin over the trainer class
 
     def forward_logprobs(self, model: Any, pack: PackedTree) -> torch.Tensor:
         # the branches go through the (DDP) wrapper's forward, so its gradient all-reduce runs (2-process test)

@@ -76,7 +76,7 @@ class ScriptedBackend(PolicyBackend):
             self._add_rule(r, "rules")
         self._pos = 0
         self._tokenizer = tokenizer
-        self.TOKEN_LEVEL = tokenizer is not None  # type: ignore[misc]
+        self.TOKEN_LEVEL = tokenizer is not None  # type: ignore[misc]  # per instance: ids only with a tokenizer
 
     @classmethod
     def from_file(cls, path: Path | str, *, tokenizer: Any | None = None) -> ScriptedBackend:

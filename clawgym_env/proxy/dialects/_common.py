@@ -120,7 +120,7 @@ def guarded(parse: F) -> F:
         parsed.stop = [str(x) for x in parsed.stop]
         return parsed
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
 
 
 def dumps(obj: Any) -> bytes:
