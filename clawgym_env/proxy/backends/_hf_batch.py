@@ -100,8 +100,15 @@ class RunningBatch:
         pos = self.cache.pos
         mask = (torch.arange(int(pos.max()) + 1, device=dev)[None, :] <= pos[:, None])[:, None, None, :]
         trunk = self.trunk if self.trunk is not None and any(self.uses) else None
-        out = backend.model(input_ids=nxt, attention_mask=mask, position_ids=positions, use_cache=True, trunk=trunk,
-                            trunk_uses=torch.tensor(self.uses, device=dev), **{backend.cache_arg: self.cache})
+        out = backend.model(
+            input_ids=nxt,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            trunk=trunk,
+            trunk_uses=torch.tensor(self.uses, device=dev),
+            **{backend.cache_arg: self.cache},
+        )
         self.cache.pos = pos + live.long()
         if backend.routing is not None:
             experts = backend.routing.take()  # one row per slot, in slot order
@@ -291,8 +298,14 @@ class Batcher:
         job.version = b.policy_version
         stats["calls"] += 1
         try:  # what one request asks (its seed, its prompt) can fail only that request: never the batch, never a hang
-            row = Row(job, tokenizer=b.tokenizer, eos=b.eos_token_ids, max_positions=b.max_positions,
-                      raw_logprobs=b.logprobs_mode == "raw", num_experts=b.routing.num_experts if b.routing else None)
+            row = Row(
+                job,
+                tokenizer=b.tokenizer,
+                eos=b.eos_token_ids,
+                max_positions=b.max_positions,
+                raw_logprobs=b.logprobs_mode == "raw",
+                num_experts=b.routing.num_experts if b.routing else None,
+            )
             if row.done:  # no room for a single token
                 job.loop.call_soon_threadsafe(_finish, job, row.result())
                 return

@@ -35,8 +35,9 @@ class Job:
 class Row:
     """One request's decoding state inside the running batch."""
 
-    def __init__(self, job: Job, *, tokenizer: Any, eos: set[int], max_positions: int, raw_logprobs: bool,
-                 num_experts: int | None = None) -> None:
+    def __init__(
+        self, job: Job, *, tokenizer: Any, eos: set[int], max_positions: int, raw_logprobs: bool, num_experts: int | None = None
+    ) -> None:
         import torch
 
         self.job = job

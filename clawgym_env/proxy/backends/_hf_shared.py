@@ -17,7 +17,7 @@ of the forward, and is transformers' SDPA (masks and all) without it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
@@ -70,9 +70,15 @@ class SlotLayer(DynamicLayer):
         k = like.new_zeros((s, like.shape[1], w, like.shape[3]))
         v = like.new_zeros((s, like.shape[1], w, like.shape[3]))
         if self.buf_k is not None:
-            k[:have_s, :, :have_w] = self.buf_k
-            v[:have_s, :, :have_w] = self.buf_v
+            old_k, old_v = self.buffers()
+            k[:have_s, :, :have_w] = old_k
+            v[:have_s, :, :have_w] = old_v
         self.buf_k, self.buf_v = k, v
+
+    def buffers(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The key and value buffers, once ``reserve`` has made them."""
+        assert self.buf_k is not None and self.buf_v is not None, "reserve() makes the buffers first"
+        return self.buf_k, self.buf_v
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.is_initialized:
@@ -103,53 +109,63 @@ class SlotCache(Cache):
 
     def __init__(self, num_layers: int, device: torch.device | str) -> None:
         self.pos = torch.zeros(0, dtype=torch.long, device=device)
-        super().__init__(layers=[SlotLayer(self) for _ in range(num_layers)])
+        self.slot_layers = [SlotLayer(self) for _ in range(num_layers)]  # Cache.layers, typed as what they are
+        super().__init__(layers=list(self.slot_layers))
 
     def slot(self, i: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Slot ``i``'s keys/values per layer, ``(1, kv_heads, length, head_dim)`` views."""
         n = int(self.pos[i])
-        return [(layer.buf_k[i : i + 1, :, :n], layer.buf_v[i : i + 1, :, :n]) for layer in self.layers]  # type: ignore[attr-defined]
+        return [(k[i : i + 1, :, :n], v[i : i + 1, :, :n]) for k, v in (layer.buffers() for layer in self.slot_layers)]
 
     def put(self, i: int, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         """Copy one call's keys/values (``(1, kv_heads, n, head_dim)`` per layer) into slot ``i``."""
         n = layers[0][0].shape[2]
         if i >= self.pos.shape[0]:
             self.pos = torch.cat([self.pos, self.pos.new_zeros(i + 1 - self.pos.shape[0])])
-        for layer, (k, v) in zip(self.layers, layers, strict=True):
-            layer.reserve(i + 1, n, k)  # type: ignore[attr-defined]
-            layer.buf_k[i, :, :n] = k[0]  # type: ignore[attr-defined]
-            layer.buf_v[i, :, :n] = v[0]  # type: ignore[attr-defined]
+        for layer, (k, v) in zip(self.slot_layers, layers, strict=True):
+            layer.reserve(i + 1, n, k)
+            buf_k, buf_v = layer.buffers()
+            buf_k[i, :, :n] = k[0]
+            buf_v[i, :, :n] = v[0]
             layer.lazy_initialization(k, v)
         self.pos[i] = n
 
     def shift(self, i: int, n: int) -> None:
         """Drop slot ``i``'s first ``n`` tokens (now read from the trunk): the rest moves to the front."""
         m = int(self.pos[i])
-        for layer in self.layers:
-            for buf in (layer.buf_k, layer.buf_v):  # type: ignore[attr-defined]
+        for layer in self.slot_layers:
+            for buf in layer.buffers():
                 buf[i, :, : m - n] = buf[i, :, n:m].clone()
         self.pos[i] = m - n
 
     def width(self) -> int:
         """Tokens of room each slot has now."""
-        buf = self.layers[0].buf_k  # type: ignore[attr-defined]
+        buf = self.slot_layers[0].buf_k
         return 0 if buf is None else int(buf.shape[2])
 
     def keep(self, slots: list[int]) -> None:
         """Move ``slots`` to the front, in order (the others are dropped)."""
         index = torch.tensor(slots, dtype=torch.long, device=self.pos.device)
         width = int(self.pos[index].max()) if slots else 0
-        for layer in self.layers:
-            if layer.buf_k is not None:  # type: ignore[attr-defined]
-                layer.buf_k = layer.buf_k[index, :, :max(width, 1)].clone()  # type: ignore[attr-defined]
-                layer.buf_v = layer.buf_v[index, :, :max(width, 1)].clone()  # type: ignore[attr-defined]
+        for layer in self.slot_layers:
+            if layer.buf_k is not None:
+                k, v = layer.buffers()
+                layer.buf_k, layer.buf_v = k[index, :, : max(width, 1)].clone(), v[index, :, : max(width, 1)].clone()
         self.pos = self.pos[index]
 
 
-def shared_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                     trunk: Trunk | None = None, trunk_uses: torch.Tensor | None = None,
-                     **kwargs: Any) -> tuple[torch.Tensor, None]:
+def shared_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    trunk: Trunk | None = None,
+    trunk_uses: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """Attention of ``(B, H, q, d)`` queries over the trunk (all of it, for the slots ``trunk_uses`` marks, default
     every slot) and over each slot's own ``(B, Hkv, W, d)`` keys under ``attention_mask`` ``(B, 1, q, W)`` (bool);
     output ``(B, q, H, d)``.
@@ -165,7 +181,8 @@ def shared_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Te
     hk = key.shape[1]
     g = h // hk
     scale = scaling if scaling is not None else d**-0.5
-    tk, tv = trunk.kv[module.layer_idx, 0], trunk.kv[module.layer_idx, 1]  # (Hkv, T, d)
+    layer_idx = int(cast(int, module.layer_idx))
+    tk, tv = trunk.kv[layer_idx, 0], trunk.kv[layer_idx, 1]  # (Hkv, T, d)
     qs = query.reshape(b, hk, g * q, d) * scale
     folded = qs.transpose(0, 1).reshape(hk, b * g * q, d)  # (Hkv, B*g*q, d): every slot's rows of a key head
     s_trunk = (folded @ tk.transpose(-1, -2)).view(hk, b, g * q, -1).transpose(0, 1)  # (B, Hkv, g*q, T)
