@@ -30,6 +30,7 @@ def test_grpo_step_through_claude_code_and_custom(tiny_path: Path, tmp_path: Pat
         tasks="say-short",
         seed=1,
         crashed_episodes="penalize",
+        beta=0.04,  # a KL term: every pack is forwarded, so mismatch is measured on each harness (equal rewards give advantage 0)
     )  # the random tiny model makes Claude Code exit 1 (every call hits max tokens)
     trainer = TreeGRPOTrainer(cfg, tiny_path)
     batch = trainer.rollout()

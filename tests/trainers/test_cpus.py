@@ -51,8 +51,9 @@ def test_threads_started_on_cpus_keep_them_and_the_caller_gets_its_own_back() ->
 class _Watch:
     """Polls the trainer process's descendants and rollout threads while it trains: which CPUs each may use."""
 
-    def __init__(self, trainer: TreeGRPOTrainer) -> None:
+    def __init__(self, trainer: TreeGRPOTrainer, earlier: set[int]) -> None:
         self.trainer, self.stop = trainer, threading.Event()
+        self.earlier = earlier  # processes started before the trainer (an earlier test's) are not this run's to place
         self.procs: dict[str, set[frozenset[int]]] = {}
         self.threads: set[frozenset[int]] = set()
         self._t = threading.Thread(target=self._poll, daemon=True)
@@ -62,6 +63,8 @@ class _Watch:
         me = psutil.Process()
         while not self.stop.wait(0.02):
             for p in me.children(recursive=True):
+                if p.pid in self.earlier:
+                    continue
                 try:
                     self.procs.setdefault(p.name(), set()).add(frozenset(p.cpu_affinity()))
                 except psutil.Error:  # it ended between the listing and the look
@@ -87,8 +90,9 @@ def _run(tiny_path: Path, out: Path, **cpus: Any) -> tuple[list[dict[str, float]
         rollout_backend=f"hf:{tiny_path}?max_batch=1&seed=0",
         **cpus,
     )
+    earlier = {p.pid for p in psutil.Process().children(recursive=True)}
     trainer = TreeGRPOTrainer(cfg, tiny_path)
-    watch, main_cpus = _Watch(trainer), []
+    watch, main_cpus = _Watch(trainer, earlier), []
     try:
         history = trainer.train(on_step=lambda m: main_cpus.append(thread_cpus()))
     finally:
