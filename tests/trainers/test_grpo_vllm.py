@@ -44,6 +44,7 @@ def test_grpo_step_syncs_the_server_to_the_updated_policy(real_vllm: RealVLLM, t
         max_completion_length=12,
         learning_rate=1e-3,
         crashed_episodes="penalize",
+        beta=0.04,  # a KL term: every pack is forwarded, so mismatch is measured on each harness (equal rewards give advantage 0)
         seed=0,
     )  # seed 0 draws one pair of each
     trainer = TreeGRPOTrainer(cfg, real_vllm.model_path)
