@@ -193,7 +193,7 @@ async def one(harness: str, proxy: Any) -> Any:
     return await run_episode(_spec(), harness, backend(harness), proxy=proxy, wall_time_s=600)
 
 
-def native_invocation(adapter: Any, hs: Any, proxy_port: int, compile_cache: Path) -> tuple[list[str], dict[str, str]]:
+def native_invocation(adapter: Any, hs: Any, egress_key: str, proxy_port: int, compile_cache: Path) -> tuple[list[str], dict[str, str]]:
     """The adapter's command and environment for a run on the host: every ``/opt/clawgym/...`` mount point in them
     mapped to the host folder bound there, plus the same egress variables ``run_episode`` adds (HTTP(S)_PROXY to
     the proxy, ``NODE_USE_ENV_PROXY``), so a harness phoning home meets the same 403 on both sides."""
@@ -212,7 +212,7 @@ def native_invocation(adapter: Any, hs: Any, proxy_port: int, compile_cache: Pat
         return value
 
     cmd = [host(a) for a in adapter.build_command(_spec().instruction, hs)]
-    env = {k: host(v) for k, v in {**adapter.build_env(hs), **egress_env(hs.api_key, proxy_port)}.items()}
+    env = {k: host(v) for k, v in {**adapter.build_env(hs), **egress_env(egress_key, proxy_port)}.items()}
     env["PATH"] = env.get("PATH", "") + ":" + os.environ.get("PATH", "")
     return cmd, env
 
@@ -240,7 +240,7 @@ async def native(harness: str, proxy: Any, compile_cache: Path) -> tuple[float, 
         hs = HarnessSession(
             session_id=sess.session_id, base_url=proxy.url, api_key=sess.api_key, model="policy", workspace=str(ws), home=str(home)
         )
-        cmd, env = native_invocation(adapter, hs, proxy.port, compile_cache)
+        cmd, env = native_invocation(adapter, hs, sess.egress_key, proxy.port, compile_cache)
         for path, content in adapter.write_configs(hs).items():
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(content)

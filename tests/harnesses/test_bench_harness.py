@@ -62,14 +62,16 @@ def test_native_invocation_names_host_paths_and_the_egress_proxy(bench: ModuleTy
         workspace=str(tmp_path / "ws"),
         home=str(tmp_path / "home"),
     )
-    cmd, env = bench.native_invocation(adapter, hs, 4321, tmp_path / "compile-cache")
+    cmd, env = bench.native_invocation(adapter, hs, "egress-xyz", 4321, tmp_path / "compile-cache")
     assert shutil.which(cmd[0], path=env["PATH"]), cmd[0]  # the host's copy of the binary the sandbox runs
     # every sandbox mount point is mapped to its host folder; only the sandbox-only PATH entry is left
     left = {m for v in [*cmd, *env.values()] for m in re.findall(r"/opt/clawgym/[^:=\s]*", v)}
     assert left <= {"/opt/clawgym/bin"}, left
     scripts = [a for a in cmd[1:3] if a.endswith((".js", ".mjs", ".py"))]
     assert all(Path(a).is_file() for a in scripts), scripts
-    assert env["HTTPS_PROXY"] == "http://clawgym:sk-clawgym-abc@127.0.0.1:4321" and env["NODE_USE_ENV_PROXY"] == "1"
+    # the egress key, as an episode's: the model key is never in a variable every process of the sandbox sees
+    assert env["HTTPS_PROXY"] == "http://clawgym:egress-xyz@127.0.0.1:4321" and env["NODE_USE_ENV_PROXY"] == "1"
+    assert "sk-clawgym-abc" not in "".join(v for k, v in env.items() if "PROXY" in k)
     assert "127.0.0.1" in env["NO_PROXY"].split(",")
     assert env["PATH"].endswith(":" + os.environ["PATH"])
     if "NODE_COMPILE_CACHE" in env:  # OpenClaw: natively a private cache, never the shared read-only one
