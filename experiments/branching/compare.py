@@ -77,7 +77,7 @@ def policy(work: Path, setup: Setup) -> Path:
 
     from clawgym_env._sync import run_sync
     from clawgym_env.models import tiny_model_path
-    from trainers.scripts.experiment_pass1 import Size, sft
+    from trainers.pass1 import Size, sft
     from trainers.tree_sft.expert import capture_experts, write_dataset
 
     dataset = work / "expert-dataset"

@@ -12,7 +12,8 @@ import pytest
 from clawgym_env.errors import ConfigError
 from clawgym_env.results import AttemptResult
 from clawgym_env.task import load_suite
-from trainers.scripts.experiment_pass1 import STAGES, Size, evaluations, learnable_categories, parse_args, reusable, rl_tasks
+from trainers.pass1 import STAGES, Size, evaluations, learnable_categories, reusable, rl_tasks
+from trainers.scripts.experiment_pass1 import parse_args
 
 
 def _attempt(category: str, variant: str, k: int, score: float) -> AttemptResult:
@@ -123,7 +124,7 @@ def test_reuse_before_takes_only_the_same_bench_run_complete(tmp_path, monkeypat
 
 
 def test_a_wrong_reuse_before_stops_the_run_before_any_training(tmp_path) -> None:
-    from trainers.scripts.experiment_pass1 import run
+    from trainers.pass1 import run
 
     out, work, size, reuse = parse_args(["--out", str(tmp_path / "out"), "--seed", "0", "--reuse-before", str(RECORDED)])
     with pytest.raises(ConfigError, match=r"--reuse-before .*run2: before is not this run's evaluation: model .*seed=1"):

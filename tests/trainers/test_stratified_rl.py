@@ -15,7 +15,7 @@ from clawgym_env.errors import ConfigError
 from clawgym_env.task import load_suite
 from tests.trainers.conftest import SUITE, make_config
 from trainers.rollout import StratifiedTasks, sample_pairs
-from trainers.scripts.experiment_pass1 import best_step
+from trainers.pass1 import best_step
 from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
 
@@ -98,7 +98,7 @@ def test_every_rl_checkpoint_is_judged_on_validation_and_one_is_kept(tiny_path: 
     import json
 
     from clawgym_env.runner import load_attempts
-    from trainers.scripts.experiment_pass1 import Size, select_rl_step
+    from trainers.pass1 import Size, select_rl_step
 
     for name in ("checkpoint-1", "checkpoint-2", "checkpoint-3.tmp"):
         shutil.copytree(tiny_path, tmp_path / "rl" / name / "model")
@@ -122,7 +122,7 @@ def test_the_chosen_steps_validation_run_is_reused_as_val_after_rl(tmp_path: Pat
     import json
     import types
 
-    from trainers.scripts import experiment_pass1 as E
+    from trainers.pass1 import pipeline as E
 
     work, out = tmp_path / "work", tmp_path / "out"
     evaluated: list[str] = []
