@@ -59,6 +59,7 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
                 return fn(*args, **kw)
             finally:
                 spent[key] += time.perf_counter() - t0
+
         return wrapper
 
     HFBackend.prefill = timed(HFBackend.prefill, "prefill_s")  # type: ignore[method-assign]
@@ -79,11 +80,25 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
     folder = str(ROOT / "tasks" / "procgen-compose-train")
     tasks = load_suite(folder).select([f"{t}-*" for t in RL_TEMPLATES.split(",")])
     lora = a.child == "after"
-    cfg = TreeGRPOConfig(output_dir=a.work, suite=folder, harness="claude-code-bash", num_generations=8, pairs_per_step=4,
-                         task_sampling="stratified", max_steps=a.steps, learning_rate=2e-4 if lora else 1e-4,
-                         lr_scheduler_type="constant", max_completion_length=64, temperature=1.0, beta=0.02,
-                         max_concurrent_episodes=32 if lora else 28, seed=0, use_cpu=True, save_steps=0,
-                         **({"use_peft": True} if lora else {}))
+    cfg = TreeGRPOConfig(
+        output_dir=a.work,
+        suite=folder,
+        harness="claude-code-bash",
+        num_generations=8,
+        pairs_per_step=4,
+        task_sampling="stratified",
+        max_steps=a.steps,
+        learning_rate=2e-4 if lora else 1e-4,
+        lr_scheduler_type="constant",
+        max_completion_length=64,
+        temperature=1.0,
+        beta=0.02,
+        max_concurrent_episodes=32 if lora else 28,
+        seed=0,
+        use_cpu=True,
+        save_steps=0,
+        **({"use_peft": True} if lora else {}),
+    )
     if lora:
         from trainers.transfer.arms import RLTrainer as trainer_class  # the shared frozen bottom (trainers/transfer/forward.py)
     else:
@@ -114,18 +129,28 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
     return {"arm": a.child, "steps": steps}
 
 
-ROWS = [("wall", "step wall s"), ("rollout_s", "  rollout (32 episodes) s"), ("prefill_s", "    policy prefill s (serial)"),
-        ("decode_s", "    policy decode s (serial)"), ("ep_sandbox", "    episode: sandbox start s (mean)"),
-        ("ep_harness_own", "    episode: harness beside the model s (mean)"), ("ep_model", "    episode: waiting on the model s (mean)"),
-        ("ep_verifier", "    episode: grading s (mean)"), ("ep_cleanup", "    episode: cleanup s (mean)"),
-        ("train_s", "  update (train, incl. sync) s"), ("sync_s", "    weight sync s"), ("reward", "reward (mean)"),
-        ("generated_tokens", "tokens generated")]
+ROWS = [
+    ("wall", "step wall s"),
+    ("rollout_s", "  rollout (32 episodes) s"),
+    ("prefill_s", "    policy prefill s (serial)"),
+    ("decode_s", "    policy decode s (serial)"),
+    ("ep_sandbox", "    episode: sandbox start s (mean)"),
+    ("ep_harness_own", "    episode: harness beside the model s (mean)"),
+    ("ep_model", "    episode: waiting on the model s (mean)"),
+    ("ep_verifier", "    episode: grading s (mean)"),
+    ("ep_cleanup", "    episode: cleanup s (mean)"),
+    ("train_s", "  update (train, incl. sync) s"),
+    ("sync_s", "    weight sync s"),
+    ("reward", "reward (mean)"),
+    ("generated_tokens", "tokens generated"),
+]
 
 
 def _tree(rev: str, into: Path) -> Path:
     """The code at ``rev`` (``git archive`` of the packages), without touching the checkout."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "clawgym_env", "trainers", "harnesses"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "clawgym_env", "trainers", "harnesses"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 

@@ -25,8 +25,9 @@ from trainers.transfer.stages import STAGES
 __all__ = ["main", "parse_args", "run"]
 
 
-def run(out: Path, work: Path, design: Design, stages: list[str], arms: list[str] | None = None,
-        seeds: list[int] | None = None) -> dict[str, Any]:
+def run(
+    out: Path, work: Path, design: Design, stages: list[str], arms: list[str] | None = None, seeds: list[int] | None = None
+) -> dict[str, Any]:
     """Run ``stages`` (in ``STAGES`` order) for the chosen arms and seeds; returns per-stage seconds (and the analysis)."""
     from trainers.transfer import stages as st
     from trainers.transfer.analysis import analyze
@@ -57,8 +58,10 @@ def run(out: Path, work: Path, design: Design, stages: list[str], arms: list[str
     design = saved
     design.check()
     needs_sft = bool({"sft", "train"} & set(stages))
-    needs_data = "capture" in stages or (needs_sft and not design.sft.adapter) or (
-        "train" in stages and any(a.kind == "sft-more" for a in chosen))
+    # the expert data: to train the SFT adapter (none when the design starts from a published one), and for sft-more
+    needs_data = (("capture" in stages or needs_sft) and not design.sft.adapter) or (
+        "train" in stages and any(a.kind == "sft-more" for a in chosen)
+    )
     dataset = timed("capture", st.capture, work, design) if needs_data else None
     sft_adapter = timed("sft", st.sft, work, out, design, dataset) if needs_sft else out / "adapters" / "sft"
     for arm in chosen:

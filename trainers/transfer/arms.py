@@ -47,8 +47,10 @@ class ShuffledRewardTrainer(RLTrainer):
 
 
 def _latest(run: Path) -> Path | None:
-    ckpts = sorted((p for p in run.glob("checkpoint-*") if p.name.split("-")[1].isdigit() and (p / "accelerate").is_dir()),
-                   key=lambda p: int(p.name.split("-")[1]))
+    ckpts = sorted(
+        (p for p in run.glob("checkpoint-*") if p.name.split("-")[1].isdigit() and (p / "accelerate").is_dir()),
+        key=lambda p: int(p.name.split("-")[1]),
+    )
     return ckpts[-1] if ckpts else None
 
 
@@ -62,20 +64,36 @@ def train_rl(run: Path, sft_adapter: Path, design: Design, arm: Arm, seed: int) 
     if not done.is_file():
         harnesses = arm.harnesses.split(",")
         cfg = TreeGRPOConfig(
-            output_dir=str(run), suite=design.train_suite, harness=arm.harnesses,
+            output_dir=str(run),
+            suite=design.train_suite,
+            harness=arm.harnesses,
             mix_weights=",".join("1" for _ in harnesses) if len(harnesses) > 1 else None,
-            num_generations=plan.generations, pairs_per_step=plan.groups, task_sampling="stratified", max_steps=plan.steps,
-            learning_rate=plan.learning_rate, lr_scheduler_type="constant", max_completion_length=plan.max_tokens,
-            temperature=plan.temperature, beta=plan.beta, max_concurrent_episodes=plan.concurrency, seed=seed, use_cpu=True,
-            save_steps=_save_every(plan.checkpoints), use_peft=True)
+            num_generations=plan.generations,
+            pairs_per_step=plan.groups,
+            task_sampling="stratified",
+            max_steps=plan.steps,
+            learning_rate=plan.learning_rate,
+            lr_scheduler_type="constant",
+            max_completion_length=plan.max_tokens,
+            temperature=plan.temperature,
+            beta=plan.beta,
+            max_concurrent_episodes=plan.concurrency,
+            seed=seed,
+            use_cpu=True,
+            save_steps=_save_every(plan.checkpoints),
+            use_peft=True,
+        )
         tasks = load_suite(design.train_suite).select(design.rl_task_patterns().split(","))
         cls = ShuffledRewardTrainer if arm.kind == "rl-shuffled" else RLTrainer
         trainer = cls(cfg, sft_adapter, tasks=tasks, resume_from_checkpoint=_latest(run))
 
         def report(m: dict[str, float]) -> None:
-            print(f"[{arm.name} seed {seed}] step {int(m['step'])}: reward {m.get('reward', 0.0):.3f} kl {m.get('kl', 0.0):.4f} "
-                  f"groups trained {int(m.get('groups_trained', 0))} rollout {m.get('rollout_s', 0.0):.0f}s "
-                  f"train {m.get('train_s', 0.0):.0f}s", flush=True)
+            print(
+                f"[{arm.name} seed {seed}] step {int(m['step'])}: reward {m.get('reward', 0.0):.3f} kl {m.get('kl', 0.0):.4f} "
+                f"groups trained {int(m.get('groups_trained', 0))} rollout {m.get('rollout_s', 0.0):.0f}s "
+                f"train {m.get('train_s', 0.0):.0f}s",
+                flush=True,
+            )
 
         try:
             if trainer.step < plan.steps:
@@ -106,10 +124,21 @@ def train_sft_more(run: Path, sft_adapter: Path, dataset: Path, design: Design, 
     out = {s: run / f"checkpoint-{s}" for s in plan.checkpoints}
     if all((p / "adapter_config.json").is_file() for p in out.values()):
         return out
-    cfg = TreeSFTConfig(output_dir=str(run), dataset_path=str(dataset), max_steps=plan.steps,
-                        learning_rate=sft.learning_rate / 4, lr_scheduler_type="constant", branch_tokens=sft.branch_tokens,
-                        packs_per_step=sft.packs_per_step, seed=seed, logging_steps=1, use_cpu=True, harness=sft.harnesses,
-                        frozen_layers=sft.frozen_layers, use_peft=True)
+    cfg = TreeSFTConfig(
+        output_dir=str(run),
+        dataset_path=str(dataset),
+        max_steps=plan.steps,
+        learning_rate=sft.learning_rate / 4,
+        lr_scheduler_type="constant",
+        branch_tokens=sft.branch_tokens,
+        packs_per_step=sft.packs_per_step,
+        seed=seed,
+        logging_steps=1,
+        use_cpu=True,
+        harness=sft.harnesses,
+        frozen_layers=sft.frozen_layers,
+        use_peft=True,
+    )
     trainer = TreeSFTTrainer(cfg, sft_adapter)
 
     def save(m: dict[str, Any]) -> None:

@@ -33,6 +33,8 @@ ArmKind = Literal["sft", "sft-more", "rl", "rl-shuffled"]
 ARM_KINDS: tuple[str, ...] = ("sft", "sft-more", "rl", "rl-shuffled")
 TEMPLATE_SEED = 37
 """Seed of the random split of the read-then-act templates into RL, validation and test templates."""
+PUBLISHED_SFT = "experiments/rl-transfer/adapters/sft"
+"""The full experiment's SFT adapter (committed), where the quick form starts."""
 
 
 def split_templates(names: list[str], rl: int, val: int, seed: int = TEMPLATE_SEED) -> tuple[list[str], list[str], list[str]]:
@@ -135,6 +137,8 @@ class Design:
     """The SFT control is also sampled at these (its best is the control); trained arms at RL's temperature."""
     val_attempts: int = 1
     eval_concurrency: int = 8
+    greedy: bool = True
+    """Whether every adapter is also decoded greedily (the quick form samples only)."""
 
     @classmethod
     def full(cls) -> Design:
@@ -142,22 +146,40 @@ class Design:
 
         rl, val, test = split_templates(list(TEMPLATES), rl=8, val=2)
         seeds = (0, 1, 2)
-        return cls(split_seed=TEMPLATE_SEED, rl_templates=rl, val_templates=val, test_templates=test, arms=[
-            Arm("sft", "sft", seeds), Arm("sft-more", "sft-more", seeds),
-            Arm("rl", "rl", seeds, "claude-code-bash"), Arm("rl-shuffled", "rl-shuffled", seeds, "claude-code-bash"),
-            Arm("rl-mix", "rl", seeds, "claude-code-bash,custom"),
-        ])
+        return cls(
+            split_seed=TEMPLATE_SEED,
+            rl_templates=rl,
+            val_templates=val,
+            test_templates=test,
+            arms=[
+                Arm("sft", "sft", seeds),
+                Arm("sft-more", "sft-more", seeds),
+                Arm("rl", "rl", seeds, "claude-code-bash"),
+                Arm("rl-shuffled", "rl-shuffled", seeds, "claude-code-bash"),
+                Arm("rl-mix", "rl", seeds, "claude-code-bash,custom"),
+            ],
+        )
 
     @classmethod
     def quick(cls) -> Design:
-        """CI size: the custom harness only, two RL templates, few steps and variants; the same stages and analysis."""
+        """CI size, from the published SFT adapter: RL through the custom harness on two one-command templates the
+        adapter solves about half the time sampled (each reward needs one specific command), against the same RL with
+        shuffled rewards; the same stages and analysis, a few minutes."""
         return cls(
-            sft=SFTPlan(tasks="*-0[1-4]", harnesses="custom", steps=10, packs_per_step=1, learning_rate=3e-3),
-            rl=RLPlan(steps=2, groups=2, generations=4, learning_rate=1e-3, concurrency=8, checkpoints=[1, 2]),
-            rl_templates=["inbox-move", "pointer-delete"], val_templates=["inbox-delete"], test_templates=["inbox-copy"],
-            test_variants="*-0[12]", heldout_variants="*-01", val_variants="*-0[12]", eval_harnesses="custom",
+            sft=SFTPlan(adapter=PUBLISHED_SFT),
+            rl=RLPlan(steps=2, groups=2, generations=8, learning_rate=2e-3, concurrency=16, checkpoints=[2]),
+            train_suite="procgen-train-rl",
+            test_suite="procgen-test",
+            rl_templates=["append-line", "rename-file"],
+            test_templates=["grep-errors"],
+            test_variants="*-0[12]",
+            heldout_variants="*-0[12]",
+            eval_harnesses="custom",
             arms=[Arm("sft", "sft", (0,)), Arm("rl", "rl", (0,), "custom"), Arm("rl-shuffled", "rl-shuffled", (0,), "custom")],
-            sampled_attempts=2, sft_temperatures=[1.0],
+            sampled_attempts=4,
+            sft_temperatures=[1.0],
+            greedy=False,
+            eval_concurrency=16,
         )
 
     # -- what is evaluated ---------------------------------------------------------------------
@@ -167,8 +189,12 @@ class Design:
         if split == "val":
             return ",".join(f"{t}-{self.val_variants.removeprefix('*-')}" for t in self.val_templates)
         if split == "test":
-            return ",".join([*(f"{t}-{self.test_variants.removeprefix('*-')}" for t in self.test_templates),
-                             *(f"{t}-{self.heldout_variants.removeprefix('*-')}" for t in self.rl_templates)])
+            return ",".join(
+                [
+                    *(f"{t}-{self.test_variants.removeprefix('*-')}" for t in self.test_templates),
+                    *(f"{t}-{self.heldout_variants.removeprefix('*-')}" for t in self.rl_templates),
+                ]
+            )
         raise ConfigError(f"split {split!r}: use 'test' or 'val'")
 
     def rl_task_patterns(self) -> str:
@@ -179,7 +205,7 @@ class Design:
         """The test-split runs of one arm's adapter at one seed: greedy, and sampled (the SFT control at several
         temperatures). The SFT adapter is the same for every seed, so it decodes greedily once (its first seed)."""
         temps = self.sft_temperatures if arm.kind == "sft" else [self.rl.temperature]
-        greedy = [] if arm.kind == "sft" and seed != arm.seeds[0] else [Evaluation("test", 0.0, 1)]
+        greedy = [] if not self.greedy or (arm.kind == "sft" and seed != arm.seeds[0]) else [Evaluation("test", 0.0, 1)]
         return [*greedy, *(Evaluation("test", t, self.sampled_attempts) for t in temps)]
 
     def arm(self, name: str) -> Arm:

@@ -9,14 +9,18 @@ resumed by the runner.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from clawgym_env.errors import ConfigError
 from trainers.transfer.design import Design, Evaluation
 
 __all__ = ["bench_command", "best_checkpoint", "complete", "evaluate", "mean_score", "model_spec", "publish_adapter", "record_dir"]
+
+_REPO = Path(__file__).resolve().parents[2]
 
 
 def record_dir(out: Path, arm: str, seed: int | None = None) -> Path:
@@ -33,10 +37,30 @@ def model_spec(adapter: Path, design: Design, seed: int) -> str:
 
 def bench_command(adapter: Path, out: Path, design: Design, e: Evaluation, seed: int) -> list[str]:
     suite = design.test_suite if e.split == "test" else design.train_suite
-    return ["clawgym", "bench", "run", "--model", model_spec(adapter, design, seed), "--harness", design.eval_harnesses,
-            "--suite", suite, "--tasks", design.task_patterns(e.split), "-k", str(e.attempts),
-            "--concurrency", str(design.eval_concurrency), "--max-tokens", str(design.rl.max_tokens),
-            "--temperature", str(e.temperature), "--out", str(out), "--no-progress"]
+    return [
+        "clawgym",
+        "bench",
+        "run",
+        "--model",
+        model_spec(adapter, design, seed),
+        "--harness",
+        design.eval_harnesses,
+        "--suite",
+        suite,
+        "--tasks",
+        design.task_patterns(e.split),
+        "-k",
+        str(e.attempts),
+        "--concurrency",
+        str(design.eval_concurrency),
+        "--max-tokens",
+        str(design.rl.max_tokens),
+        "--temperature",
+        str(e.temperature),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
 
 
 def complete(folder: Path) -> bool:
@@ -55,7 +79,9 @@ def evaluate(adapter: Path, out: Path, design: Design, e: Evaluation, seed: int)
         return out
     cmd = bench_command(adapter, out, design, e, seed)
     print(f"$ {' '.join(cmd)}", flush=True)
-    subprocess.run(cmd, check=True)
+    # the CLI of this checkout, in this interpreter (an installed ``clawgym`` script may belong to another checkout)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_REPO), os.environ.get("PYTHONPATH")]))}
+    subprocess.run([sys.executable, "-m", "clawgym_env.cli.main", *cmd[1:]], check=True, env=env)
     return out
 
 

@@ -11,7 +11,7 @@ top layers (``FrozenBottomForward``, whose trunk keys/values each model keeps pe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import DynamicCache
@@ -74,7 +74,8 @@ class SharedBottom:
                 parts.append(self._layers(self.decoder.embed_tokens(ids[:, start:]), pos[:, start:], mask, cache))
                 if start:  # the branches' keys/values were appended to the kept trunk: cut them off again
                     for layer in cache.layers[: self.n]:
-                        layer.keys, layer.values = layer.keys[..., :start, :], layer.values[..., :start, :]
+                        kv = cast(Any, layer)  # a DynamicCache of full-attention layers (transformers types it a union)
+                        kv.keys, kv.values = kv.keys[..., :start, :], kv.values[..., :start, :]
             self.kept[key] = torch.cat(parts, dim=1)
         return self.kept[key]
 
@@ -107,10 +108,15 @@ class SharedBottomForward(DetachedTrunkForward):
         from peft import PeftModel
 
         n = adapted_from(self.policy)
-        base = self.policy.get_base_model() if isinstance(self.policy, PeftModel) else self.policy
-        same = n > 0 and all(torch.equal(a, b) for a, b in zip(base.get_decoder().layers[:n].state_dict().values(),
-                                                                 self.ref_model.get_decoder().layers[:n].state_dict().values(),
-                                                                 strict=True))
+        base: Any = self.policy.get_base_model() if isinstance(self.policy, PeftModel) else self.policy
+        same = n > 0 and all(
+            torch.equal(a, b)
+            for a, b in zip(
+                base.get_decoder().layers[:n].state_dict().values(),
+                self.ref_model.get_decoder().layers[:n].state_dict().values(),
+                strict=True,
+            )
+        )
         if same:
             self.shared_bottom = SharedBottom(self.ref_model, n)
 

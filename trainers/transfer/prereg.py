@@ -10,14 +10,20 @@ __all__ = ["preregistration"]
 def preregistration(design: Design) -> str:
     """PREREGISTRATION.md for ``design`` (every number in it comes from the design)."""
     s, r = design.sft, design.rl
-    arms = "\n".join(f"- `{a.name}` ({a.kind}{', through ' + a.harnesses if a.harnesses else ''}): seeds {list(a.seeds)}"
-                     for a in design.arms)
+    arms = "\n".join(
+        f"- `{a.name}` ({a.kind}{', through ' + a.harnesses if a.harnesses else ''}): seeds {list(a.seeds)}" for a in design.arms
+    )
+    greedy = "greedy (1 attempt) and " if design.greedy else ""
+    sft_greedy = " (greedy once: it does not depend on the seed)" if design.greedy else ""
     temps = ", ".join(f"T = {t:g}" for t in design.sft_temperatures)
-    start = (f"The published SFT adapter `{s.adapter}` on the embedded SmolLM2-135M-Instruct." if s.adapter else
-             f"""The embedded SmolLM2-135M-Instruct with one LoRA adapter (r = {s.lora_r}, alpha = {s.lora_alpha}, every linear layer of the
+    start = (
+        f"The published SFT adapter `{s.adapter}` on the embedded SmolLM2-135M-Instruct."
+        if s.adapter
+        else f"""The embedded SmolLM2-135M-Instruct with one LoRA adapter (r = {s.lora_r}, alpha = {s.lora_alpha}, every linear layer of the
 decoder layers above the bottom {s.frozen_layers}), tree SFT for {s.steps} steps of {s.packs_per_step} packs at lr {s.learning_rate:g}
 (cosine, 10% warm-up, seed {s.seed}) on the verifier-filtered expert captures of `{s.suite}` (`{s.tasks}`) through
-`{s.harnesses}`. Every arm continues this adapter and ends as one adapter of the same shape.""")
+`{s.harnesses}`. Every arm continues this adapter and ends as one adapter of the same shape."""
+    )
     n = len(design.rl_templates) + len(design.val_templates) + len(design.test_templates)
     how = f"a random split, seed {design.split_seed}," if design.split_seed is not None else "roles chosen by hand"
     return f"""# Pre-registration: does RL through a harness teach what SFT did not?
@@ -34,11 +40,11 @@ more SFT of the same compute does, and what the same RL does when its rewards ar
 ## Starting point (the same for every arm)
 {start}
 
-## Task types ({how} of the {n} read-then-act templates of `{design.train_suite}`)
+## Task types ({how} of {n} templates of `{design.train_suite}`)
 - RL templates (train-pool variants train; test-pool variants `{design.heldout_variants}` are the *held-out variants*):
   {", ".join(design.rl_templates)}
 - Validation templates (train-pool variants `{design.val_variants}` choose each run's checkpoint):
-  {", ".join(design.val_templates)}
+  {", ".join(design.val_templates) or "none (one candidate a run: its last step)"}
 - Test templates (*held-out task types*, test-pool variants `{design.test_variants}`; never trained on, never used to
   choose anything): {", ".join(design.test_templates)}
 
@@ -57,8 +63,8 @@ more SFT of the same compute does, and what the same RL does when its rewards ar
 
 ## Test evaluation (once per final adapter)
 `clawgym bench run` of base + adapter on `{design.test_suite}`, tasks `{design.task_patterns("test")}`, through
-`{design.eval_harnesses}`: greedy (1 attempt) and sampled at T = {r.temperature:g} ({design.sampled_attempts} attempts); the
-SFT adapter also at {temps} (greedy once: it does not depend on the seed).
+`{design.eval_harnesses}`: {greedy}sampled at T = {r.temperature:g} ({design.sampled_attempts} attempts); the
+SFT adapter at {temps}{sft_greedy}.
 
 ## Metric and analysis (`trainers/transfer/analysis.py`)
 Pass@1 = mean all-or-nothing score, per arm, decoding, harness and part (held-out types; held-out variants),

@@ -61,10 +61,24 @@ def sft(work: Path, out: Path, design: Design, dataset: Path | None) -> Path:
         final = (repo_tasks_dir().parent / design.sft.adapter).resolve()
     elif not (final / "adapter_config.json").is_file():
         p = design.sft
-        cfg = TreeSFTConfig(output_dir=str(work / "sft"), dataset_path=str(dataset), max_steps=p.steps, learning_rate=p.learning_rate,
-                            warmup_steps=0.1, branch_tokens=p.branch_tokens, packs_per_step=p.packs_per_step,
-                            lr_scheduler_type="cosine", seed=p.seed, logging_steps=1, use_cpu=True, harness=p.harnesses,
-                            frozen_layers=p.frozen_layers, use_peft=True, lora_r=p.lora_r, lora_alpha=p.lora_alpha)
+        cfg = TreeSFTConfig(
+            output_dir=str(work / "sft"),
+            dataset_path=str(dataset),
+            max_steps=p.steps,
+            learning_rate=p.learning_rate,
+            warmup_steps=0.1,
+            branch_tokens=p.branch_tokens,
+            packs_per_step=p.packs_per_step,
+            lr_scheduler_type="cosine",
+            seed=p.seed,
+            logging_steps=1,
+            use_cpu=True,
+            harness=p.harnesses,
+            frozen_layers=p.frozen_layers,
+            use_peft=True,
+            lora_r=p.lora_r,
+            lora_alpha=p.lora_alpha,
+        )
         trainer = TreeSFTTrainer(cfg, default_model_path())
         trainer.train()
         trainer.save(final)
@@ -104,8 +118,10 @@ def train(work: Path, out: Path, design: Design, arm: Arm, seed: int, sft_adapte
         val = Evaluation("val", design.rl.temperature, design.val_attempts)
         scores = {step: mean_score(evaluate(path, record / f"val-step{step}", design, val, seed)) for step, path in candidates.items()}
         best = best_checkpoint(scores)
-        print(f"[{arm.name} seed {seed}] validation: " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items())
-              + f" -> step {best}", flush=True)
+        print(
+            f"[{arm.name} seed {seed}] validation: " + ", ".join(f"step {k} {v:.3f}" for k, v in scores.items()) + f" -> step {best}",
+            flush=True,
+        )
     publish_adapter(candidates[best], target)
     (record / "selection.json").write_text(json.dumps({"scores": scores, "step": best, "split": design.task_patterns("val")}, indent=1))
     return target
