@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from trainers.scripts.experiment_transfer import main
+from trainers.transfer.design import Design
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
-MARGIN = 0.25
+MARGIN = 0.125
 """Held-out-variant Pass@1 points (as a fraction) by which RL must lead the shuffled-reward control."""
 
 
@@ -23,13 +24,14 @@ def test_rl_keeps_what_shuffled_credit_loses_on_held_out_variants(tmp_path: Path
     by a clear margin. An RL whose advantages ignored or inverted the reward would fail this."""
     out = tmp_path / "quick"
     results = main(["--quick", "--out", str(out)])["analysis"]
+    steps = Design.quick().rl.steps
     rows = {r["arm"]: r for r in results["pass_at_1"] if r["mode"] == "t1" and r["harness"] == "custom"}
     assert set(rows) == {"sft", "rl", "rl-shuffled"}
     rl, shuffled = rows["rl"]["variants"], rows["rl-shuffled"]["variants"]
     assert rl >= shuffled + MARGIN, f"held-out variants: rl {rl:.3f}, rl-shuffled {shuffled:.3f}, sft {rows['sft']['variants']:.3f}"
     for arm in ("rl", "rl-shuffled"):
         history = json.loads((out / "records" / arm / "seed0" / "history.json").read_text())
-        assert [h["step"] for h in history] == [1, 2] and history[-1]["kl"] > 0  # two real updates moved the policy
+        assert [h["step"] for h in history] == list(range(1, steps + 1)) and history[-1]["kl"] > 0  # real updates moved it
         assert (out / "curves" / f"{arm}.png").stat().st_size > 0
         assert (out / "adapters" / arm / "seed0" / "adapter_model.safetensors").is_file()
     manifest = json.loads((out / "records" / "rl" / "seed0" / "test-t1" / "manifest.json").read_text())

@@ -176,7 +176,7 @@ class Design:
             heldout_variants="*-0[12]",
             eval_harnesses="custom",
             arms=[Arm("sft", "sft", (0,)), Arm("rl", "rl", (0,), "custom"), Arm("rl-shuffled", "rl-shuffled", (0,), "custom")],
-            sampled_attempts=4,
+            sampled_attempts=6,
             sft_temperatures=[1.0],
             greedy=False,
             eval_concurrency=16,
