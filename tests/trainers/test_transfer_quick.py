@@ -21,7 +21,7 @@ def test_rl_keeps_what_shuffled_credit_loses_on_held_out_variants(tmp_path: Path
     """Both RL arms take the same number and size of updates on the same kind of groups (append-line, rename-file:
     each reward needs one specific command); only which rollout gets which reward differs. With the true credit the
     held-out variants of those templates keep (or raise) their sampled success; with shuffled credit they must end lower
-    by a clear margin. An RL whose advantages ignored or inverted the reward would fail this."""
+    by a clear margin. An RL that took no update fails the KL check; one whose credit were noise or inverted, the margin."""
     out = tmp_path / "quick"
     results = main(["--quick", "--out", str(out)])["analysis"]
     steps = Design.quick().rl.steps
