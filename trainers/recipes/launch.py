@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clawgym_env.errors import ClawGymError, ConfigError
-from trainers.recipes.plan import ROOT, TRAIN_SCRIPT, Plan, format_plan, parse_recipe, resolve
+from trainers.recipes.plan import ROOT, Plan, accelerate_launch, format_plan, parse_recipe, resolve
 
 __all__ = ["launch", "main", "tiny_run"]
 
@@ -76,26 +76,7 @@ def tiny_run(plan: Plan, out: Path, *, timeout_s: float = 1800) -> dict[str, Any
     args = tiny_args(plan, out)
     parse_recipe(plan.folder, args[2:])  # a flag the tiny scale sets wrong fails here, not in every process
     procs = plan.layout.tiny.processes
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        str(procs),
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_ip",
-        "127.0.0.1",
-        "--main_process_port",
-        str(_port()),
-        str(TRAIN_SCRIPT),
-        *args,
-    ]
+    cmd = [*accelerate_launch(procs, "--main_process_ip", "127.0.0.1", "--main_process_port", str(_port())), *args]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),

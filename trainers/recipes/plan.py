@@ -15,7 +15,7 @@ from trainers.recipes.layout import Layout, load_layout
 from trainers.recipes.memory import ModelShape, model_shape, trainer_memory, vllm_memory
 from trainers.tree_grpo.fields import explain_unknown
 
-__all__ = ["Plan", "format_plan", "parse_recipe", "resolve"]
+__all__ = ["Plan", "accelerate_launch", "format_plan", "parse_recipe", "resolve"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_SCRIPT = ROOT / "trainers" / "scripts" / "train_grpo.py"
@@ -68,19 +68,7 @@ class Plan:
         """The trainer's launch: one process per trainer GPU, sampling from the vLLM server."""
         url = f"http://127.0.0.1:{self.layout.vllm.port}"
         return [
-            sys.executable,
-            "-m",
-            "accelerate.commands.launch",
-            "--multi_gpu",
-            "--num_processes",
-            str(self.shards),
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            str(TRAIN_SCRIPT),
+            *accelerate_launch(self.shards),
             "--config",
             str(self.folder / "recipe.yaml"),
             "--model_name_or_path",
@@ -88,6 +76,28 @@ class Plan:
             "--rollout_backend",
             f"vllm:{url}#{model}",
         ]
+
+
+def accelerate_launch(processes: int, *extra: str) -> list[str]:
+    """``accelerate launch`` of the GRPO trainer script over ``processes`` processes on one machine, with
+    ``extra`` launcher options (a rendezvous address); the trainer's own arguments follow. One command line for
+    the recipe's GPU launch and its tiny CPU run, so the tiny run checks the launch the recipe prints."""
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        str(processes),
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        *extra,
+        str(TRAIN_SCRIPT),
+    ]
 
 
 def _budget(layout: Layout, config: Any, shards: int) -> dict[str, float]:
