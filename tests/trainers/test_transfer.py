@@ -156,3 +156,14 @@ def test_shared_bottom_gives_the_detached_trunk_logprobs_and_step(real_batch: An
     finally:
         shared.close()
         plain.close()
+
+
+def test_the_committed_registration_is_the_codes_full_design() -> None:
+    """design.json and PREREGISTRATION.md under experiments/rl-transfer are what ``Design.full()`` writes: a change to
+    the design in code without re-registering (or a registration edited by hand) fails here."""
+    from trainers.transfer.prereg import preregistration
+
+    out = Path(__file__).resolve().parents[2] / "experiments" / "rl-transfer"
+    assert Design.load(out / "design.json") == Design.full()
+    assert (out / "PREREGISTRATION.md").read_text() == preregistration(Design.full())
+    assert Design.full().sft.look_first and "reading before it acts" in preregistration(Design.full())

@@ -77,6 +77,7 @@ def train_rl(run: Path, sft_adapter: Path, design: Design, arm: Arm, seed: int) 
             max_completion_length=plan.max_tokens,
             temperature=plan.temperature,
             beta=plan.beta,
+            drop_zero_variance_from_loss=plan.drop_zero_variance,
             max_concurrent_episodes=plan.concurrency,
             seed=seed,
             use_cpu=True,

@@ -1,7 +1,9 @@
 """The transfer experiment's design: what trains on what, which arms and seeds, what is measured on which split.
 
 Question: does RL through a real harness teach an agent a skill its supervised data did not? SFT teaches
-the one-command skills (expert captures of ``procgen-train``); RL then trains, without expert data, on
+the one-command skills (expert captures of ``procgen-train``; in the full design each expert episode reads a
+file before its one command, so the data shows a command sent after a tool result, but never an act that
+depends on what was read); RL then trains, without expert data, on
 read-then-act tasks (``procgen-compose``: read something with one command, act on what it printed with
 the next). The read-then-act templates are split, before anything is measured, into RL templates (their
 train-pool variants train; their test-pool variants are *held-out variants*), validation templates (their
@@ -33,8 +35,8 @@ ArmKind = Literal["sft", "sft-more", "rl", "rl-shuffled"]
 ARM_KINDS: tuple[str, ...] = ("sft", "sft-more", "rl", "rl-shuffled")
 TEMPLATE_SEED = 37
 """Seed of the random split of the read-then-act templates into RL, validation and test templates."""
-PUBLISHED_SFT = "experiments/rl-transfer/adapters/sft"
-"""The full experiment's SFT adapter (committed), where the quick form starts."""
+ONE_COMMAND_SFT = "experiments/rl-transfer/adapters/sft-one-command"
+"""Tree SFT on the one-command expert captures (committed): where the full design's SFT goes on, and the quick form starts."""
 
 
 def split_templates(names: list[str], rl: int, val: int, seed: int = TEMPLATE_SEED) -> tuple[list[str], list[str], list[str]]:
@@ -63,6 +65,10 @@ class SFTPlan:
     seed: int = 0
     adapter: str = ""
     """A published SFT adapter (a folder, relative to the repository) to start from instead of training one."""
+    look_first: bool = False
+    """Expert episodes read before they act (``trainers.tree_sft.expert.look_command``): a command after a tool result."""
+    start: str = ""
+    """An adapter (a folder, relative to the repository) this SFT keeps training; empty: a fresh adapter on the base."""
 
 
 @dataclass
@@ -77,6 +83,8 @@ class RLPlan:
     temperature: float = 1.0
     max_tokens: int = 64
     concurrency: int = 32
+    drop_zero_variance: bool = False
+    """Leave groups whose rewards are all equal out of the step (DAPO's filter) instead of training them with advantage 0."""
     checkpoints: list[int] = field(default_factory=lambda: [5, 10, 15, 20])
     """Steps whose adapters are candidates, judged on the validation split (ties: the later)."""
 
@@ -139,6 +147,8 @@ class Design:
     eval_concurrency: int = 8
     greedy: bool = True
     """Whether every adapter is also decoded greedily (the quick form samples only)."""
+    amendments: list[str] = field(default_factory=list)
+    """Changes to the registered design, each with its reason, made before any test-split evaluation."""
 
     @classmethod
     def full(cls) -> Design:
@@ -147,6 +157,8 @@ class Design:
         rl, val, test = split_templates(list(TEMPLATES), rl=8, val=2)
         seeds = (0, 1, 2)
         return cls(
+            sft=SFTPlan(look_first=True, start=ONE_COMMAND_SFT, steps=16, learning_rate=1e-3),
+            rl=RLPlan(drop_zero_variance=True),
             split_seed=TEMPLATE_SEED,
             rl_templates=rl,
             val_templates=val,
@@ -158,6 +170,15 @@ class Design:
                 Arm("rl-shuffled", "rl-shuffled", seeds, "claude-code-bash"),
                 Arm("rl-mix", "rl", seeds, "claude-code-bash,custom"),
             ],
+            amendments=[
+                "Start: the registered SFT adapter (one-command expert captures, 48 steps) passed 0 of 80 sampled attempts "
+                "on the RL and validation templates' training variants, so RL would have no reward signal. The start is now "
+                "that adapter trained 16 more steps on the same tasks' expert episodes with a read before the act "
+                "(`look_first`), so the data shows a command after a tool result.",
+                "RL: groups whose rewards are all equal are left out of the step (`drop_zero_variance`), instead of "
+                "training them with advantage 0 and the KL term only: with sparse rewards that update was most of a step "
+                "(75 of 216-224 s at this size) and carries no reward signal.",
+            ],
         )
 
     @classmethod
@@ -166,7 +187,7 @@ class Design:
         adapter solves about half the time sampled (each reward needs one specific command), against the same RL with
         shuffled rewards; the same stages and analysis, a few minutes."""
         return cls(
-            sft=SFTPlan(adapter=PUBLISHED_SFT),
+            sft=SFTPlan(adapter=ONE_COMMAND_SFT),
             rl=RLPlan(steps=2, groups=2, generations=8, learning_rate=2e-3, concurrency=16, checkpoints=[2]),
             train_suite="procgen-train-rl",
             test_suite="procgen-test",

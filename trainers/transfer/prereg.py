@@ -16,14 +16,32 @@ def preregistration(design: Design) -> str:
     greedy = "greedy (1 attempt) and " if design.greedy else ""
     sft_greedy = " (greedy once: it does not depend on the seed)" if design.greedy else ""
     temps = ", ".join(f"T = {t:g}" for t in design.sft_temperatures)
+    data = f"the verifier-filtered expert captures of `{s.suite}` (`{s.tasks}`) through `{s.harnesses}`" + (
+        ", each expert episode reading before it acts (`cat` of the file the instruction names, else `ls`; then the "
+        "task's one reference command): the data shows a command sent after a tool result, but no act that "
+        "depends on what was read"
+        if s.look_first
+        else ""
+    )
+    base = (
+        f"The SFT adapter `{s.start}` (on the embedded SmolLM2-135M-Instruct), trained further by"
+        if s.start
+        else f"""The embedded SmolLM2-135M-Instruct with one LoRA adapter (r = {s.lora_r}, alpha = {s.lora_alpha}, every linear layer of the
+decoder layers above the bottom {s.frozen_layers}), trained by"""
+    )
     start = (
         f"The published SFT adapter `{s.adapter}` on the embedded SmolLM2-135M-Instruct."
         if s.adapter
-        else f"""The embedded SmolLM2-135M-Instruct with one LoRA adapter (r = {s.lora_r}, alpha = {s.lora_alpha}, every linear layer of the
-decoder layers above the bottom {s.frozen_layers}), tree SFT for {s.steps} steps of {s.packs_per_step} packs at lr {s.learning_rate:g}
-(cosine, 10% warm-up, seed {s.seed}) on the verifier-filtered expert captures of `{s.suite}` (`{s.tasks}`) through
-`{s.harnesses}`. Every arm continues this adapter and ends as one adapter of the same shape."""
+        else f"""{base} tree SFT for {s.steps} steps of {s.packs_per_step} packs at lr {s.learning_rate:g}
+(cosine, 10% warm-up, seed {s.seed}) on {data}. Every arm continues this adapter and ends as one adapter of the same shape."""
     )
+    equal_groups = (
+        "groups whose rewards are all equal are left out of the step (DAPO's filter, no resampling)"
+        if r.drop_zero_variance
+        else "groups whose rewards are all equal stay in the step with advantage 0 (TRL)"
+    )
+    amended = "".join(f"\n- {a}" for a in design.amendments)
+    amendments = f"\n## Amendments (each made before any evaluation on the test split)\n{amended.lstrip(chr(10))}\n" if amended else ""
     n = len(design.rl_templates) + len(design.val_templates) + len(design.test_templates)
     how = f"a random split, seed {design.split_seed}," if design.split_seed is not None else "roles chosen by hand"
     return f"""# Pre-registration: does RL through a harness teach what SFT did not?
@@ -53,7 +71,8 @@ more SFT of the same compute does, and what the same RL does when its rewards ar
 
 - RL: tree GRPO, {r.steps} steps of {r.groups} groups x {r.generations} rollouts (tasks drawn stratified over the RL
   templates), lr {r.learning_rate:g} constant, KL coefficient beta {r.beta:g} to the SFT adapter, T = {r.temperature:g},
-  {r.max_tokens} tokens a call; `rl-mix` draws each group's harness 1:1 from its two harnesses.
+  {r.max_tokens} tokens a call; {equal_groups};
+  `rl-mix` draws each group's harness 1:1 from its two harnesses.
 - `rl-shuffled`: the same as `rl`, each group's rewards permuted among its rollouts before the advantages.
 - `sft-more`: {r.steps} more tree-SFT steps of {s.packs_per_step} packs on the same expert data at lr {s.learning_rate / 4:g}
   constant (as many optimizer steps as RL).
@@ -75,4 +94,4 @@ task types; 95% interval by bootstrap over test templates (10,000 resamples, the
 one-sided sign-flip p over templates. Also reported: the same greedy, on held-out variants, and `rl-shuffled`.
 Target: an RL arm at least 10 points over the best SFT control on held-out task types through at least one harness,
 with the interval excluding zero. Whatever the figures, they are reported as measured.
-"""
+{amendments}"""

@@ -38,26 +38,26 @@ def capture(work: Path, design: Design) -> Path:
     from clawgym_env.task import load_suite
     from trainers.tree_sft.expert import capture_experts, write_dataset
 
-    out = work / "expert-dataset"
+    out = work / ("expert-dataset-look" if design.sft.look_first else "expert-dataset")
     if (out / "dataset_info.json").is_file():
         return out
     tok = AutoTokenizer.from_pretrained(default_model_path())
     tasks = load_suite(design.sft.suite).select(design.sft.tasks.split(","))
-    results = run_sync(capture_experts(tasks, design.sft.harnesses.split(","), tok, concurrency=4))
+    results = run_sync(capture_experts(tasks, design.sft.harnesses.split(","), tok, concurrency=4, look_first=design.sft.look_first))
     print(f"expert capture: {write_dataset(results, out)}", flush=True)
     return out
 
 
 def sft(work: Path, out: Path, design: Design, dataset: Path | None) -> Path:
-    """Tree SFT of a LoRA adapter on the expert dataset from the embedded SmolLM2; published to ``adapters/sft``."""
+    """Tree SFT of a LoRA adapter on the expert dataset, from the embedded SmolLM2 (or from ``design.sft.start``);
+    published to ``adapters/sft``."""
     from clawgym_env.models import default_model_path
+    from clawgym_env.task.suite import repo_tasks_dir
     from trainers.tree_sft.config import TreeSFTConfig
     from trainers.tree_sft.trainer import TreeSFTTrainer
 
     final = work / "sft" / "final"
     if design.sft.adapter:  # a published one (the quick form starts from the full experiment's)
-        from clawgym_env.task.suite import repo_tasks_dir
-
         final = (repo_tasks_dir().parent / design.sft.adapter).resolve()
     elif not (final / "adapter_config.json").is_file():
         p = design.sft
@@ -79,7 +79,8 @@ def sft(work: Path, out: Path, design: Design, dataset: Path | None) -> Path:
             lora_r=p.lora_r,
             lora_alpha=p.lora_alpha,
         )
-        trainer = TreeSFTTrainer(cfg, default_model_path())
+        start = (repo_tasks_dir().parent / p.start).resolve() if p.start else default_model_path()
+        trainer = TreeSFTTrainer(cfg, start)
         trainer.train()
         trainer.save(final)
     published = out / "adapters" / "sft"

@@ -6,7 +6,9 @@ tokenizer, so the captured prompt ids are the ids the model will see at evaluati
 token-level ``ScriptedBackend``: first call, one shell tool call running the task's reference
 command (``metadata.procgen.command``); once a tool result is in the conversation, "Done.". A
 multi-step task (``metadata.procgen.steps``, ``procgen_multistep``) gets one call per step, step i
-once i tool results are in, then "Done.". Only
+once i tool results are in, then "Done.". With ``look_first`` the expert reads before it acts (``look_command``:
+``cat`` of the first workspace file the instruction names, else ``ls``), so its episodes show a command issued
+after a tool result, the shape a read-then-act task needs, while the act itself stays the reference command. Only
 episodes the task's verifier scores 1.0 are kept (rejection sampling), and they are written as an
 HF ``datasets`` dataset on disk: one row per episode, the capture records (ids, logprobs, the
 parsed response) as JSON without the bulky rendered messages.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from clawgym_env.proxy.backends.base import CompletionRequest
     from clawgym_env.task import TaskSpec
 
-__all__ = ["SHELL_TOOLS", "capture_experts", "expert_command", "expert_steps", "load_episodes", "write_dataset"]
+__all__ = ["SHELL_TOOLS", "capture_experts", "expert_command", "expert_steps", "load_episodes", "look_command", "write_dataset"]
 
 SHELL_TOOLS = ("Bash", "bash", "exec")
 """Shell tool names, in order of preference: Claude Code, custom, OpenClaw."""
@@ -43,10 +46,19 @@ def expert_command(task: TaskSpec) -> str:
     return str(command)
 
 
-def expert_steps(task: TaskSpec) -> list[str]:
-    """The commands the expert runs, one call each: ``metadata.procgen.steps``, else the one reference command."""
+def look_command(task: TaskSpec) -> str:
+    """A read before the act: ``cat`` of the workspace file the instruction names first, else ``ls``."""
+    files = sorted(p.name for p in task.workspace_dir.iterdir() if p.is_file()) if task.workspace_dir else []
+    named = [(m.start(), f) for f in files if (m := re.search(rf"(?<![\w.]){re.escape(f)}(?![\w])", task.instruction))]
+    return f"cat {min(named)[1]}" if named else "ls"
+
+
+def expert_steps(task: TaskSpec, *, look_first: bool = False) -> list[str]:
+    """The commands the expert runs, one call each: ``metadata.procgen.steps``, else the one reference command;
+    with ``look_first``, ``look_command`` before them."""
     steps = (task.metadata.get("procgen") or {}).get("steps")
-    return [str(s) for s in steps] if steps else [expert_command(task)]
+    commands = [str(s) for s in steps] if steps else [expert_command(task)]
+    return [look_command(task), *commands] if look_first else commands
 
 
 def _tool_names(request: CompletionRequest) -> list[str]:
@@ -68,7 +80,13 @@ def _reply(steps: Sequence[str]):  # -> ReplyFn
 
 
 async def capture_experts(
-    tasks: Sequence[TaskSpec], harnesses: Sequence[str], tokenizer: Any, *, sandbox: str = "bwrap", concurrency: int = 4
+    tasks: Sequence[TaskSpec],
+    harnesses: Sequence[str],
+    tokenizer: Any,
+    *,
+    sandbox: str = "bwrap",
+    concurrency: int = 4,
+    look_first: bool = False,
 ) -> list[EpisodeResult]:
     """One expert episode per (task, harness), all behind one proxy; every result is returned (filter by score)."""
     from clawgym_env.episode import run_episode
@@ -79,7 +97,7 @@ async def capture_experts(
 
     async def one(task: TaskSpec, harness: str, proxy: ProxyServer) -> EpisodeResult:
         async with gate:
-            backend = ScriptedBackend(_reply(expert_steps(task)), tokenizer=tokenizer)
+            backend = ScriptedBackend(_reply(expert_steps(task, look_first=look_first)), tokenizer=tokenizer)
             return await run_episode(task, harness, backend, proxy=proxy, sandbox=sandbox)
 
     with tempfile.TemporaryDirectory(prefix="clawgym-expert-") as d:
