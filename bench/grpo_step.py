@@ -9,18 +9,22 @@ own process, one after the other (``--rounds 2``: before, after, before, after):
   training), extracted with ``git archive`` into a temporary folder, run as the Pass@1 experiment's RL stage ran:
   the SFT adapter merged into a full model, the top 10 layers trained in full (``freeze_bottom`` 20), the
   backend decoding up to 8 calls at a time, each with its own copy of the shared system prompt's keys/values.
-- ``after``: this checkout: the SFT adapter trained as LoRA (``trainers.transfer.arms.RLTrainer``: policy and
-  reference share the frozen bottom's outputs), the backend decoding all 32 episodes' calls together against one
-  copy of the shared prompt (``_hf_shared``).
+- ``after``: this checkout with the registered RL settings (``Design.full().rl``: learning rate, KL coefficient,
+  groups with equal rewards left out of the step): the SFT adapter trained as LoRA
+  (``trainers.transfer.arms.RLTrainer``: policy and reference share the frozen bottom's outputs), the backend
+  decoding all 32 episodes' calls together against one copy of the shared prompt (``_hf_shared``).
 
 Per step: wall seconds; the rollout (its wall, and inside it the policy's prefill and decode seconds, which
 run serially on the backend's worker thread, and the per-episode means of sandbox start, harness run
 beside the model, grading and cleanup, which overlap across the 32 episodes); the update (train) and the weight
-sync. Timers wrap ``HFBackend.prefill`` and ``Batcher._step`` in the child (both revisions have them).
+sync; the CPU seconds of the arm's process (model, trainer, proxy) and of the rest of the machine (the harnesses,
+sandboxes and graders it starts), which show whether the step is bound by the two cores. Timers wrap
+``HFBackend.prefill`` and ``Batcher._step`` in the child (both revisions have them).
 The first step includes the cold prefill of the shared prompt in both arms; ``--steps 3`` shows later ones.
 
     python bench/grpo_step.py --adapter experiments/rl-transfer/adapters/sft
     python bench/grpo_step.py --adapter ... --rounds 2 --steps 3
+    python bench/grpo_step.py --adapter ... --arms after        # this checkout only
 """
 
 from __future__ import annotations
@@ -80,6 +84,12 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
     folder = str(ROOT / "tasks" / "procgen-compose-train")
     tasks = load_suite(folder).select([f"{t}-*" for t in RL_TEMPLATES.split(",")])
     lora = a.child == "after"
+    plan: dict[str, Any] = {}
+    if lora:  # the registered RL settings (trainers/transfer/design.py), as the experiment's train stage passes them
+        from trainers.transfer.design import Design
+
+        rl = Design.full().rl
+        plan = {"learning_rate": rl.learning_rate, "beta": rl.beta, "drop_zero_variance_from_loss": rl.drop_zero_variance}
     cfg = TreeGRPOConfig(
         output_dir=a.work,
         suite=folder,
@@ -88,16 +98,14 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
         pairs_per_step=4,
         task_sampling="stratified",
         max_steps=a.steps,
-        learning_rate=2e-4 if lora else 1e-4,
         lr_scheduler_type="constant",
         max_completion_length=64,
         temperature=1.0,
-        beta=0.02,
         max_concurrent_episodes=32 if lora else 28,
         seed=0,
         use_cpu=True,
         save_steps=0,
-        **({"use_peft": True} if lora else {}),
+        **({"use_peft": True, **plan} if lora else {"learning_rate": 1e-4, "beta": 0.02}),
     )
     if lora:
         from trainers.transfer.arms import RLTrainer as trainer_class  # the shared frozen bottom (trainers/transfer/forward.py)
@@ -109,10 +117,14 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
 
         freeze_bottom(trainer.policy, 20)
     steps: list[dict[str, float]] = []
+    cpu = [_cpu()]
 
     def on_step(m: dict[str, float]) -> None:
-        row = {k: float(m.get(k, 0.0)) for k in ("rollout_s", "train_s", "sync_s", "reward", "generated_tokens", "kl")}
+        row = {k: float(m.get(k, 0.0)) for k in ("rollout_s", "train_s", "sync_s", "reward", "generated_tokens", "kl", "groups_trained")}
         row.update(spent)
+        cpu.append(_cpu())
+        row["cpu_self"], machine = (cpu[-1][i] - cpu[-2][i] for i in (0, 1))
+        row["cpu_rest"] = machine - row["cpu_self"]
         n = max(1, len(episodes))
         for k in ("sandbox", "harness", "model", "verifier", "cleanup", "total"):
             row[f"ep_{k}"] = sum(e.get(k, 0.0) for e in episodes) / n
@@ -129,6 +141,17 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
     return {"arm": a.child, "steps": steps}
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process (model, trainer, proxy) and of the whole machine: the rest is the
+    harnesses, sandboxes and graders (and anything else running), whichever of the overlapping stages spent them."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+    return me.ru_utime + me.ru_stime, busy / os.sysconf("SC_CLK_TCK")
+
+
 ROWS = [
     ("wall", "step wall s"),
     ("rollout_s", "  rollout (32 episodes) s"),
@@ -141,6 +164,9 @@ ROWS = [
     ("ep_cleanup", "    episode: cleanup s (mean)"),
     ("train_s", "  update (train, incl. sync) s"),
     ("sync_s", "    weight sync s"),
+    ("cpu_self", "CPU s: model, trainer, proxy (one process)"),
+    ("cpu_rest", "CPU s: the rest (harnesses, sandboxes, ...)"),
+    ("groups_trained", "groups trained"),
     ("reward", "reward (mean)"),
     ("generated_tokens", "tokens generated"),
 ]
@@ -183,6 +209,7 @@ def _run_arm(arm: str, tree: Path, model: Path, steps: int, work: Path) -> dict[
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--adapter", type=Path, default=ROOT / "experiments" / "rl-transfer" / "adapters" / "sft")
+    ap.add_argument("--arms", default="before,after", help="which arms to run, in this order each round (default %(default)s)")
     ap.add_argument("--before", default=BEFORE, help="revision of the 'before' arm (default %(default)s)")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
@@ -200,17 +227,18 @@ def main(argv: list[str] | None = None) -> None:
         models = {"before": _merged(a.adapter, tmp / "merged"), "after": a.adapter.resolve()}
         print(f"load before: {os.getloadavg()}", flush=True)
         results = []
+        chosen = a.arms.split(",")
         for r in range(a.rounds):
-            for arm in ("before", "after"):
+            for arm in chosen:
                 results.append((r, _run_arm(arm, trees[arm], models[arm], a.steps, tmp / f"work-{arm}-{r}")))
                 print(f"round {r + 1} {arm}: done in {results[-1][1]['process_s']:.0f}s, load {os.getloadavg()}", flush=True)
     for r in range(a.rounds):
         arms = {res["arm"]: res["steps"] for rr, res in results if rr == r}
         print(f"\nround {r + 1}: GRPO step of 4 groups x 8 rollouts, SmolLM2-135M + SFT adapter, claude-code-bash")
-        head = "".join(f"{arm} step {i + 1}".rjust(16) for arm in ("before", "after") for i in range(a.steps))
+        head = "".join(f"{arm} step {i + 1}".rjust(16) for arm in chosen for i in range(a.steps))
         print(f"{'':44}{head}")
         for key, label in ROWS:
-            cells = "".join(f"{arms[arm][i].get(key, 0.0):16.1f}" for arm in ("before", "after") for i in range(a.steps))
+            cells = "".join(f"{arms[arm][i].get(key, 0.0):16.1f}" for arm in chosen for i in range(a.steps))
             print(f"{label:44}{cells}")
     print(f"\nload after: {os.getloadavg()}")
 
