@@ -9,8 +9,8 @@ own process, one after the other (``--rounds 2``: before, after, before, after):
   training), extracted with ``git archive`` into a temporary folder, run as the Pass@1 experiment's RL stage ran:
   the SFT adapter merged into a full model, the top 10 layers trained in full (``freeze_bottom`` 20), the
   backend decoding up to 8 calls at a time, each with its own copy of the shared system prompt's keys/values.
-- ``after``: this checkout with the registered RL settings (``Design.full().rl``: learning rate, KL coefficient,
-  groups with equal rewards left out of the step): the SFT adapter trained as LoRA
+- ``after``: this checkout with the registered `rl` arm's settings (``trainers.transfer.arms.rl_config``: learning
+  rate, KL coefficient, groups with equal rewards left out of the step): the SFT adapter trained as LoRA
   (``trainers.transfer.arms.RLTrainer``: policy and reference share the frozen bottom's outputs), the backend
   decoding all 32 episodes' calls together against one copy of the shared prompt (``_hf_shared``).
 
@@ -84,35 +84,33 @@ def child(a: argparse.Namespace) -> dict[str, Any]:
     folder = str(ROOT / "tasks" / "procgen-compose-train")
     tasks = load_suite(folder).select([f"{t}-*" for t in RL_TEMPLATES.split(",")])
     lora = a.child == "after"
-    plan: dict[str, Any] = {}
-    if lora:  # the registered RL settings (trainers/transfer/design.py), as the experiment's train stage passes them
+    if lora:  # the registered RL arm's settings, as the experiment's train stage builds them
+        from trainers.transfer.arms import RLTrainer, rl_config  # RLTrainer: the shared frozen bottom (trainers/transfer/forward.py)
         from trainers.transfer.design import Design
 
-        rl = Design.full().rl
-        plan = {"learning_rate": rl.learning_rate, "beta": rl.beta, "drop_zero_variance_from_loss": rl.drop_zero_variance}
-    cfg = TreeGRPOConfig(
-        output_dir=a.work,
-        suite=folder,
-        harness="claude-code-bash",
-        num_generations=8,
-        pairs_per_step=4,
-        task_sampling="stratified",
-        max_steps=a.steps,
-        lr_scheduler_type="constant",
-        max_completion_length=64,
-        temperature=1.0,
-        max_concurrent_episodes=32 if lora else 28,
-        seed=0,
-        use_cpu=True,
-        save_steps=0,
-        **({"use_peft": True, **plan} if lora else {"learning_rate": 1e-4, "beta": 0.02}),
-    )
-    if lora:
-        from trainers.transfer.arms import RLTrainer as trainer_class  # the shared frozen bottom (trainers/transfer/forward.py)
+        design = Design.full()
+        cfg = rl_config(Path(a.work), design, design.arm("rl"), 0, suite=folder, max_steps=a.steps, save_steps=0)
+        trainer: TreeGRPOTrainer = RLTrainer(cfg, a.model, tasks=tasks)
     else:
-        trainer_class = Before
-    trainer = trainer_class(cfg, a.model, tasks=tasks)
-    if not lora:
+        cfg = TreeGRPOConfig(
+            output_dir=a.work,
+            suite=folder,
+            harness="claude-code-bash",
+            num_generations=8,
+            pairs_per_step=4,
+            task_sampling="stratified",
+            max_steps=a.steps,
+            learning_rate=1e-4,
+            lr_scheduler_type="constant",
+            max_completion_length=64,
+            temperature=1.0,
+            beta=0.02,
+            max_concurrent_episodes=28,
+            seed=0,
+            use_cpu=True,
+            save_steps=0,
+        )
+        trainer = Before(cfg, a.model, tasks=tasks)
         from trainers.tree_sft.frozen import freeze_bottom
 
         freeze_bottom(trainer.policy, 20)

@@ -164,6 +164,7 @@ def test_the_committed_registration_is_the_codes_full_design() -> None:
     from trainers.transfer.prereg import preregistration
 
     out = Path(__file__).resolve().parents[2] / "experiments" / "rl-transfer"
-    assert Design.load(out / "design.json") == Design.full()
-    assert (out / "PREREGISTRATION.md").read_text() == preregistration(Design.full())
-    assert Design.full().sft.look_first and "reading before it acts" in preregistration(Design.full())
+    design, text = Design.full(), preregistration(Design.full())
+    assert Design.load(out / "design.json") == design
+    assert (out / "PREREGISTRATION.md").read_text() == text
+    assert design.sft.look_first and "reading before it acts" in text

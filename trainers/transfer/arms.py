@@ -12,7 +12,7 @@ import json
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainers.core.engine import PackSlot
 from trainers.rollout import RolloutBatch
@@ -20,7 +20,10 @@ from trainers.transfer.design import Arm, Design
 from trainers.transfer.forward import SharedBottomForward
 from trainers.tree_grpo.trainer import TreeGRPOTrainer
 
-__all__ = ["RLTrainer", "ShuffledRewardTrainer", "train_rl", "train_sft_more"]
+if TYPE_CHECKING:
+    from trainers.tree_grpo.config import TreeGRPOConfig
+
+__all__ = ["RLTrainer", "ShuffledRewardTrainer", "rl_config", "train_rl", "train_sft_more"]
 
 
 class RLTrainer(SharedBottomForward, TreeGRPOTrainer):
@@ -54,36 +57,44 @@ def _latest(run: Path) -> Path | None:
     return ckpts[-1] if ckpts else None
 
 
+def rl_config(run: Path, design: Design, arm: Arm, seed: int, **overrides: Any) -> TreeGRPOConfig:
+    """The tree-GRPO settings of an RL arm (``design.rl``): what the train stage runs and ``bench/grpo_step.py`` times."""
+    from trainers.tree_grpo.config import TreeGRPOConfig
+
+    plan = design.rl
+    harnesses = arm.harnesses.split(",")
+    settings: dict[str, Any] = {
+        "output_dir": str(run),
+        "suite": design.train_suite,
+        "harness": arm.harnesses,
+        "mix_weights": ",".join("1" for _ in harnesses) if len(harnesses) > 1 else None,
+        "num_generations": plan.generations,
+        "pairs_per_step": plan.groups,
+        "task_sampling": "stratified",
+        "max_steps": plan.steps,
+        "learning_rate": plan.learning_rate,
+        "lr_scheduler_type": "constant",
+        "max_completion_length": plan.max_tokens,
+        "temperature": plan.temperature,
+        "beta": plan.beta,
+        "drop_zero_variance_from_loss": plan.drop_zero_variance,
+        "max_concurrent_episodes": plan.concurrency,
+        "seed": seed,
+        "use_cpu": True,
+        "save_steps": _save_every(plan.checkpoints),
+        "use_peft": True,
+    }
+    return TreeGRPOConfig(**{**settings, **overrides})
+
+
 def train_rl(run: Path, sft_adapter: Path, design: Design, arm: Arm, seed: int) -> dict[int, Path]:
     """Tree GRPO of ``arm`` from ``sft_adapter`` into ``run``; the candidate adapters by step."""
     from clawgym_env.task import load_suite
-    from trainers.tree_grpo.config import TreeGRPOConfig
 
     plan = design.rl
     done = run / "history.json"
     if not done.is_file():
-        harnesses = arm.harnesses.split(",")
-        cfg = TreeGRPOConfig(
-            output_dir=str(run),
-            suite=design.train_suite,
-            harness=arm.harnesses,
-            mix_weights=",".join("1" for _ in harnesses) if len(harnesses) > 1 else None,
-            num_generations=plan.generations,
-            pairs_per_step=plan.groups,
-            task_sampling="stratified",
-            max_steps=plan.steps,
-            learning_rate=plan.learning_rate,
-            lr_scheduler_type="constant",
-            max_completion_length=plan.max_tokens,
-            temperature=plan.temperature,
-            beta=plan.beta,
-            drop_zero_variance_from_loss=plan.drop_zero_variance,
-            max_concurrent_episodes=plan.concurrency,
-            seed=seed,
-            use_cpu=True,
-            save_steps=_save_every(plan.checkpoints),
-            use_peft=True,
-        )
+        cfg = rl_config(run, design, arm, seed)
         tasks = load_suite(design.train_suite).select(design.rl_task_patterns().split(","))
         cls = ShuffledRewardTrainer if arm.kind == "rl-shuffled" else RLTrainer
         trainer = cls(cfg, sft_adapter, tasks=tasks, resume_from_checkpoint=_latest(run))

@@ -35,6 +35,8 @@ ArmKind = Literal["sft", "sft-more", "rl", "rl-shuffled"]
 ARM_KINDS: tuple[str, ...] = ("sft", "sft-more", "rl", "rl-shuffled")
 TEMPLATE_SEED = 37
 """Seed of the random split of the read-then-act templates into RL, validation and test templates."""
+REPO = Path(__file__).resolve().parents[2]
+"""The checkout; the design's adapter folders (``SFTPlan.adapter``, ``SFTPlan.start``) are relative to it."""
 ONE_COMMAND_SFT = "experiments/rl-transfer/adapters/sft-one-command"
 """Tree SFT on the one-command expert captures (committed): where the full design's SFT goes on, and the quick form starts."""
 

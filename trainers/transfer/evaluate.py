@@ -16,11 +16,9 @@ import sys
 from pathlib import Path
 
 from clawgym_env.errors import ConfigError
-from trainers.transfer.design import Design, Evaluation
+from trainers.transfer.design import REPO, Design, Evaluation
 
 __all__ = ["bench_command", "best_checkpoint", "complete", "evaluate", "mean_score", "model_spec", "publish_adapter", "record_dir"]
-
-_REPO = Path(__file__).resolve().parents[2]
 
 
 def record_dir(out: Path, arm: str, seed: int | None = None) -> Path:
@@ -80,7 +78,7 @@ def evaluate(adapter: Path, out: Path, design: Design, e: Evaluation, seed: int)
     cmd = bench_command(adapter, out, design, e, seed)
     print(f"$ {' '.join(cmd)}", flush=True)
     # the CLI of this checkout, in this interpreter (an installed ``clawgym`` script may belong to another checkout)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     subprocess.run([sys.executable, "-m", "clawgym_env.cli.main", *cmd[1:]], check=True, env=env)
     return out
 

@@ -40,8 +40,8 @@ decoder layers above the bottom {s.frozen_layers}), trained by"""
         if r.drop_zero_variance
         else "groups whose rewards are all equal stay in the step with advantage 0 (TRL)"
     )
-    amended = "".join(f"\n- {a}" for a in design.amendments)
-    amendments = f"\n## Amendments (each made before any evaluation on the test split)\n{amended.lstrip(chr(10))}\n" if amended else ""
+    amended = "\n".join(f"- {a}" for a in design.amendments)
+    amendments = f"\n## Amendments (each made before any evaluation on the test split)\n{amended}\n" if amended else ""
     n = len(design.rl_templates) + len(design.val_templates) + len(design.test_templates)
     how = f"a random split, seed {design.split_seed}," if design.split_seed is not None else "roles chosen by hand"
     return f"""# Pre-registration: does RL through a harness teach what SFT did not?

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from clawgym_env._sync import run_sync
 from clawgym_env.errors import ConfigError
-from trainers.transfer.design import Arm, Design, Evaluation
+from trainers.transfer.design import REPO, Arm, Design, Evaluation
 from trainers.transfer.evaluate import best_checkpoint, evaluate, mean_score, publish_adapter, record_dir
 
 __all__ = ["STAGES", "arm_adapter", "capture", "registered", "sft", "test", "train"]
@@ -52,13 +52,12 @@ def sft(work: Path, out: Path, design: Design, dataset: Path | None) -> Path:
     """Tree SFT of a LoRA adapter on the expert dataset, from the embedded SmolLM2 (or from ``design.sft.start``);
     published to ``adapters/sft``."""
     from clawgym_env.models import default_model_path
-    from clawgym_env.task.suite import repo_tasks_dir
     from trainers.tree_sft.config import TreeSFTConfig
     from trainers.tree_sft.trainer import TreeSFTTrainer
 
     final = work / "sft" / "final"
     if design.sft.adapter:  # a published one (the quick form starts from the full experiment's)
-        final = (repo_tasks_dir().parent / design.sft.adapter).resolve()
+        final = (REPO / design.sft.adapter).resolve()
     elif not (final / "adapter_config.json").is_file():
         p = design.sft
         cfg = TreeSFTConfig(
@@ -79,7 +78,7 @@ def sft(work: Path, out: Path, design: Design, dataset: Path | None) -> Path:
             lora_r=p.lora_r,
             lora_alpha=p.lora_alpha,
         )
-        start = (repo_tasks_dir().parent / p.start).resolve() if p.start else default_model_path()
+        start = (REPO / p.start).resolve() if p.start else default_model_path()
         trainer = TreeSFTTrainer(cfg, start)
         trainer.train()
         trainer.save(final)
